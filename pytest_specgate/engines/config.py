@@ -1,0 +1,225 @@
+"""Engine configuration: one hashable value per distinct engine, resolved marker > option > default.
+
+Being hashable is what lets :class:`EnginePool` boot each distinct configuration
+once per session (once per xdist worker) and share it between tests.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_specgate.engines.protocol import Engine
+
+__all__ = [
+    "BACKENDS",
+    "DEFAULT_BACKEND",
+    "EngineConfig",
+    "EnginePool",
+    "boot_function",
+    "engine_config_from",
+    "freeze_option",
+]
+
+BACKENDS: dict[str, str] = {
+    "mock": "pytest_specgate.engines.mock:boot",
+    "mlx": "pytest_specgate.engines.mlx:boot",
+    "vllm": "pytest_specgate.engines.vllm:boot",
+    "endpoint": "pytest_specgate.engines.endpoint:boot",
+}
+DEFAULT_BACKEND = "mock"
+_NAMED_FIELDS = ("backend", "target", "draft", "num_draft_tokens")
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    """Everything that distinguishes one engine instance from another."""
+
+    backend: str
+    target: str | None = None
+    draft: str | None = None
+    num_draft_tokens: int | None = None
+    options: tuple[tuple[str, object], ...] = ()
+
+    def option(self, name: str, default: object = None) -> object:
+        """A backend-specific option, or ``default`` when it was not given."""
+        for key, value in self.options:
+            if key == name:
+                return value
+        return default
+
+    def with_options(self, **changes: object) -> EngineConfig:
+        """A copy with some options added or replaced (options stay sorted)."""
+        merged = dict(self.options)
+        merged.update({key: freeze_option(value) for key, value in changes.items()})
+        return EngineConfig(
+            backend=self.backend,
+            target=self.target,
+            draft=self.draft,
+            num_draft_tokens=self.num_draft_tokens,
+            options=tuple(sorted(merged.items())),
+        )
+
+    def describe(self) -> str:
+        """Short human-readable label, e.g. for logs and evidence."""
+        parts = [self.backend]
+        if self.target:
+            parts.append(f"target={self.target}")
+        if self.draft:
+            parts.append(f"draft={self.draft}")
+        if self.num_draft_tokens is not None:
+            parts.append(f"gamma={self.num_draft_tokens}")
+        parts.extend(f"{key}={value!r}" for key, value in self.options)
+        return " ".join(parts)
+
+
+def freeze_option(value: object) -> object:
+    """Make an option value hashable: lists/sets become tuples, dicts sorted pairs."""
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), freeze_option(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(freeze_option(v) for v in value)
+    if isinstance(value, set | frozenset):
+        return tuple(sorted((freeze_option(v) for v in value), key=repr))
+    try:
+        hash(value)
+    except TypeError as exc:
+        raise pytest.UsageError(
+            f"engine option value {value!r} is not hashable ({type(value).__name__})"
+        ) from exc
+    return value
+
+
+def _optional_str(where: str, name: str, value: object) -> str | None:
+    if value is None or isinstance(value, str):
+        return value or None
+    raise pytest.UsageError(f"{where}: {name} must be a string, got {value!r}")
+
+
+def _optional_gamma(where: str, value: object) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise pytest.UsageError(
+            f"{where}: num_draft_tokens must be a positive integer, got {value!r}"
+        )
+    return value
+
+
+def _resolve_backend(where: str, chosen: object) -> str:
+    if not isinstance(chosen, str) or chosen not in BACKENDS:
+        raise pytest.UsageError(
+            f"{where}: unknown engine backend {chosen!r}; expected one of {sorted(BACKENDS)}"
+        )
+    return chosen
+
+
+def engine_config_from(
+    marker_kwargs: Mapping[str, object],
+    option_values: Mapping[str, object],
+    marker_args: Sequence[object] = (),
+    *,
+    where: str = "engine marker",
+) -> EngineConfig:
+    """Resolve an EngineConfig from ``@pytest.mark.engine(...)`` and command-line options.
+
+    ``marker_args`` may hold one positional backend name. ``option_values`` uses the
+    keys ``engine`` (``--specgate-engine``) and ``endpoint`` (``--specgate-endpoint``).
+    A backend in the marker wins over the option, which wins over ``"mock"``; an
+    endpoint URL given without ``--specgate-engine`` selects the endpoint backend.
+    ``where`` names the test in error messages.
+    """
+    if len(marker_args) > 1:
+        raise pytest.UsageError(
+            f"{where}: engine() takes at most one positional argument (the backend), "
+            f"got {list(marker_args)!r}"
+        )
+    if marker_args and "backend" in marker_kwargs:
+        raise pytest.UsageError(f"{where}: backend given both positionally and as backend=")
+    endpoint_url = _optional_str(where, "--specgate-endpoint", option_values.get("endpoint"))
+    option_backend = option_values.get("engine") or ("endpoint" if endpoint_url else None)
+    chosen = (
+        (marker_args[0] if marker_args else marker_kwargs.get("backend"))
+        or option_backend
+        or DEFAULT_BACKEND
+    )
+    backend = _resolve_backend(where, chosen)
+    options = {
+        key: freeze_option(value)
+        for key, value in marker_kwargs.items()
+        if key not in _NAMED_FIELDS
+    }
+    if backend == "endpoint" and "url" not in options:
+        if endpoint_url is None:
+            raise pytest.UsageError(
+                f"{where}: the endpoint backend needs a URL: pass --specgate-endpoint URL "
+                'or engine("endpoint", url=...)'
+            )
+        options["url"] = endpoint_url
+    return EngineConfig(
+        backend=backend,
+        target=_optional_str(where, "target", marker_kwargs.get("target")),
+        draft=_optional_str(where, "draft", marker_kwargs.get("draft")),
+        num_draft_tokens=_optional_gamma(where, marker_kwargs.get("num_draft_tokens")),
+        options=tuple(sorted(options.items())),
+    )
+
+
+BootFunction = Callable[[EngineConfig, Path], "Engine"]
+
+
+def boot_function(backend: str) -> BootFunction:
+    """Import a backend's ``boot`` lazily, so unused backends cost nothing at load."""
+    target = BACKENDS.get(backend)
+    if target is None:
+        raise pytest.UsageError(
+            f"unknown engine backend {backend!r}; expected one of {sorted(BACKENDS)}"
+        )
+    module_name, _, attribute = target.partition(":")
+    module = importlib.import_module(module_name)
+    return cast(BootFunction, getattr(module, attribute))
+
+
+class EnginePool:
+    """Boots each distinct EngineConfig once and hands the same engine to every test.
+
+    ``close_all`` belongs in a ``finally`` (session fixture teardown) and closes
+    every engine even if one of them fails to close.
+    """
+
+    def __init__(self, boot: Callable[[EngineConfig, Path], Engine] | None = None) -> None:
+        self._boot = boot
+        self._engines: dict[EngineConfig, Engine] = {}
+
+    def get(self, config: EngineConfig, workdir: Path) -> Engine:
+        engine = self._engines.get(config)
+        if engine is None:
+            boot = self._boot or boot_function(config.backend)
+            workdir.mkdir(parents=True, exist_ok=True)
+            engine = boot(config, workdir)
+            self._engines[config] = engine
+        return engine
+
+    def __len__(self) -> int:
+        return len(self._engines)
+
+    def __contains__(self, config: object) -> bool:
+        return config in self._engines
+
+    def close_all(self) -> None:
+        engines = list(self._engines.values())
+        self._engines.clear()
+        errors: list[BaseException] = []
+        for engine in reversed(engines):
+            try:
+                engine.close()
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise ExceptionGroup("closing engines failed", cast(list[Exception], errors))

@@ -1,0 +1,104 @@
+"""The ``specgate`` command: inspect hosts, render and gate evidence, run the mock engine."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from pytest_specgate import __version__
+from pytest_specgate.hardware import (
+    HostProfile,
+    RequirementError,
+    evaluate_requirement,
+    load_host_profiles,
+)
+from pytest_specgate.host import HostFacts, HostFactsError, load_host_facts, probe_host
+
+__all__ = ["main"]
+
+
+def find_pyproject(start: Path) -> Path | None:
+    """The nearest ``pyproject.toml`` at or above ``start`` (where profiles are declared)."""
+    for directory in (start, *start.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def hosts_report(facts: HostFacts, profiles: dict[str, HostProfile]) -> dict[str, object]:
+    """This host's facts and, per named profile, whether it matches and why not."""
+    verdicts = {
+        name: evaluate_requirement(profile.requirement, facts, os.environ)
+        for name, profile in sorted(profiles.items())
+    }
+    return {
+        "host": facts.to_dict(),
+        "summary": facts.summary(),
+        "profiles": {
+            name: {"matched": v.matched, "needs": v.requirement.describe(),
+                   "unmet": list(v.reasons)}
+            for name, v in verdicts.items()
+        },
+    }
+
+
+def _format_hosts(report: dict[str, object]) -> str:
+    host = report["host"]
+    assert isinstance(host, dict)
+    lines = [f"host: {report['summary']}  (source: {host['source']})"]
+    for key in ("os", "os_version", "kernel", "arch", "cpu_brand", "cpu_count", "memory_bytes",
+                "apple_chip", "thermal_state"):
+        lines.append(f"  {key:<14} {host[key] if host[key] is not None else 'unknown'}")
+    for gpu in host["gpus"]:
+        lines.append(f"  gpu            {gpu['name']} SM {gpu['compute_capability'] or 'unknown'} "
+                     f"memory {gpu['memory_bytes'] if gpu['memory_bytes'] is not None else 'unknown'}")
+    profiles = report["profiles"]
+    assert isinstance(profiles, dict)
+    if not profiles:
+        lines.append("profiles: none declared in [tool.specgate.hosts]")
+    for name, row in profiles.items():
+        status = "MATCH" if row["matched"] else "no match"
+        detail = "" if row["matched"] else f": {'; '.join(row['unmet'])}"
+        lines.append(f"profile {name:<16} {status} (needs {row['needs']}){detail}")
+    return "\n".join(lines)
+
+
+def _run_hosts(args: argparse.Namespace) -> int:
+    try:
+        facts = load_host_facts(Path(args.host_facts)) if args.host_facts else probe_host()
+        pyproject = Path(args.pyproject) if args.pyproject else find_pyproject(Path.cwd())
+        profiles = load_host_profiles(pyproject)
+    except (HostFactsError, RequirementError) as exc:
+        print(f"specgate hosts: {exc}", file=sys.stderr)
+        return 2
+    report = hosts_report(facts, profiles)
+    print(json.dumps(report, indent=2, sort_keys=True) if args.json else _format_hosts(report))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="specgate", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"pytest-specgate {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    hosts = commands.add_parser("hosts", help="print this host's facts and the profiles it matches")
+    hosts.add_argument("--json", action="store_true", help="print the facts as JSON")
+    hosts.add_argument("--host-facts", metavar="FILE", help="read facts from FILE instead of probing")
+    hosts.add_argument("--pyproject", metavar="FILE",
+                       help="pyproject.toml declaring [tool.specgate.hosts] (default: nearest)")
+    hosts.set_defaults(handler=_run_hosts)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handler = args.handler
+    return int(handler(args))
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

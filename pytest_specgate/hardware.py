@@ -1,0 +1,391 @@
+"""Hardware requirements: ``@pytest.mark.hardware(...)`` -> requirement -> verdict.
+
+Like pytest's own ``skipping.py``, evaluation is a pure function of the
+marker, the host facts and the environment, returning a small frozen
+verdict that lists every unmet requirement next to what the host has.
+Unknown facts never satisfy a requirement: a memory guard on a host whose
+memory cannot be read is unmet, not assumed.
+"""
+
+from __future__ import annotations
+
+import operator
+import re
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, Final, final
+
+from pytest_specgate.host import GIB, GpuFacts, HostFacts
+
+__all__ = [
+    "HARDWARE_MARKER_DOC",
+    "HardwareRequirement",
+    "HardwareVerdict",
+    "HostProfile",
+    "RequirementError",
+    "evaluate_requirement",
+    "load_host_profiles",
+    "requirement_from_marker",
+]
+
+HARDWARE_MARKER_DOC: Final = (
+    "hardware(profile=None, *, apple=None, min_memory_gb=None, max_memory_gb=None, "
+    "cuda_sm=None, min_cuda_sm=None, min_gpus=None, min_gpu_memory_gb=None, os=None, "
+    "macos_min=None, macos_max=None, env=None): the host this spec needs. A host that "
+    "does not match skips the spec with every mismatch named; --specgate-require makes "
+    "it an error; --specgate-diagnostic runs it as non-qualifying."
+)
+_APPLE_MODEL = re.compile(r"M-any|M\d+(?: (?:Pro|Max|Ultra))?")
+_SM = re.compile(r"\d+\.\d+")
+_VERSION = re.compile(r"\d+(?:\.\d+){0,2}")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_OS_NAMES: Final = {"macos": "macOS", "linux": "Linux", "windows": "Windows"}
+
+
+class RequirementError(ValueError):
+    """A marker or profile argument is wrong; the message names the argument."""
+
+
+@final
+@dataclass(frozen=True)
+class HardwareRequirement:
+    """What a spec needs. Every field ``None`` means "no constraint"."""
+
+    profile: str | None = None
+    apple: str | None = None
+    min_memory_gb: float | None = None
+    max_memory_gb: float | None = None
+    cuda_sm: str | None = None
+    min_cuda_sm: str | None = None
+    min_gpus: int | None = None
+    min_gpu_memory_gb: float | None = None
+    os: str | None = None
+    macos_min: str | None = None
+    macos_max: str | None = None
+    env: str | None = None
+
+    @property
+    def needs_nvidia(self) -> bool:
+        return any(v is not None for v in (self.cuda_sm, self.min_cuda_sm, self.min_gpus,
+                                           self.min_gpu_memory_gb))
+
+    def describe(self) -> str:
+        """Human form, e.g. ``Apple M4, memory ≥ 16 GB``."""
+        parts: list[str] = []
+        if self.apple:
+            parts.append("Apple Silicon (any M chip)" if self.apple == "M-any"
+                         else f"Apple {self.apple}")
+        if self.os:
+            parts.append(_OS_NAMES[self.os])
+        if self.macos_min:
+            parts.append(f"macOS ≥ {self.macos_min}")
+        if self.macos_max:
+            parts.append(f"macOS ≤ {self.macos_max}")
+        if self.min_memory_gb is not None:
+            parts.append(f"memory ≥ {_gb(self.min_memory_gb)}")
+        if self.max_memory_gb is not None:
+            parts.append(f"memory ≤ {_gb(self.max_memory_gb)}")
+        if self.needs_nvidia:
+            parts.append(self._describe_gpus())
+        if self.env:
+            parts.append(f"{self.env}=1")
+        return ", ".join(parts) or "any host"
+
+    def _describe_gpus(self) -> str:
+        gpu = f"{self.min_gpus or 1}× NVIDIA GPU"
+        details = []
+        if self.cuda_sm:
+            details.append(f"SM {self.cuda_sm}")
+        if self.min_cuda_sm:
+            details.append(f"SM ≥ {self.min_cuda_sm}")
+        if self.min_gpu_memory_gb is not None:
+            details.append(f"≥ {_gb(self.min_gpu_memory_gb)} each")
+        return f"{gpu} ({', '.join(details)})" if details else gpu
+
+    def to_dict(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if getattr(self, f.name) is not None}
+
+
+@final
+@dataclass(frozen=True)
+class HostProfile:
+    """A named requirement from ``[tool.specgate.hosts.<name>]``."""
+
+    name: str
+    requirement: HardwareRequirement
+    description: str | None = None
+
+
+@final
+@dataclass(frozen=True)
+class HardwareVerdict:
+    """The requirement, whether the host meets it, and every unmet clause."""
+
+    requirement: HardwareRequirement
+    matched: bool
+    reasons: tuple[str, ...]
+    host_summary: str
+
+    def mismatch_message(self) -> str:
+        profile = f" [{self.requirement.profile}]" if self.requirement.profile else ""
+        return (f"needs {self.requirement.describe()}{profile}; unmet: "
+                f"{'; '.join(self.reasons)}; host has {self.host_summary}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "requirement": self.requirement.to_dict(),
+            "profile": self.requirement.profile,
+            "matched": self.matched,
+            "reasons": list(self.reasons),
+            "host_summary": self.host_summary,
+        }
+
+
+def _gb(value: float) -> str:
+    return f"{value:g} GB"
+
+
+# ---------------------------------------------------------------------------
+# Marker / profile arguments -> requirement
+
+
+def _number(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise RequirementError(f"{name} must be a number of GB, got {value!r}")
+    if value <= 0:
+        raise RequirementError(f"{name} must be > 0, got {value!r}")
+    return float(value)
+
+
+def _matching(name: str, value: Any, pattern: re.Pattern[str], example: str) -> str:
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise RequirementError(f"{name} must look like {example}, got {value!r}")
+    return value
+
+
+def _count(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise RequirementError(f"{name} must be a whole number ≥ 1, got {value!r}")
+    return value
+
+
+def _os_name(name: str, value: Any) -> str:
+    if value not in _OS_NAMES:
+        raise RequirementError(f"{name} must be one of {sorted(_OS_NAMES)}, got {value!r}")
+    return str(value)
+
+
+_PARSERS: Final[dict[str, Callable[[str, Any], Any]]] = {
+    "apple": lambda n, v: _matching(n, v, _APPLE_MODEL, "'M4', 'M4 Pro' or 'M-any'"),
+    "min_memory_gb": _number,
+    "max_memory_gb": _number,
+    "cuda_sm": lambda n, v: _matching(n, v, _SM, "'12.1'"),
+    "min_cuda_sm": lambda n, v: _matching(n, v, _SM, "'8.9'"),
+    "min_gpus": _count,
+    "min_gpu_memory_gb": _number,
+    "os": _os_name,
+    "macos_min": lambda n, v: _matching(n, v, _VERSION, "'14' or '15.3'"),
+    "macos_max": lambda n, v: _matching(n, v, _VERSION, "'15' or '15.3'"),
+    "env": lambda n, v: _matching(n, v, _ENV_NAME, "'SPEC028_RUN_SMALL_AIR_CANARY'"),
+}
+
+
+def _parse_clauses(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = sorted(set(kwargs) - set(_PARSERS))
+    if unknown:
+        raise RequirementError(
+            f"unknown argument(s) {', '.join(unknown)}; known: {', '.join(sorted(_PARSERS))}"
+        )
+    return {name: _PARSERS[name](name, value) for name, value in kwargs.items()
+            if value is not None}
+
+
+def _checked(clauses: Mapping[str, Any], profile: str | None) -> HardwareRequirement:
+    requirement = HardwareRequirement(profile=profile, **clauses)
+    lo, hi = requirement.min_memory_gb, requirement.max_memory_gb
+    if lo is not None and hi is not None and lo > hi:
+        raise RequirementError(f"min_memory_gb={lo:g} > max_memory_gb={hi:g}: no host can match")
+    if requirement.macos_min and requirement.macos_max and (
+        _version(requirement.macos_min) > _version(requirement.macos_max)
+    ):
+        raise RequirementError(
+            f"macos_min={requirement.macos_min} > macos_max={requirement.macos_max}: "
+            "no host can match"
+        )
+    if requirement.cuda_sm and requirement.min_cuda_sm and (
+        _version(requirement.cuda_sm) < _version(requirement.min_cuda_sm)
+    ):
+        raise RequirementError(
+            f"cuda_sm={requirement.cuda_sm} < min_cuda_sm={requirement.min_cuda_sm}: "
+            "no host can match"
+        )
+    macos_only = requirement.apple or requirement.macos_min or requirement.macos_max
+    if macos_only and requirement.os not in (None, "macos"):
+        raise RequirementError(f"os={requirement.os!r} contradicts an Apple/macOS requirement")
+    return requirement
+
+
+def requirement_from_marker(
+    args: Sequence[Any], kwargs: Mapping[str, Any], profiles: Mapping[str, HostProfile]
+) -> HardwareRequirement:
+    """Build the requirement of one marker; marker keywords refine a named profile."""
+    if len(args) > 1:
+        raise RequirementError(f"takes at most one positional profile name, got {len(args)}")
+    profile_name = args[0] if args else kwargs.get("profile")
+    if args and "profile" in kwargs:
+        raise RequirementError("profile given both positionally and as profile=")
+    clauses = {k: v for k, v in kwargs.items() if k != "profile"}
+    base: dict[str, Any] = {}
+    if profile_name is not None:
+        if not isinstance(profile_name, str):
+            raise RequirementError(f"profile must be a name, got {profile_name!r}")
+        if profile_name not in profiles:
+            known = ", ".join(sorted(profiles)) or "none declared"
+            raise RequirementError(
+                f"unknown host profile {profile_name!r} (declared in [tool.specgate.hosts]: "
+                f"{known})"
+            )
+        base = profiles[profile_name].requirement.to_dict()
+        base.pop("profile", None)
+    return _checked({**base, **_parse_clauses(clauses)}, profile_name)
+
+
+def load_host_profiles(pyproject: Path | None) -> dict[str, HostProfile]:
+    """Named profiles from ``[tool.specgate.hosts]``; errors name the file and profile."""
+    if pyproject is None or not pyproject.is_file():
+        return {}
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise RequirementError(f"{pyproject}: cannot read: {exc}") from exc
+    hosts = data.get("tool", {}).get("specgate", {}).get("hosts", {})
+    if not isinstance(hosts, dict):
+        raise RequirementError(f"{pyproject}: [tool.specgate.hosts] must be a table")
+    profiles: dict[str, HostProfile] = {}
+    for name, table in hosts.items():
+        where = f"{pyproject}: [tool.specgate.hosts.{name}]"
+        if not isinstance(table, dict):
+            raise RequirementError(f"{where} must be a table")
+        clauses = dict(table)
+        description = clauses.pop("description", None)
+        try:
+            requirement = _checked(_parse_clauses(clauses), name)
+        except RequirementError as exc:
+            raise RequirementError(f"{where}: {exc}") from exc
+        profiles[name] = HostProfile(name=name, requirement=requirement,
+                                     description=str(description) if description else None)
+    return profiles
+
+
+# ---------------------------------------------------------------------------
+# Requirement + host -> verdict
+
+
+def _version(text: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in re.findall(r"\d+", text))
+
+
+def _within(host_version: str, bound: str, *, upper: bool) -> bool:
+    """Compare on the bound's precision: ``macos_max='15'`` admits 15.7."""
+    want = _version(bound)
+    have = _version(host_version)[: len(want)]
+    return have <= want if upper else have >= want
+
+
+def _gpu_memory(gpu: GpuFacts, host: HostFacts) -> int | None:
+    if gpu.memory_bytes is not None:
+        return gpu.memory_bytes
+    return host.memory_bytes if gpu.unified_memory else None
+
+
+def _gpu_fits(gpu: GpuFacts, req: HardwareRequirement, host: HostFacts) -> bool:
+    if gpu.vendor != "nvidia":
+        return False
+    if req.cuda_sm and gpu.compute_capability != req.cuda_sm:
+        return False
+    if req.min_cuda_sm and (gpu.compute_capability is None
+                            or _version(gpu.compute_capability) < _version(req.min_cuda_sm)):
+        return False
+    if req.min_gpu_memory_gb is not None:
+        memory = _gpu_memory(gpu, host)
+        if memory is None or memory < req.min_gpu_memory_gb * GIB:
+            return False
+    return True
+
+
+def _memory_reasons(req: HardwareRequirement, host: HostFacts) -> list[str]:
+    reasons: list[str] = []
+    have = host.memory_gb
+    for bound, label, ok in (
+        (req.min_memory_gb, "≥", operator.ge),
+        (req.max_memory_gb, "≤", operator.le),
+    ):
+        if bound is None:
+            continue
+        if have is None:
+            reasons.append(f"memory {label} {_gb(bound)} (host memory unknown)")
+        elif not ok(have, bound):
+            reasons.append(f"memory {label} {_gb(bound)} (host has {have:.1f} GB)")
+    return reasons
+
+
+def _macos_reasons(req: HardwareRequirement, host: HostFacts) -> list[str]:
+    reasons: list[str] = []
+    for bound, label, upper in ((req.macos_min, "≥", False), (req.macos_max, "≤", True)):
+        if bound is None:
+            continue
+        if host.os != "macos":
+            reasons.append(f"macOS {label} {bound} (host runs {_OS_NAMES.get(host.os, host.os)})")
+        elif host.os_version is None:
+            reasons.append(f"macOS {label} {bound} (host macOS version unknown)")
+        elif not _within(host.os_version, bound, upper=upper):
+            reasons.append(f"macOS {label} {bound} (host has macOS {host.os_version})")
+    return reasons
+
+
+def _gpu_reasons(req: HardwareRequirement, host: HostFacts) -> list[str]:
+    if not req.needs_nvidia:
+        return []
+    wanted = req.min_gpus or 1
+    fitting = [gpu for gpu in host.gpus if _gpu_fits(gpu, req, host)]
+    if len(fitting) >= wanted:
+        return []
+    have = "; ".join(
+        f"{gpu.name} SM {gpu.compute_capability or 'unknown'}, "
+        + ("memory unknown" if _gpu_memory(gpu, host) is None
+           else f"{(_gpu_memory(gpu, host) or 0) / GIB:.1f} GB")
+        for gpu in host.gpus
+    ) or "no NVIDIA GPU"
+    return [f"{req._describe_gpus()} (host has {len(fitting)} fitting: {have})"]
+
+
+def evaluate_requirement(
+    requirement: HardwareRequirement, host: HostFacts, environ: Mapping[str, str]
+) -> HardwareVerdict:
+    """Match a requirement against host facts and the environment (pure)."""
+    reasons: list[str] = []
+    if requirement.os and host.os != requirement.os:
+        reasons.append(f"OS {_OS_NAMES[requirement.os]} (host runs "
+                       f"{_OS_NAMES.get(host.os, host.os)})")
+    if requirement.apple:
+        chip = host.apple_chip
+        wanted = requirement.apple
+        if chip is None:
+            reasons.append(f"Apple {wanted} (host has no Apple chip)")
+        elif wanted != "M-any" and chip != wanted and host.apple_chip_family != wanted:
+            reasons.append(f"Apple {wanted} (host has Apple {chip})")
+    reasons += _macos_reasons(requirement, host)
+    reasons += _memory_reasons(requirement, host)
+    reasons += _gpu_reasons(requirement, host)
+    if requirement.env:
+        value = environ.get(requirement.env)
+        if value != "1":
+            found = "unset" if value is None else f"{value!r}"
+            reasons.append(f"opt-in {requirement.env}=1 (host has it {found})"
+                           if value is None else
+                           f"opt-in {requirement.env}=1 (host has {found})")
+    return HardwareVerdict(requirement=requirement, matched=not reasons,
+                           reasons=tuple(reasons), host_summary=host.summary())

@@ -1,0 +1,26 @@
+"""Hooks other plugins and conftest files implement to change specgate's behaviour."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_specgate.host import HostFacts
+
+
+class SpecgateHookSpecs:
+    """Added through ``pytest_addhooks``; specgate's own defaults are ``trylast``."""
+
+    @pytest.hookspec(firstresult=True)
+    def pytest_specgate_host_facts(self, config: pytest.Config) -> HostFacts | None:
+        """Return the host facts of this session instead of probing the machine.
+
+        The first non-None result wins; specgate's default reads
+        ``--specgate-host-facts`` when given and probes otherwise.
+        """
+
+    def pytest_specgate_update_host_facts(self, config: pytest.Config,
+                                          facts: dict[str, Any]) -> None:
+        """Edit the host facts in place (a JSON-shaped dict) before they are validated."""

@@ -1,0 +1,207 @@
+"""pytest hooks of pytest-specgate. Thin by design: logic lives in the modules they call."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+
+from pytest_specgate import settings as opts
+from pytest_specgate.hardware import (
+    HARDWARE_MARKER_DOC,
+    HardwareVerdict,
+    HostProfile,
+    RequirementError,
+    evaluate_requirement,
+    load_host_profiles,
+    requirement_from_marker,
+)
+from pytest_specgate.host import HostFacts, HostFactsError, host_facts_from_dict, load_host_facts
+from pytest_specgate.properties import SPEC_PROPERTY, payload_of, spec_payload
+from pytest_specgate.runmode import RunAction, RunDecision, decide_run
+
+SETTINGS_KEY: Final = pytest.StashKey["opts.SpecgateSettings"]()
+PROFILES_KEY: Final = pytest.StashKey[dict[str, HostProfile]]()
+HOST_FACTS_KEY: Final = pytest.StashKey[HostFacts]()
+DECISION_KEY: Final = pytest.StashKey[RunDecision]()
+VERDICT_KEY: Final = pytest.StashKey[HardwareVerdict]()
+
+AC_MARKER_DOC: Final = (
+    "ac(id, *, spec=None, title=None, waived_to=None, reason=None): the acceptance criterion "
+    "this spec proves; evidence is grouped by it."
+)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_specgate.hookspecs import SpecgateHookSpecs
+
+    pluginmanager.add_hookspecs(SpecgateHookSpecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("specgate", "executable acceptance criteria (pytest-specgate)")
+    group.addoption("--specgate-require", action="append", dest="specgate_require",
+                    metavar="AC", default=[], help=opts.REQUIRE_HELP)
+    group.addoption("--specgate-diagnostic", action="store_true", dest="specgate_diagnostic",
+                    default=False, help=opts.DIAGNOSTIC_HELP)
+    group.addoption("--specgate-host-facts", dest="specgate_host_facts", metavar="FILE",
+                    default=None, help=opts.HOST_FACTS_HELP)
+    group.addoption("--specgate-evidence", dest="specgate_evidence", metavar="DIR",
+                    default=None, help=opts.EVIDENCE_HELP)
+    group.addoption("--specgate-allow-dirty", action="store_true", dest="specgate_allow_dirty",
+                    default=False, help=opts.ALLOW_DIRTY_HELP)
+    group.addoption("--specgate-engine", dest="specgate_engine", metavar="BACKEND",
+                    default=None, help=opts.ENGINE_HELP)
+    group.addoption("--specgate-endpoint", dest="specgate_endpoint", metavar="URL",
+                    default=None, help=opts.ENDPOINT_HELP)
+    group.addoption("--specgate-duration-scale", dest="specgate_duration_scale",
+                    metavar="FACTOR", default=None, help=opts.DURATION_SCALE_HELP)
+    parser.addini("specgate_evidence", opts.EVIDENCE_HELP, default=None)
+    parser.addini("specgate_engine", opts.ENGINE_HELP, default=None)
+    parser.addini("specgate_endpoint", opts.ENDPOINT_HELP, default=None)
+    parser.addini("specgate_duration_scale", opts.DURATION_SCALE_HELP, default=None)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", HARDWARE_MARKER_DOC)
+    config.addinivalue_line("markers", AC_MARKER_DOC)
+    config.stash[SETTINGS_KEY] = opts.resolve_settings(config)
+    try:
+        config.stash[PROFILES_KEY] = load_host_profiles(_pyproject(config))
+    except RequirementError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+
+def _pyproject(config: pytest.Config) -> Path | None:
+    if config.inipath is not None and config.inipath.name == "pyproject.toml":
+        return config.inipath
+    candidate = config.rootpath / "pyproject.toml"
+    return candidate if candidate.is_file() else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_specgate_host_facts(config: pytest.Config) -> HostFacts:
+    from pytest_specgate.host import probe_host
+
+    path = config.stash[SETTINGS_KEY].host_facts_file
+    return load_host_facts(path) if path is not None else probe_host()
+
+
+def session_host_facts(config: pytest.Config) -> HostFacts:
+    """The one host-facts object of this session: hook result, user edits, validated."""
+    if HOST_FACTS_KEY not in config.stash:
+        try:
+            facts = config.hook.pytest_specgate_host_facts(config=config)
+            edited = facts.to_dict()
+            config.hook.pytest_specgate_update_host_facts(config=config, facts=edited)
+            if edited != facts.to_dict():
+                facts = host_facts_from_dict(edited, where="pytest_specgate_update_host_facts",
+                                             source=facts.source)
+        except HostFactsError as exc:
+            raise pytest.UsageError(f"--specgate-host-facts: {exc}") from None
+        config.stash[HOST_FACTS_KEY] = facts
+    return config.stash[HOST_FACTS_KEY]
+
+
+def _ac_id(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("ac")
+    return str(marker.args[0]) if marker is not None and marker.args else None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    settings = config.stash[SETTINGS_KEY].run
+    profiles = config.stash[PROFILES_KEY]
+    for item in items:
+        marker = item.get_closest_marker("hardware")
+        required = settings.is_required(_ac_id(item))
+        if required and settings.diagnostic:
+            raise pytest.UsageError(
+                f"{item.nodeid}: --specgate-require and --specgate-diagnostic both apply; a "
+                "required spec must qualify, a diagnostic run never does: choose one"
+            )
+        verdict = None
+        if marker is not None:
+            try:
+                requirement = requirement_from_marker(marker.args, marker.kwargs, profiles)
+            except RequirementError as exc:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: @pytest.mark.hardware: {exc}"
+                ) from None
+            verdict = evaluate_requirement(requirement, session_host_facts(config), os.environ)
+            item.stash[VERDICT_KEY] = verdict
+        item.stash[DECISION_KEY] = decide_run(verdict, required=required,
+                                              diagnostic=settings.diagnostic)
+    _check_required_present(settings.required - {"all"}, items)
+
+
+def _check_required_present(required: frozenset[str], items: list[pytest.Item]) -> None:
+    present = {_ac_id(item) for item in items}
+    missing = sorted(required - present)
+    if missing:
+        raise pytest.UsageError(
+            f"--specgate-require {', '.join(missing)}: no selected test has "
+            f"@pytest.mark.ac({missing[0]!r}); a required criterion must run"
+        )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    decision = item.stash.get(DECISION_KEY, None)
+    if decision is None:
+        return
+    if decision.action is RunAction.SKIP:
+        pytest.skip(f"specgate: {decision.message}")
+    if decision.action is RunAction.ERROR:
+        pytest.fail(f"specgate: {item.nodeid}: {decision.message}", pytrace=False)
+
+
+def _ac_payload(item: pytest.Item) -> dict[str, Any] | None:
+    marker = item.get_closest_marker("ac")
+    if marker is None:
+        return None
+    return {"id": _ac_id(item), **{k: marker.kwargs.get(k)
+                                   for k in ("spec", "title", "waived_to", "reason")}}
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report = yield
+    decision = item.stash.get(DECISION_KEY, None)
+    verdict = item.stash.get(VERDICT_KEY, None)
+    ac = _ac_payload(item)
+    if ac is not None or verdict is not None:
+        payload = spec_payload(item.nodeid, ac=ac, verdict=verdict, decision=decision)
+        report.user_properties = [*report.user_properties, (SPEC_PROPERTY, payload)]
+    return report
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    settings = config.stash[SETTINGS_KEY]
+    if not (settings.run.required or settings.run.diagnostic or settings.host_facts_file):
+        return None
+    facts = session_host_facts(config)
+    mode = ("diagnostic" if settings.run.diagnostic
+            else f"require {', '.join(sorted(settings.run.required))}")
+    return [f"specgate: host {facts.summary()} ({facts.source}); mode: "
+            f"{mode if settings.run.required or settings.run.diagnostic else 'default'}"]
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    if not config.stash[SETTINGS_KEY].run.diagnostic:
+        return
+    mismatched = {
+        report.nodeid
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        and (payload := payload_of(getattr(report, "user_properties", ()))) is not None
+        and payload["hardware"] is not None and not payload["hardware"]["matched"]
+    }
+    terminalreporter.write_line(
+        f"specgate: DIAGNOSTIC run: nothing here qualifies ({len(mismatched)} hardware spec(s) "
+        "ran on a host that does not match)",
+        yellow=True,
+    )

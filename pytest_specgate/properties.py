@@ -1,0 +1,49 @@
+"""The per-test payload that travels on ``report.user_properties``.
+
+It is the only channel from a test (possibly on an xdist worker) to the
+controller that writes evidence, so it holds plain JSON data only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from pytest_specgate.hardware import HardwareVerdict
+from pytest_specgate.runmode import RunDecision
+
+__all__ = ["SPEC_PROPERTY", "payload_of", "spec_payload"]
+
+SPEC_PROPERTY: Final = "specgate"
+
+
+def spec_payload(
+    nodeid: str,
+    *,
+    ac: Mapping[str, Any] | None,
+    verdict: HardwareVerdict | None,
+    decision: RunDecision | None,
+    recorded: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Everything the evidence writer needs to know about one test phase."""
+    payload: dict[str, Any] = {
+        "nodeid": nodeid,
+        "ac": dict(ac) if ac is not None else None,
+        "hardware": verdict.to_dict() if verdict is not None else None,
+        "mode": decision.mode.value if decision is not None else "default",
+        "measurements": [],
+        "attachments": [],
+        "notes": {},
+    }
+    if recorded:
+        payload.update(recorded)
+    return payload
+
+
+def payload_of(user_properties: Any) -> dict[str, Any] | None:
+    """The specgate payload among a report's user properties, if any."""
+    for entry in user_properties or ():
+        if isinstance(entry, tuple | list) and len(entry) == 2 and entry[0] == SPEC_PROPERTY:
+            value = entry[1]
+            return value if isinstance(value, dict) else None
+    return None

@@ -1,0 +1,107 @@
+"""Session settings: resolved once, option > ini > default, and validated.
+
+Each option's help text is one constant shared by ``addoption`` and
+``addini`` (the pytest-timeout convention).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final, final
+
+import pytest
+
+from pytest_specgate.runmode import REQUIRE_ALL, RunSettings
+
+__all__ = [
+    "ALLOW_DIRTY_HELP",
+    "DIAGNOSTIC_HELP",
+    "DURATION_SCALE_HELP",
+    "ENDPOINT_HELP",
+    "ENGINE_HELP",
+    "EVIDENCE_HELP",
+    "HOST_FACTS_HELP",
+    "REQUIRE_HELP",
+    "SpecgateSettings",
+    "resolve_settings",
+]
+
+REQUIRE_HELP: Final = (
+    "AC id (repeatable) or 'all': these specs must run; on a host that does not match "
+    "their hardware marker they ERROR instead of skipping."
+)
+DIAGNOSTIC_HELP: Final = (
+    "run hardware specs on any host; every evidence record says qualifying: false."
+)
+HOST_FACTS_HELP: Final = (
+    "JSON file of host facts that replaces the hardware probe (simulate an M4 or a GB10)."
+)
+EVIDENCE_HELP: Final = "directory to write the evidence bundle into (one sub-directory per run)."
+ALLOW_DIRTY_HELP: Final = "let evidence from a dirty git working tree count as qualifying."
+ENGINE_HELP: Final = "backend for the `engine` fixture: mock (default), mlx, vllm, endpoint."
+ENDPOINT_HELP: Final = "URL of a running OpenAI-compatible server (implies --specgate-engine endpoint)."
+DURATION_SCALE_HELP: Final = (
+    "multiply the durations of long specs (e.g. AC-10's 5-minute sustained window) by this "
+    "factor; any value other than 1 makes the run non-qualifying."
+)
+ENGINES: Final = ("mock", "mlx", "vllm", "endpoint")
+
+
+@final
+@dataclass(frozen=True)
+class SpecgateSettings:
+    run: RunSettings
+    host_facts_file: Path | None
+    evidence_dir: Path | None
+    allow_dirty: bool
+    engine: str
+    endpoint: str | None
+    duration_scale: float
+
+
+def _ini_or(config: pytest.Config, name: str) -> str | None:
+    value = config.getini(name)
+    return str(value) if value not in (None, "", []) else None
+
+
+def resolve_settings(config: pytest.Config) -> SpecgateSettings:
+    """Read every specgate option once; bad values are a UsageError naming the option."""
+    raw_required: list[str] = config.getoption("specgate_require") or []
+    required = frozenset(value.strip() for value in raw_required if value.strip())
+    if REQUIRE_ALL in required and len(required) > 1:
+        raise pytest.UsageError(
+            f"--specgate-require: 'all' already requires every spec; also got "
+            f"{', '.join(sorted(required - {REQUIRE_ALL}))}"
+        )
+    diagnostic = bool(config.getoption("specgate_diagnostic"))
+    endpoint = config.getoption("specgate_endpoint") or _ini_or(config, "specgate_endpoint")
+    engine = (config.getoption("specgate_engine") or _ini_or(config, "specgate_engine")
+              or ("endpoint" if endpoint else "mock"))
+    if engine not in ENGINES:
+        raise pytest.UsageError(
+            f"--specgate-engine: expected one of {', '.join(ENGINES)}, got {engine!r}"
+        )
+    if engine == "endpoint" and not endpoint:
+        raise pytest.UsageError("--specgate-engine endpoint needs --specgate-endpoint URL")
+    scale_text = config.getoption("specgate_duration_scale") or _ini_or(
+        config, "specgate_duration_scale") or "1"
+    try:
+        scale = float(scale_text)
+    except ValueError:
+        raise pytest.UsageError(
+            f"--specgate-duration-scale: expected a number > 0, got {scale_text!r}"
+        ) from None
+    if not scale > 0:
+        raise pytest.UsageError(f"--specgate-duration-scale: expected a number > 0, got {scale}")
+    facts = config.getoption("specgate_host_facts")
+    evidence = config.getoption("specgate_evidence") or _ini_or(config, "specgate_evidence")
+    return SpecgateSettings(
+        run=RunSettings(required=required, diagnostic=diagnostic),
+        host_facts_file=Path(facts) if facts else None,
+        evidence_dir=Path(evidence) if evidence else None,
+        allow_dirty=bool(config.getoption("specgate_allow_dirty")),
+        engine=engine,
+        endpoint=endpoint,
+        duration_scale=scale,
+    )

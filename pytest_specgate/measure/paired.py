@@ -1,0 +1,186 @@
+"""Paired A/B runs: the same prompts through a baseline and a candidate, interleaved.
+
+Each prompt is sent to both arms back to back, and the arm that goes first flips
+every round (round 0: baseline then candidate, round 1: candidate then baseline,
+...), so slow drift of the machine (heat, background load) hits both arms alike.
+Warm-up pairs run first and are discarded. The arms are plain callables, so the
+runner works with any engine and with the fakes the tests use.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from pytest_specgate.measure.progress import ProgressSink
+from pytest_specgate.measure.samples import Arm, Prompt, RequestSample, SamplePair, TimedSample
+from pytest_specgate.measure.statistics import (
+    DEFAULT_BOOTSTRAP_SEED,
+    AcceptanceMeasurement,
+    IdentityReport,
+    PromptSpeedup,
+    SpeedupEstimate,
+    TelemetryLike,
+    acceptance_from_telemetry,
+    identity_report,
+    median_speedup,
+    per_prompt_speedups,
+)
+
+PromptRunner = Callable[[Prompt], RequestSample]
+TelemetryReader = Callable[[], TelemetryLike]
+TelemetryCounting = Literal["delta", "window"]
+
+
+def arm_order(round_index: int) -> tuple[Arm, Arm]:
+    """Baseline first in even rounds, candidate first in odd rounds."""
+    return ("baseline", "candidate") if round_index % 2 == 0 else ("candidate", "baseline")
+
+
+@dataclass(frozen=True)
+class ScheduledPair:
+    """One pair the runner will execute; warm-up pairs are executed and thrown away."""
+
+    prompt: Prompt
+    round_index: int
+    first_arm: Arm
+    warmup: bool
+
+
+def paired_schedule(
+    prompts: Sequence[Prompt], rounds: int, warmup: int
+) -> tuple[ScheduledPair, ...]:
+    """``warmup`` pairs cycling through the prompts, then every prompt once per round."""
+    if not prompts:
+        raise ValueError("paired run: the prompt set is empty")
+    if rounds < 1:
+        raise ValueError(f"paired run: rounds must be >= 1, found {rounds!r}")
+    if warmup < 0:
+        raise ValueError(f"paired run: warmup must be >= 0, found {warmup!r}")
+    warmups = tuple(
+        ScheduledPair(prompts[index % len(prompts)], -1, arm_order(index)[0], True)
+        for index in range(warmup)
+    )
+    measured = tuple(
+        ScheduledPair(prompt, round_index, arm_order(round_index)[0], False)
+        for round_index in range(rounds)
+        for prompt in prompts
+    )
+    return warmups + measured
+
+
+def run_pair(
+    baseline: PromptRunner,
+    candidate: PromptRunner,
+    scheduled: ScheduledPair,
+    *,
+    clock: Callable[[], float],
+    run_started: float,
+) -> SamplePair:
+    """Send one prompt to both arms in the scheduled order; times are run-relative."""
+    arms: dict[Arm, PromptRunner] = {"baseline": baseline, "candidate": candidate}
+    order = arm_order(0) if scheduled.first_arm == "baseline" else arm_order(1)
+    taken: dict[Arm, TimedSample] = {}
+    for arm in order:
+        started = clock() - run_started
+        sample = arms[arm](scheduled.prompt)
+        finished = clock() - run_started
+        taken[arm] = TimedSample(
+            arm, scheduled.prompt.id, scheduled.round_index, started, finished, sample
+        )
+    return SamplePair(
+        scheduled.prompt.id,
+        scheduled.round_index,
+        scheduled.first_arm,
+        taken["baseline"],
+        taken["candidate"],
+    )
+
+
+def measure_acceptance(
+    reader: TelemetryReader | None, before: TelemetryLike | None, counting: TelemetryCounting
+) -> AcceptanceMeasurement | None:
+    """The final telemetry reading turned into an acceptance measurement (None without a reader)."""
+    if reader is None:
+        return None
+    return acceptance_from_telemetry(before if counting == "delta" else None, reader())
+
+
+def running_speedup(pairs: Sequence[SamplePair]) -> float | None:
+    """Median pair speedup so far, for progress lines."""
+    return statistics.median(pair.speedup for pair in pairs) if pairs else None
+
+
+@dataclass(frozen=True)
+class PairedRun:
+    """The measured (non-warm-up) pairs of a paired run and what telemetry said about them."""
+
+    pairs: tuple[SamplePair, ...]
+    rounds: int
+    warmup_pairs_discarded: int
+    elapsed_s: float
+    acceptance: AcceptanceMeasurement | None
+
+    def per_prompt(self) -> tuple[PromptSpeedup, ...]:
+        return per_prompt_speedups(self.pairs)
+
+    def speedup(self, *, seed: int = DEFAULT_BOOTSTRAP_SEED) -> SpeedupEstimate:
+        """Median over prompts of each prompt's speedup, with a bootstrap interval over prompts."""
+        return median_speedup([prompt.speedup for prompt in self.per_prompt()], seed=seed)
+
+    def identity(self) -> IdentityReport:
+        return identity_report(self.pairs)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "rounds": self.rounds,
+            "warmup_pairs_discarded": self.warmup_pairs_discarded,
+            "elapsed_s": self.elapsed_s,
+            "speedup": self.speedup().to_dict(),
+            "per_prompt": [prompt.to_dict() for prompt in self.per_prompt()],
+            "acceptance": None if self.acceptance is None else self.acceptance.to_dict(),
+            "identity": self.identity().to_dict(),
+            "pairs": [pair.to_dict() for pair in self.pairs],
+        }
+
+
+def run_paired(
+    baseline: PromptRunner,
+    candidate: PromptRunner,
+    prompts: Sequence[Prompt],
+    rounds: int,
+    warmup: int,
+    *,
+    progress: ProgressSink | None = None,
+    candidate_telemetry: TelemetryReader | None = None,
+    telemetry_counting: TelemetryCounting = "delta",
+    clock: Callable[[], float] = time.perf_counter,
+) -> PairedRun:
+    """Run the paired schedule; telemetry is read after warm-up and at the end.
+
+    Reading the candidate's telemetry after the warm-up keeps warm-up drafting out
+    of the acceptance rate. ``telemetry_counting="delta"`` subtracts the two
+    readings; ``"window"`` is for engines whose reading starts a new window, so the
+    final reading alone covers the measured pairs.
+    """
+    schedule = paired_schedule(prompts, rounds, warmup)
+    run_started = clock()
+    measured: list[SamplePair] = []
+    before: TelemetryLike | None = None
+    requests_done = 0
+    for scheduled in schedule:
+        if not scheduled.warmup and before is None and candidate_telemetry is not None:
+            before = candidate_telemetry()
+        pair = run_pair(baseline, candidate, scheduled, clock=clock, run_started=run_started)
+        requests_done += 2
+        if not scheduled.warmup:
+            measured.append(pair)
+        if progress is not None:
+            progress.update(requests_done, running_speedup(measured))
+    acceptance = measure_acceptance(candidate_telemetry, before, telemetry_counting)
+    if progress is not None:
+        progress.finish(requests_done, running_speedup(measured))
+    return PairedRun(tuple(measured), rounds, warmup, clock() - run_started, acceptance)

@@ -1,0 +1,266 @@
+"""Sustained window: a long interleaved run, judged on its last stretch.
+
+A short burst can look fast before the machine heats up. AC-10 asks for the
+speedup over the last minute of a five-minute run, reported next to the speedup of
+the whole run, with tokens/s over time for both arms kept as data and as a plot.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_specgate.measure.paired import (
+    PromptRunner,
+    ScheduledPair,
+    TelemetryCounting,
+    TelemetryReader,
+    arm_order,
+    measure_acceptance,
+    run_pair,
+    running_speedup,
+)
+from pytest_specgate.measure.progress import ProgressSink
+from pytest_specgate.measure.samples import ARMS, Arm, Prompt, SamplePair
+from pytest_specgate.measure.statistics import AcceptanceMeasurement, TelemetryLike
+
+DEFAULT_DURATION_S = 300.0
+DEFAULT_LAST_WINDOW_S = 60.0
+SUSTAINED_SCHEMA = "specgate.sustained/v1"
+
+
+@dataclass(frozen=True)
+class SustainedSettings:
+    """How long to run and how much of the end to judge, after the duration scale."""
+
+    duration_s: float = DEFAULT_DURATION_S
+    last_window_s: float = DEFAULT_LAST_WINDOW_S
+    scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if not self.scale > 0:
+            raise ValueError(f"duration scale must be > 0, found {self.scale!r}")
+        if not self.duration_s > 0:
+            raise ValueError(f"sustained duration must be > 0 s, found {self.duration_s!r}")
+        if not 0 < self.last_window_s <= self.duration_s:
+            raise ValueError(
+                f"sustained last window must be in (0, duration={self.duration_s} s], "
+                f"found {self.last_window_s!r}"
+            )
+
+    @property
+    def scaled_duration_s(self) -> float:
+        return self.duration_s * self.scale
+
+    @property
+    def scaled_last_window_s(self) -> float:
+        return self.last_window_s * self.scale
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "duration_s": self.duration_s,
+            "last_window_s": self.last_window_s,
+            "scale": self.scale,
+            "scaled_duration_s": self.scaled_duration_s,
+            "scaled_last_window_s": self.scaled_last_window_s,
+        }
+
+
+def pairs_in_last_window(
+    pairs: Sequence[SamplePair], window_s: float, run_end_s: float
+) -> tuple[SamplePair, ...]:
+    """Pairs that overlap [run_end - window, run_end]; the final pair is always among them."""
+    window_start = run_end_s - window_s
+    return tuple(pair for pair in pairs if pair.finished_s > window_start)
+
+
+@dataclass(frozen=True)
+class ThroughputPoint:
+    """Tokens/s of one request, placed at the time it finished (run-relative seconds)."""
+
+    t_s: float
+    tokens_per_s: float
+
+    def to_dict(self) -> dict[str, object]:
+        return {"t_s": self.t_s, "tokens_per_s": self.tokens_per_s}
+
+
+def throughput_series(pairs: Sequence[SamplePair], arm: Arm) -> tuple[ThroughputPoint, ...]:
+    """One arm's tokens/s over time, in time order."""
+    samples = [pair.baseline if arm == "baseline" else pair.candidate for pair in pairs]
+    return tuple(
+        ThroughputPoint(sample.finished_s, sample.sample.tokens_per_s)
+        for sample in sorted(samples, key=lambda sample: sample.finished_s)
+    )
+
+
+def median_pair_speedup(pairs: Sequence[SamplePair]) -> float:
+    if not pairs:
+        raise ValueError("sustained run: no pairs were measured")
+    return statistics.median(pair.speedup for pair in pairs)
+
+
+@dataclass(frozen=True)
+class SustainedRun:
+    """All pairs of a sustained run, with the window arithmetic on top."""
+
+    settings: SustainedSettings
+    pairs: tuple[SamplePair, ...]
+    warmup_pairs_discarded: int
+    elapsed_s: float
+    acceptance: AcceptanceMeasurement | None
+
+    @property
+    def window_start_s(self) -> float:
+        return max(0.0, self.elapsed_s - self.settings.scaled_last_window_s)
+
+    def last_window(self) -> tuple[SamplePair, ...]:
+        return pairs_in_last_window(self.pairs, self.settings.scaled_last_window_s, self.elapsed_s)
+
+    @property
+    def whole_run_speedup(self) -> float:
+        return median_pair_speedup(self.pairs)
+
+    @property
+    def last_window_speedup(self) -> float:
+        return median_pair_speedup(self.last_window())
+
+    def series(self, arm: Arm) -> tuple[ThroughputPoint, ...]:
+        return throughput_series(self.pairs, arm)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "schema": SUSTAINED_SCHEMA,
+            "settings": self.settings.to_dict(),
+            "elapsed_s": self.elapsed_s,
+            "warmup_pairs_discarded": self.warmup_pairs_discarded,
+            "pairs_measured": len(self.pairs),
+            "pairs_in_last_window": len(self.last_window()),
+            "window_start_s": self.window_start_s,
+            "window_end_s": self.elapsed_s,
+            "whole_run_speedup": self.whole_run_speedup,
+            "last_window_speedup": self.last_window_speedup,
+            "speedup_statistic": "median of per-pair tokens/s ratios (candidate / baseline)",
+            "acceptance": None if self.acceptance is None else self.acceptance.to_dict(),
+            "series": {
+                arm: [point.to_dict() for point in self.series(arm)]
+                for arm in ARMS
+            },
+        }
+
+
+def run_sustained(
+    baseline: PromptRunner,
+    candidate: PromptRunner,
+    prompts: Sequence[Prompt],
+    settings: SustainedSettings,
+    *,
+    warmup: int = 1,
+    progress: ProgressSink | None = None,
+    candidate_telemetry: TelemetryReader | None = None,
+    telemetry_counting: TelemetryCounting = "delta",
+    clock: Callable[[], float] = time.perf_counter,
+) -> SustainedRun:
+    """Cycle through the prompts in ABAB pairs until the scaled duration has passed.
+
+    A pair is only started while time remains, so the run overshoots the duration
+    by at most one pair. Warm-up pairs run before the clock of the run starts.
+    """
+    if not prompts:
+        raise ValueError("sustained run: the prompt set is empty")
+    if warmup < 0:
+        raise ValueError(f"sustained run: warmup must be >= 0, found {warmup!r}")
+    warmup_started = clock()
+    for index in range(warmup):
+        scheduled = ScheduledPair(prompts[index % len(prompts)], -1, arm_order(index)[0], True)
+        run_pair(baseline, candidate, scheduled, clock=clock, run_started=warmup_started)
+    before: TelemetryLike | None = (
+        None if candidate_telemetry is None else candidate_telemetry()
+    )
+    run_started = clock()
+    pairs: list[SamplePair] = []
+    while not pairs or clock() - run_started < settings.scaled_duration_s:
+        index = len(pairs)
+        round_index = index // len(prompts)
+        scheduled = ScheduledPair(
+            prompts[index % len(prompts)], round_index, arm_order(round_index)[0], False
+        )
+        pairs.append(run_pair(baseline, candidate, scheduled, clock=clock, run_started=run_started))
+        if progress is not None:
+            progress.update(2 * (warmup + len(pairs)), running_speedup(pairs))
+    elapsed = pairs[-1].finished_s
+    acceptance = measure_acceptance(candidate_telemetry, before, telemetry_counting)
+    if progress is not None:
+        progress.finish(2 * (warmup + len(pairs)), running_speedup(pairs))
+    return SustainedRun(settings, tuple(pairs), warmup, elapsed, acceptance)
+
+
+@dataclass(frozen=True)
+class SustainedArtifacts:
+    """Files written for the evidence bundle."""
+
+    data_path: Path
+    plot_path: Path
+
+    def to_dict(self) -> dict[str, object]:
+        return {"data": str(self.data_path), "plot": str(self.plot_path)}
+
+
+def write_sustained_artifacts(
+    run: SustainedRun, directory: Path, *, stem: str = "sustained", title: str = "Sustained run"
+) -> SustainedArtifacts:
+    """Write ``<stem>.json`` (the run's data) and ``<stem>.png`` (tokens/s over time)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    data_path = directory / f"{stem}.json"
+    plot_path = directory / f"{stem}.png"
+    data_path.write_text(
+        json.dumps(run.to_dict(), sort_keys=True, indent=2) + "\n", encoding="utf-8"
+    )
+    plot_throughput(run, plot_path, title=title)
+    return SustainedArtifacts(data_path, plot_path)
+
+
+def plot_throughput(run: SustainedRun, path: Path, *, title: str) -> None:
+    """PNG of both arms' tokens/s over time with the judged last window shaded.
+
+    Uses the Agg canvas directly, so no global matplotlib backend is switched.
+    """
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    figure = Figure(figsize=(9, 4.8), dpi=100)
+    FigureCanvasAgg(figure)
+    axes = figure.add_subplot(1, 1, 1)
+    labels = {"baseline": "baseline (speculation off)", "candidate": "candidate (speculation on)"}
+    for arm, marker in zip(ARMS, ("o", "s"), strict=True):
+        points = run.series(arm)
+        axes.plot(
+            [point.t_s for point in points],
+            [point.tokens_per_s for point in points],
+            marker=marker,
+            markersize=3,
+            linewidth=1,
+            label=labels[arm],
+        )
+    axes.axvspan(
+        run.window_start_s,
+        run.elapsed_s,
+        alpha=0.15,
+        color="tab:green",
+        label=f"last {run.settings.scaled_last_window_s:g} s window",
+    )
+    axes.set_xlabel("time since start of run (s)")
+    axes.set_ylabel("output tokens/s per request")
+    axes.set_title(
+        f"{title}: whole run {run.whole_run_speedup:.2f}x, "
+        f"last window {run.last_window_speedup:.2f}x"
+    )
+    axes.set_ylim(bottom=0)
+    axes.grid(True, alpha=0.3)
+    axes.legend(loc="lower right")
+    figure.tight_layout()
+    figure.savefig(path, format="png", metadata={"Software": None})

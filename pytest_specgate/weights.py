@@ -1,0 +1,584 @@
+"""Verified model-weight downloads.
+
+A pinned model pair is only worth something if the bytes an engine loads are the
+bytes the hub published. ``huggingface_hub.snapshot_download`` fetches files but does
+not check them against the hub's sha256, so this module wraps it: every allowed file's
+digest is read from the hub first (``x-linked-etag`` for LFS files, the git blob sha1
+``ETag`` for small git files), a safetensors file without an LFS sha256 is refused, the
+snapshot is staged under ``<destination.parent>/.incomplete/`` and moved into place with
+one directory rename only after every digest matched. Any failure removes the staging
+area, so a destination either holds a complete verified snapshot or does not exist.
+
+``huggingface_hub`` is imported inside the functions that need it, so importing this
+module (and the pytest plugin) stays cheap.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import re
+import shutil
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar, Literal
+
+from pytest_specgate import __version__
+
+if TYPE_CHECKING:
+    from huggingface_hub import HfFileMetadata
+
+__all__ = [
+    "DEFAULT_ALLOW_PATTERNS",
+    "INCOMPLETE_DIRNAME",
+    "ChecksumMismatchError",
+    "DestinationConflictError",
+    "DiskSpaceError",
+    "FileSetError",
+    "HubAccessError",
+    "HubNotFoundError",
+    "MissingChecksumError",
+    "TransferError",
+    "VerifiedFile",
+    "VerifiedSnapshot",
+    "WeightVerificationError",
+    "fetch_verified",
+    "free_bytes",
+]
+
+DEFAULT_ALLOW_PATTERNS: tuple[str, ...] = (
+    "*.safetensors",
+    "*.safetensors.index.json",
+    "config.json",
+    "generation_config.json",
+    "tokenizer.json",
+    "tokenizer_config.json",
+    "special_tokens_map.json",
+    "vocab.json",
+    "vocab.txt",
+    "merges.txt",
+    "tokenizer.model",
+    "chat_template.jinja",
+    "chat_template.json",
+)
+"""Files an engine needs to serve a model; everything else in a repo is never fetched."""
+
+INCOMPLETE_DIRNAME = ".incomplete"
+"""Staging directory, a sibling of the destination so the final move is one rename."""
+
+_HF_METADATA_DIRNAME = ".cache"
+_SHA256_HEX = re.compile(r"[0-9a-f]{64}")
+_GIT_SHA1_HEX = re.compile(r"[0-9a-f]{40}")
+_DISK_FULL_ERRNOS = frozenset({errno.ENOSPC, errno.EFBIG, errno.EDQUOT})
+_TRANSPORT_MODULES = frozenset({"httpx", "httpx2", "httpcore", "requests", "urllib3"})
+_HASH_CHUNK_BYTES = 1 << 20
+_LIBRARY_NAME = "pytest-specgate"
+
+DigestKind = Literal["sha256", "git-blob-sha1"]
+DiskFree = Callable[[Path], int]
+
+
+class WeightVerificationError(Exception):
+    """A pinned snapshot could not be fetched and verified; nothing was left behind.
+
+    Every subclass names the repo, the revision, the file (``None`` for the whole
+    snapshot), what was expected and what was found, so the message alone tells a user
+    which pin broke and how.
+    """
+
+    problem: ClassVar[str] = "weights could not be verified"
+
+    def __init__(
+        self, *, repo_id: str, revision: str, file: str | None, expected: str, found: str
+    ) -> None:
+        self.repo_id = repo_id
+        self.revision = revision
+        self.file = file
+        self.expected = expected
+        self.found = found
+        where = f"{repo_id}@{revision}" + ("" if file is None else f" file {file}")
+        super().__init__(f"{self.problem}: {where}: expected {expected}, found {found}")
+
+
+class HubAccessError(WeightVerificationError):
+    """The hub refused the request (401/403): token missing, wrong or not granted."""
+
+    problem = "hub refused access"
+
+
+class HubNotFoundError(WeightVerificationError):
+    """The repo, revision or file does not exist on the hub (404)."""
+
+    problem = "not found on the hub"
+
+
+class TransferError(WeightVerificationError):
+    """The connection failed or dropped and huggingface_hub gave up resuming."""
+
+    problem = "download failed"
+
+
+class DiskSpaceError(WeightVerificationError):
+    """Not enough free space before the download, or a write failed with ENOSPC/EFBIG."""
+
+    problem = "not enough disk space"
+
+
+class MissingChecksumError(WeightVerificationError):
+    """The hub sent no digest that could verify the file (for safetensors: no LFS sha256)."""
+
+    problem = "no checksum to verify against"
+
+
+class ChecksumMismatchError(WeightVerificationError):
+    """Downloaded bytes do not match the digest or size the hub published."""
+
+    problem = "checksum mismatch"
+
+
+class FileSetError(WeightVerificationError):
+    """The set of files is wrong: none to serve, missing or extra files, or a dangling shard."""
+
+    problem = "incomplete snapshot"
+
+
+class DestinationConflictError(WeightVerificationError):
+    """The destination already holds something that is not this verified snapshot."""
+
+    problem = "destination already holds different files"
+
+
+@dataclass(frozen=True)
+class VerifiedFile:
+    """One file of a verified snapshot; ``verified_by`` is the hub digest its bytes matched."""
+
+    path: str
+    size: int
+    sha256: str
+    verified_by: DigestKind
+
+
+@dataclass(frozen=True)
+class VerifiedSnapshot:
+    """A snapshot on disk whose every file matched the hub's digests at ``revision``."""
+
+    repo_id: str
+    requested_revision: str
+    revision: str
+    destination: Path
+    files: tuple[VerifiedFile, ...]
+
+    def to_record(self) -> dict[str, object]:
+        """Plain JSON data for an evidence record (model id and weight digests)."""
+        return {
+            "repo_id": self.repo_id,
+            "requested_revision": self.requested_revision,
+            "revision": self.revision,
+            "files": [
+                {"path": f.path, "size": f.size, "sha256": f.sha256, "verified_by": f.verified_by}
+                for f in self.files
+            ],
+        }
+
+
+@dataclass(frozen=True)
+class _Pin:
+    """What is being fetched, for error messages: the requested revision and its commit."""
+
+    repo_id: str
+    requested: str
+    commit: str | None = None
+
+    @property
+    def revision_label(self) -> str:
+        if self.commit is None or self.commit == self.requested:
+            return self.requested
+        return f"{self.requested} ({self.commit})"
+
+    def error(
+        self,
+        kind: type[WeightVerificationError],
+        file: str | None,
+        expected: str,
+        found: str,
+    ) -> WeightVerificationError:
+        return kind(
+            repo_id=self.repo_id,
+            revision=self.revision_label,
+            file=file,
+            expected=expected,
+            found=found,
+        )
+
+
+@dataclass(frozen=True)
+class _ExpectedFile:
+    path: str
+    size: int | None
+    digest_kind: DigestKind
+    digest: str
+
+
+@dataclass(frozen=True)
+class _FileDigests:
+    size: int
+    sha256: str
+    git_blob_sha1: str
+
+
+def free_bytes(path: Path) -> int:
+    """Free bytes on the filesystem holding ``path`` (its nearest existing ancestor)."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return shutil.disk_usage(probe).free
+
+
+def fetch_verified(
+    repo_id: str,
+    revision: str,
+    destination: str | os.PathLike[str],
+    *,
+    allow_patterns: Sequence[str] = DEFAULT_ALLOW_PATTERNS,
+    token: str | bool | None = None,
+    endpoint: str | None = None,
+    disk_free: DiskFree = free_bytes,
+) -> VerifiedSnapshot:
+    """Fetch ``repo_id`` at ``revision`` into ``destination``, verified, or leave nothing.
+
+    ``revision`` (branch, tag or commit) is resolved to a commit once and everything
+    after uses that commit, so a branch moving mid-download cannot mix two snapshots.
+    ``token`` follows huggingface_hub: ``None`` uses the stored token, ``False`` sends
+    none. ``endpoint`` overrides ``HF_ENDPOINT`` (which huggingface_hub reads at import).
+    If ``destination`` already holds exactly this snapshot it is re-verified and
+    returned without a download; anything else there is a ``DestinationConflictError``.
+
+    Raises a ``WeightVerificationError`` subclass on any failure; the staging area is
+    removed and ``destination`` is left as it was.
+    """
+    target = Path(destination).absolute()
+    pin = _Pin(repo_id=repo_id, requested=revision)
+    with _hub_errors_as(pin, file=None):
+        commit, repo_files = _resolve(repo_id, revision, token=token, endpoint=endpoint)
+    pin = _Pin(repo_id=repo_id, requested=revision, commit=commit)
+    wanted = _allowed(repo_files, allow_patterns)
+    _require_weights(pin, wanted, allow_patterns)
+    expected = tuple(
+        _expected_file(pin, path, _file_metadata(pin, path, token=token, endpoint=endpoint))
+        for path in wanted
+    )
+    if _holds_files(target):
+        return _adopt_existing(pin, target, expected)
+    _require_free_space(pin, target.parent, expected, disk_free)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with _staging_area(target) as work:
+        staged = work / "snapshot"
+        with _hub_errors_as(pin, file=None):
+            _download(
+                repo_id,
+                commit,
+                staged,
+                cache_dir=work / "hf-cache",
+                allow_patterns=allow_patterns,
+                token=token,
+                endpoint=endpoint,
+            )
+        shutil.rmtree(staged / _HF_METADATA_DIRNAME, ignore_errors=True)
+        files = _verify_tree(pin, staged, expected)
+        _move_into_place(pin, staged, target, expected)
+    return VerifiedSnapshot(
+        repo_id=repo_id,
+        requested_revision=revision,
+        revision=commit,
+        destination=target,
+        files=files,
+    )
+
+
+def _resolve(
+    repo_id: str, revision: str, *, token: str | bool | None, endpoint: str | None
+) -> tuple[str, tuple[str, ...]]:
+    from huggingface_hub import HfApi
+
+    api = HfApi(
+        endpoint=endpoint, token=token, library_name=_LIBRARY_NAME, library_version=__version__
+    )
+    info = api.model_info(repo_id, revision=revision)
+    if info.sha is None:
+        raise _Pin(repo_id, revision).error(
+            HubNotFoundError, None, "a commit sha for the revision", "none in the model info"
+        )
+    return info.sha, tuple(sibling.rfilename for sibling in info.siblings or ())
+
+
+def _allowed(repo_files: Sequence[str], allow_patterns: Sequence[str]) -> tuple[str, ...]:
+    from huggingface_hub.utils import filter_repo_objects
+
+    return tuple(sorted(filter_repo_objects(repo_files, allow_patterns=list(allow_patterns))))
+
+
+def _require_weights(pin: _Pin, wanted: Sequence[str], allow_patterns: Sequence[str]) -> None:
+    if not any(path.endswith(".safetensors") for path in wanted):
+        raise pin.error(
+            FileSetError,
+            None,
+            f"at least one *.safetensors file matching {list(allow_patterns)}",
+            f"{list(wanted)}",
+        )
+
+
+def _file_metadata(
+    pin: _Pin, path: str, *, token: str | bool | None, endpoint: str | None
+) -> HfFileMetadata:
+    from huggingface_hub import get_hf_file_metadata, hf_hub_url
+
+    assert pin.commit is not None
+    url = hf_hub_url(pin.repo_id, path, revision=pin.commit, endpoint=endpoint)
+    with _hub_errors_as(pin, file=path):
+        return get_hf_file_metadata(
+            url,
+            token=token,
+            endpoint=endpoint,
+            library_name=_LIBRARY_NAME,
+            library_version=__version__,
+        )
+
+
+def _expected_file(pin: _Pin, path: str, metadata: HfFileMetadata) -> _ExpectedFile:
+    """The digest the hub vouches for; safetensors must carry an LFS sha256."""
+    etag = (metadata.etag or "").lower()
+    if _SHA256_HEX.fullmatch(etag):
+        return _ExpectedFile(path, metadata.size, "sha256", etag)
+    if not path.endswith(".safetensors") and _GIT_SHA1_HEX.fullmatch(etag):
+        return _ExpectedFile(path, metadata.size, "git-blob-sha1", etag)
+    wanted = (
+        "an LFS sha256 (64 hex) in x-linked-etag"
+        if path.endswith(".safetensors")
+        else "an LFS sha256 x-linked-etag or a git blob sha1 etag"
+    )
+    found = repr(metadata.etag) if metadata.etag else "no etag"
+    raise pin.error(MissingChecksumError, path, wanted, found)
+
+
+def _holds_files(target: Path) -> bool:
+    return target.is_symlink() or target.is_file() or (target.is_dir() and any(target.iterdir()))
+
+
+def _adopt_existing(
+    pin: _Pin, target: Path, expected: Sequence[_ExpectedFile]
+) -> VerifiedSnapshot:
+    assert pin.commit is not None
+    try:
+        files = _verify_tree(pin, target, expected)
+    except WeightVerificationError as error:
+        raise pin.error(
+            DestinationConflictError, error.file, error.expected, f"{error.found} in {target}"
+        ) from error
+    return VerifiedSnapshot(
+        repo_id=pin.repo_id,
+        requested_revision=pin.requested,
+        revision=pin.commit,
+        destination=target,
+        files=files,
+    )
+
+
+def _require_free_space(
+    pin: _Pin, where: Path, expected: Sequence[_ExpectedFile], disk_free: DiskFree
+) -> None:
+    needed = sum(f.size or 0 for f in expected)
+    available = disk_free(where)
+    if available < needed:
+        raise pin.error(
+            DiskSpaceError, None, f"{needed} bytes free", f"{available} bytes free in {where}"
+        )
+
+
+@contextmanager
+def _staging_area(target: Path) -> Iterator[Path]:
+    """A unique work directory under ``.incomplete/``, removed however the block ends."""
+    root = target.parent / INCOMPLETE_DIRNAME
+    work = root / f"{target.name}.{uuid.uuid4().hex}"
+    work.mkdir(parents=True)
+    try:
+        yield work
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        try:
+            root.rmdir()
+        except OSError:
+            pass  # another fetch is staging next to us
+
+
+def _download(
+    repo_id: str,
+    commit: str,
+    local_dir: Path,
+    *,
+    cache_dir: Path,
+    allow_patterns: Sequence[str],
+    token: str | bool | None,
+    endpoint: str | None,
+) -> None:
+    """``snapshot_download`` in local-dir mode with a private cache, so the user's
+    huggingface cache is neither read nor written."""
+    from huggingface_hub import snapshot_download
+
+    snapshot_download(
+        repo_id,
+        revision=commit,
+        local_dir=local_dir,
+        cache_dir=cache_dir,
+        allow_patterns=list(allow_patterns),
+        token=token,
+        endpoint=endpoint,
+        library_name=_LIBRARY_NAME,
+        library_version=__version__,
+    )
+
+
+def _verify_tree(
+    pin: _Pin, root: Path, expected: Sequence[_ExpectedFile]
+) -> tuple[VerifiedFile, ...]:
+    present = _relative_files(root)
+    wanted = {f.path for f in expected}
+    if present != wanted:
+        raise pin.error(
+            FileSetError,
+            None,
+            f"exactly {sorted(wanted)}",
+            f"missing {sorted(wanted - present)}, unexpected {sorted(present - wanted)}",
+        )
+    files = tuple(_verify_file(pin, root, f) for f in sorted(expected, key=lambda f: f.path))
+    _require_index_shards(pin, root, {f.path for f in files})
+    return files
+
+
+def _relative_files(root: Path) -> set[str]:
+    return {
+        path.relative_to(root).as_posix()
+        for path in root.rglob("*")
+        if not path.is_dir() and path.relative_to(root).parts[0] != _HF_METADATA_DIRNAME
+    }
+
+
+def _verify_file(pin: _Pin, root: Path, expected: _ExpectedFile) -> VerifiedFile:
+    digests = _digests(root / expected.path)
+    if expected.size is not None and digests.size != expected.size:
+        raise pin.error(
+            ChecksumMismatchError,
+            expected.path,
+            f"{expected.size} bytes",
+            f"{digests.size} bytes",
+        )
+    found = digests.sha256 if expected.digest_kind == "sha256" else digests.git_blob_sha1
+    if found != expected.digest:
+        raise pin.error(
+            ChecksumMismatchError,
+            expected.path,
+            f"{expected.digest_kind} {expected.digest}",
+            f"{expected.digest_kind} {found}",
+        )
+    return VerifiedFile(expected.path, digests.size, digests.sha256, expected.digest_kind)
+
+
+def _digests(path: Path) -> _FileDigests:
+    """sha256 and git blob sha1 in one streaming pass (git hashes a ``blob <size>\\0`` header)."""
+    size = path.stat().st_size
+    sha256 = hashlib.sha256()
+    git_sha1 = hashlib.sha1(f"blob {size}\0".encode())
+    with path.open("rb") as stream:
+        while chunk := stream.read(_HASH_CHUNK_BYTES):
+            sha256.update(chunk)
+            git_sha1.update(chunk)
+    return _FileDigests(size=size, sha256=sha256.hexdigest(), git_blob_sha1=git_sha1.hexdigest())
+
+
+def _require_index_shards(pin: _Pin, root: Path, present: set[str]) -> None:
+    """Every shard a ``*.safetensors.index.json`` names must be part of the snapshot."""
+    for index in sorted(p for p in present if p.endswith(".safetensors.index.json")):
+        shards = _index_shards(pin, root, index)
+        folder = Path(index).parent
+        missing = sorted(s for s in shards if (folder / s).as_posix() not in present)
+        if missing:
+            raise pin.error(
+                FileSetError, index, f"shards {sorted(shards)} present", f"missing {missing}"
+            )
+
+
+def _index_shards(pin: _Pin, root: Path, index: str) -> set[str]:
+    try:
+        weight_map = json.loads((root / index).read_text(encoding="utf-8"))["weight_map"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise pin.error(
+            FileSetError, index, "a JSON object with a weight_map", f"unreadable index ({error})"
+        ) from error
+    if not isinstance(weight_map, Mapping):
+        raise pin.error(
+            FileSetError, index, "weight_map to be an object", type(weight_map).__name__
+        )
+    return {str(shard) for shard in weight_map.values()}
+
+
+def _move_into_place(
+    pin: _Pin, staged: Path, target: Path, expected: Sequence[_ExpectedFile]
+) -> None:
+    """One rename; if a concurrent fetch won the race, accept its copy only if identical."""
+    try:
+        os.rename(staged, target)
+    except OSError as error:
+        if error.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
+            raise
+        _adopt_existing(pin, target, expected)
+
+
+@contextmanager
+def _hub_errors_as(pin: _Pin, *, file: str | None) -> Iterator[None]:
+    """Re-raise huggingface_hub and transport failures as ``WeightVerificationError``."""
+    try:
+        yield
+    except WeightVerificationError:
+        raise
+    except Exception as error:
+        translated = _translate(pin, file, error)
+        if translated is None:
+            raise
+        raise translated from error
+
+
+def _translate(pin: _Pin, file: str | None, error: Exception) -> WeightVerificationError | None:
+    from huggingface_hub.errors import HfHubHTTPError, LocalEntryNotFoundError
+
+    if isinstance(error, HfHubHTTPError):
+        return _http_error(pin, file, error.response.status_code, str(error))
+    if isinstance(error, LocalEntryNotFoundError) or _is_transport_error(error):
+        return pin.error(TransferError, file, "a complete response from the hub", _oneline(error))
+    if isinstance(error, OSError) and error.errno in _DISK_FULL_ERRNOS:
+        reason = f"{errno.errorcode[error.errno]} ({error.strerror}) writing {error.filename}"
+        return pin.error(DiskSpaceError, file, "room to write the snapshot", reason)
+    if isinstance(error, OSError):
+        return pin.error(TransferError, file, "a complete download", _oneline(error))
+    return None
+
+
+def _http_error(pin: _Pin, file: str | None, status: int, message: str) -> WeightVerificationError:
+    found = f"HTTP {status}: {_oneline(message)}"
+    if status in (401, 403):
+        return pin.error(HubAccessError, file, "access with the given token", found)
+    if status == 404:
+        return pin.error(HubNotFoundError, file, "the repo, revision and file to exist", found)
+    return pin.error(TransferError, file, "a successful hub response", found)
+
+
+def _is_transport_error(error: Exception) -> bool:
+    return any(cls.__module__.split(".")[0] in _TRANSPORT_MODULES for cls in type(error).__mro__)
+
+
+def _oneline(error: object) -> str:
+    text = " ".join(str(error).split())
+    return text if len(text) <= 300 else text[:297] + "..."

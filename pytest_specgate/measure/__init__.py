@@ -1,0 +1,124 @@
+"""Measurement toolkit: paired A/B runs, statistics, sustained window, analytic expectation.
+
+Every runner takes plain callables, so it works with any engine (see
+:mod:`pytest_specgate.measure.engine_arms`) and with test fakes. numpy, scipy and
+matplotlib are imported only by the functions that need them.
+"""
+
+from __future__ import annotations
+
+from pytest_specgate.measure.engine_arms import engine_arm, engine_telemetry
+from pytest_specgate.measure.expected import (
+    MeasuredVsExpected,
+    SpeedupExpectation,
+    alpha_from_acceptance_rate,
+    compare_to_expected,
+    expectation,
+    expectation_for_acceptance_rate,
+    expected_acceptance_rate,
+    expected_speedup,
+    expected_tokens_per_round,
+)
+from pytest_specgate.measure.paired import (
+    PairedRun,
+    PromptRunner,
+    TelemetryReader,
+    arm_order,
+    paired_schedule,
+    run_paired,
+)
+from pytest_specgate.measure.pinned import (
+    FixtureFileError,
+    ModelPair,
+    PinnedModel,
+    PromptSet,
+    load_model_pairs,
+    load_named_prompt_set,
+    load_prompt_set,
+    model_pair,
+    repo_fixtures_dir,
+)
+from pytest_specgate.measure.progress import ProgressReporter, ProgressSink
+from pytest_specgate.measure.samples import (
+    ChatMessage,
+    Prompt,
+    RequestSample,
+    SamplePair,
+    TimedSample,
+)
+from pytest_specgate.measure.statistics import (
+    AcceptanceMeasurement,
+    IdentityCheck,
+    IdentityReport,
+    PromptSpeedup,
+    SpeedupEstimate,
+    acceptance_from_telemetry,
+    first_difference,
+    identity_check,
+    identity_report,
+    median_speedup,
+    per_prompt_speedups,
+)
+from pytest_specgate.measure.sustained import (
+    SustainedArtifacts,
+    SustainedRun,
+    SustainedSettings,
+    pairs_in_last_window,
+    run_sustained,
+    throughput_series,
+    write_sustained_artifacts,
+)
+
+__all__ = [
+    "AcceptanceMeasurement",
+    "ChatMessage",
+    "FixtureFileError",
+    "IdentityCheck",
+    "IdentityReport",
+    "MeasuredVsExpected",
+    "ModelPair",
+    "PairedRun",
+    "PinnedModel",
+    "ProgressReporter",
+    "ProgressSink",
+    "Prompt",
+    "PromptRunner",
+    "PromptSet",
+    "PromptSpeedup",
+    "RequestSample",
+    "SamplePair",
+    "SpeedupEstimate",
+    "SpeedupExpectation",
+    "SustainedArtifacts",
+    "SustainedRun",
+    "SustainedSettings",
+    "TelemetryReader",
+    "TimedSample",
+    "acceptance_from_telemetry",
+    "alpha_from_acceptance_rate",
+    "arm_order",
+    "compare_to_expected",
+    "engine_arm",
+    "engine_telemetry",
+    "expectation",
+    "expectation_for_acceptance_rate",
+    "expected_acceptance_rate",
+    "expected_speedup",
+    "expected_tokens_per_round",
+    "first_difference",
+    "identity_check",
+    "identity_report",
+    "load_model_pairs",
+    "load_named_prompt_set",
+    "load_prompt_set",
+    "median_speedup",
+    "model_pair",
+    "paired_schedule",
+    "pairs_in_last_window",
+    "per_prompt_speedups",
+    "repo_fixtures_dir",
+    "run_paired",
+    "run_sustained",
+    "throughput_series",
+    "write_sustained_artifacts",
+]

@@ -120,7 +120,7 @@ class TinyModelSpec:
     num_attention_heads: int = 2
     num_key_value_heads: int = 2
     max_position_embeddings: int = 2048
-    residual_scale: float = 0.5
+    residual_scale: float = 0.2
     seed: int = 20240601
 
 

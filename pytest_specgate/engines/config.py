@@ -106,9 +106,7 @@ def _optional_gamma(where: str, value: object) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise pytest.UsageError(
-            f"{where}: num_draft_tokens must be a positive integer, got {value!r}"
-        )
+        raise pytest.UsageError(f"{where}: num_draft_tokens must be a positive integer, got {value!r}")
     return value
 
 
@@ -145,16 +143,10 @@ def engine_config_from(
     endpoint_url = _optional_str(where, "--specgate-endpoint", option_values.get("endpoint"))
     option_backend = option_values.get("engine") or ("endpoint" if endpoint_url else None)
     chosen = (
-        (marker_args[0] if marker_args else marker_kwargs.get("backend"))
-        or option_backend
-        or DEFAULT_BACKEND
+        (marker_args[0] if marker_args else marker_kwargs.get("backend")) or option_backend or DEFAULT_BACKEND
     )
     backend = _resolve_backend(where, chosen)
-    options = {
-        key: freeze_option(value)
-        for key, value in marker_kwargs.items()
-        if key not in _NAMED_FIELDS
-    }
+    options = {key: freeze_option(value) for key, value in marker_kwargs.items() if key not in _NAMED_FIELDS}
     if backend == "endpoint" and "url" not in options:
         if endpoint_url is None:
             raise pytest.UsageError(
@@ -178,9 +170,7 @@ def boot_function(backend: str) -> BootFunction:
     """Import a backend's ``boot`` lazily, so unused backends cost nothing at load."""
     target = BACKENDS.get(backend)
     if target is None:
-        raise pytest.UsageError(
-            f"unknown engine backend {backend!r}; expected one of {sorted(BACKENDS)}"
-        )
+        raise pytest.UsageError(f"unknown engine backend {backend!r}; expected one of {sorted(BACKENDS)}")
     module_name, _, attribute = target.partition(":")
     module = importlib.import_module(module_name)
     return cast(BootFunction, getattr(module, attribute))

@@ -1,0 +1,364 @@
+"""The one OpenAI-compatible client every backend uses, and the Engine built on it.
+
+Backends only decide how a server boots and where telemetry comes from; chat,
+streaming, timing and error handling live here once, so a spec measures every
+engine the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterator, Mapping
+from types import TracebackType
+
+import httpx
+
+from pytest_specgate.engines.protocol import (
+    ChatResult,
+    StreamResult,
+    Telemetry,
+    acceptance_rate_of,
+)
+
+__all__ = [
+    "ClientEngine",
+    "EngineHTTPError",
+    "MetricsWindow",
+    "OpenAIClient",
+    "chat_result_from",
+    "parse_prometheus",
+    "telemetry_from_status",
+]
+
+DEFAULT_TIMEOUT_S = 120.0
+
+
+class EngineHTTPError(Exception):
+    """A 4xx/5xx answer from an engine, keeping the status and the decoded error body."""
+
+    def __init__(self, method: str, url: str, status_code: int, body: object) -> None:
+        message = body
+        if isinstance(body, Mapping) and isinstance(body.get("error"), Mapping):
+            message = body["error"].get("message", body)
+        super().__init__(f"{method} {url} -> HTTP {status_code}: {message}")
+        self.status_code = status_code
+        self.body = body
+
+
+def _decoded(response: httpx.Response) -> object:
+    try:
+        return response.json()
+    except ValueError:
+        return response.text
+
+
+def _choice(body: Mapping[str, object]) -> Mapping[str, object]:
+    choices = body.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        return choices[0]
+    return {}
+
+
+def _int_or_none(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def chat_result_from(body: Mapping[str, object], wall_s: float) -> ChatResult:
+    """A ChatResult from a chat or completions JSON body."""
+    choice = _choice(body)
+    message = choice.get("message")
+    text: object = message.get("content") if isinstance(message, Mapping) else choice.get("text")
+    ids = choice.get("token_ids")
+    token_ids = tuple(ids) if isinstance(ids, list) and all(isinstance(i, int) for i in ids) else None
+    usage = body.get("usage")
+    usage = usage if isinstance(usage, Mapping) else {}
+    reason = choice.get("finish_reason")
+    return ChatResult(
+        text=text if isinstance(text, str) else "",
+        token_ids=token_ids,
+        finish_reason=reason if isinstance(reason, str) else None,
+        prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
+        completion_tokens=_int_or_none(usage.get("completion_tokens")),
+        raw=dict(body),
+        wall_s=wall_s,
+    )
+
+
+def _sse_events(lines: Iterator[str]) -> Iterator[dict[str, object]]:
+    """JSON payloads of ``data:`` lines up to ``data: [DONE]``."""
+    for line in lines:
+        if not line.startswith("data:"):
+            continue
+        payload = line[5:].strip()
+        if payload == "[DONE]":
+            return
+        event = json.loads(payload)
+        if isinstance(event, dict):
+            yield event
+
+
+class OpenAIClient:
+    """httpx over an OpenAI-compatible base URL (``http://host:port``, no ``/v1``)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        api_key: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout_s = timeout_s
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.Client(
+            base_url=self.base_url,
+            timeout=httpx.Timeout(timeout_s),
+            headers=headers,
+            transport=transport,
+        )
+
+    def _check(self, method: str, response: httpx.Response) -> httpx.Response:
+        if response.status_code >= 400:
+            raise EngineHTTPError(method, str(response.url), response.status_code, _decoded(response))
+        return response
+
+    def get_json(self, path: str, *, timeout_s: float | None = None) -> dict[str, object]:
+        response = self._check("GET", self._http.get(path, timeout=self._timeout(timeout_s)))
+        body = response.json()
+        return body if isinstance(body, dict) else {"value": body}
+
+    def get_text(self, path: str, *, timeout_s: float | None = None) -> str:
+        return self._check("GET", self._http.get(path, timeout=self._timeout(timeout_s))).text
+
+    def post_json(
+        self,
+        path: str,
+        body: Mapping[str, object] | None = None,
+        *,
+        method: str = "POST",
+        timeout_s: float | None = None,
+    ) -> dict[str, object]:
+        response = self._http.request(
+            method, path, json=dict(body) if body is not None else None, timeout=self._timeout(timeout_s)
+        )
+        decoded = self._check(method, response).json()
+        return decoded if isinstance(decoded, dict) else {"value": decoded}
+
+    def _timeout(self, timeout_s: float | None) -> httpx.Timeout:
+        return httpx.Timeout(self.timeout_s if timeout_s is None else timeout_s)
+
+    def chat(
+        self,
+        body: Mapping[str, object],
+        *,
+        path: str = "/v1/chat/completions",
+        timeout_s: float | None = None,
+    ) -> ChatResult:
+        started = time.perf_counter()
+        response = self._http.post(path, json=dict(body), timeout=self._timeout(timeout_s))
+        self._check("POST", response)
+        decoded = response.json()
+        return chat_result_from(decoded if isinstance(decoded, dict) else {}, time.perf_counter() - started)
+
+    def stream(
+        self,
+        body: Mapping[str, object],
+        *,
+        path: str = "/v1/chat/completions",
+        timeout_s: float | None = None,
+    ) -> StreamResult:
+        """Open an SSE stream; the returned StreamResult reads it lazily."""
+        payload = dict(body)
+        payload["stream"] = True
+        payload.setdefault("stream_options", {"include_usage": True})
+        started = time.perf_counter()
+        request = self._http.build_request("POST", path, json=payload, timeout=self._timeout(timeout_s))
+        response = self._http.send(request, stream=True)
+        if response.status_code >= 400:
+            response.read()
+            response.close()
+            self._check("POST", response)
+        return StreamResult(_sse_events(response.iter_lines()), started=started, on_close=response.close)
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def telemetry_from_status(status: Mapping[str, object], *, source: str = "/v1/status") -> Telemetry:
+    """Normalize a ``/v1/status`` body with ``spec_decode_*`` fields.
+
+    A body without those fields yields ``available=False`` (never invented zeros).
+    """
+    if "spec_decode_enabled" not in status:
+        return Telemetry.unavailable(enabled=False)
+    drafted = _int_or_none(status.get("spec_decode_drafted_tokens_since_last"))
+    accepted = _int_or_none(status.get("spec_decode_accepted_tokens_since_last"))
+    draft_id = status.get("spec_decode_draft_model_id")
+    gamma = _int_or_none(status.get("spec_decode_num_draft_tokens"))
+    return Telemetry(
+        available=drafted is not None and accepted is not None,
+        enabled=bool(status.get("spec_decode_enabled")),
+        draft_model_id=draft_id if isinstance(draft_id, str) else None,
+        num_draft_tokens=gamma,
+        drafted=drafted,
+        accepted=accepted,
+        acceptance_rate=acceptance_rate_of(drafted, accepted),
+        window="since_last_roll",
+        source=source,
+    )
+
+
+def parse_prometheus(text: str) -> dict[str, float]:
+    """Sum samples per metric name (labels dropped): enough for counter deltas."""
+    totals: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        name_part, _, value_part = line.rpartition(" ")
+        name = name_part.split("{", 1)[0].strip()
+        try:
+            value = float(value_part)
+        except ValueError:
+            continue
+        totals[name] = totals.get(name, 0.0) + value
+    return totals
+
+
+_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
+_ACCEPTED_TOKENS = "vllm:spec_decode_num_accepted_tokens_total"
+
+
+class MetricsWindow:
+    """Telemetry as deltas of vLLM ``/metrics`` counters since the last :meth:`reset`.
+
+    Cumulative totals would mix earlier runs into a measurement; deltas around
+    a window do not.
+    """
+
+    def __init__(
+        self,
+        fetch_text: Callable[[], str],
+        *,
+        draft_model_id: str | None,
+        num_draft_tokens: int | None,
+    ) -> None:
+        self._fetch = fetch_text
+        self._draft_model_id = draft_model_id
+        self._num_draft_tokens = num_draft_tokens
+        self._baseline = parse_prometheus(fetch_text())
+
+    def reset(self) -> None:
+        self._baseline = parse_prometheus(self._fetch())
+
+    def telemetry(self) -> Telemetry:
+        now = parse_prometheus(self._fetch())
+        if _DRAFT_TOKENS not in now or _ACCEPTED_TOKENS not in now:
+            return Telemetry.unavailable(
+                enabled=self._draft_model_id is not None,
+                draft_model_id=self._draft_model_id,
+                num_draft_tokens=self._num_draft_tokens,
+            )
+        drafted = int(now[_DRAFT_TOKENS] - self._baseline.get(_DRAFT_TOKENS, 0.0))
+        accepted = int(now[_ACCEPTED_TOKENS] - self._baseline.get(_ACCEPTED_TOKENS, 0.0))
+        return Telemetry(
+            available=True,
+            enabled=True,
+            draft_model_id=self._draft_model_id,
+            num_draft_tokens=self._num_draft_tokens,
+            drafted=drafted,
+            accepted=accepted,
+            acceptance_rate=acceptance_rate_of(drafted, accepted),
+            window="delta:/metrics",
+            source="/metrics",
+        )
+
+
+class ClientEngine:
+    """An Engine: the shared client plus a backend's telemetry and close callables.
+
+    ``default_params`` are merged under each request's params (request wins), so a
+    backend can ask for e.g. ``return_token_ids`` once. ``timeout_s`` in params
+    sets a per-request timeout and is not sent to the server.
+    """
+
+    def __init__(
+        self,
+        *,
+        backend: str,
+        client: OpenAIClient,
+        model_id: str,
+        telemetry: Callable[[], Telemetry],
+        close: Callable[[], object] | None = None,
+        versions: Callable[[], dict[str, str]] | None = None,
+        default_params: Mapping[str, object] | None = None,
+    ) -> None:
+        self.backend = backend
+        self.client = client
+        self.base_url = client.base_url
+        self.model_id = model_id
+        self._telemetry = telemetry
+        self._close = close
+        self._versions = versions
+        self.default_params: dict[str, object] = dict(default_params or {})
+        self._closed = False
+
+    def _body(self, params: Mapping[str, object], **fields: object) -> tuple[dict[str, object], float | None]:
+        body = {"model": self.model_id, **self.default_params, **params, **fields}
+        timeout = body.pop("timeout_s", None)
+        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
+            raise TypeError(f"timeout_s must be a number of seconds, got {timeout!r}")
+        return body, None if timeout is None else float(timeout)
+
+    def chat(self, messages: list[dict[str, object]], **params: object) -> ChatResult:
+        body, timeout_s = self._body(params, messages=messages)
+        return self.client.chat(body, timeout_s=timeout_s)
+
+    def stream(self, messages: list[dict[str, object]], **params: object) -> StreamResult:
+        body, timeout_s = self._body(params, messages=messages)
+        return self.client.stream(body, timeout_s=timeout_s)
+
+    def complete(self, prompt: str, **params: object) -> ChatResult:
+        """Legacy ``/v1/completions`` (not part of the Engine protocol)."""
+        body, timeout_s = self._body(params, prompt=prompt)
+        return self.client.chat(body, path="/v1/completions", timeout_s=timeout_s)
+
+    def complete_stream(self, prompt: str, **params: object) -> StreamResult:
+        """Streamed legacy ``/v1/completions``."""
+        body, timeout_s = self._body(params, prompt=prompt)
+        return self.client.stream(body, path="/v1/completions", timeout_s=timeout_s)
+
+    def telemetry(self) -> Telemetry:
+        return self._telemetry()
+
+    def versions(self) -> dict[str, str]:
+        found = {"backend": self.backend, "model": self.model_id}
+        if self._versions is not None:
+            found.update(self._versions())
+        return found
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.client.close()
+        finally:
+            if self._close is not None:
+                self._close()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def __enter__(self) -> ClientEngine:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()

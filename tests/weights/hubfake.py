@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
@@ -40,8 +41,10 @@ __all__ = [
     "FileFaults",
     "LoggedRequest",
     "running_fake_hub",
+    "staging_leftovers",
     "tiny_model_files",
     "tiny_safetensors",
+    "tree_bytes",
 ]
 
 LFS_SUFFIXES = (".safetensors", ".bin", ".pth", ".gguf")
@@ -55,14 +58,15 @@ class FileFaults:
     ``digest``: the digest header the hub sends (``X-Linked-Etag`` for LFS files,
     ``ETag`` for git files) is correct, wrong, or absent. ``drop_after_bytes``: the
     first GET sends this many body bytes and closes the connection. ``after_drop``:
-    what later GETs of that file get: ``serve`` (honour ``Range``), ``refuse`` (the
-    connection closes before any response), ``misalign`` (a ``Range`` request is
-    answered with bytes from offset 0: a resume that silently corrupts).
+    what later GETs of that file (huggingface_hub's retry or ``Range`` resume) get:
+    ``serve`` (the right bytes), ``refuse`` (the connection closes before any
+    response), ``corrupt`` (the right length with one byte flipped: a broken mirror
+    that only a checksum can catch).
     """
 
     digest: Literal["correct", "wrong", "absent"] = "correct"
     drop_after_bytes: int | None = None
-    after_drop: Literal["serve", "refuse", "misalign"] = "serve"
+    after_drop: Literal["serve", "refuse", "corrupt"] = "serve"
 
 
 @dataclass(frozen=True)
@@ -184,7 +188,9 @@ def running_fake_hub(repos: Iterable[FakeRepo]) -> Iterator[FakeHub]:
     host, port = server.server_address[:2]
     hub = FakeHub(base_url=f"http://{host!s}:{port}", repos=by_id)
     server.hub = hub  # type: ignore[attr-defined]
-    thread = threading.Thread(target=server.serve_forever, name="fake-hub", daemon=True)
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-hub", daemon=True
+    )
     thread.start()
     try:
         yield hub
@@ -196,6 +202,7 @@ def running_fake_hub(repos: Iterable[FakeRepo]) -> Iterator[FakeHub]:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True
 
     @property
     def hub(self) -> FakeHub:
@@ -288,8 +295,8 @@ class _Handler(BaseHTTPRequestHandler):
         total = len(served.content)
         start, end = _byte_range(self.headers.get("Range"), total)
         body = served.content[start : end + 1]
-        if dropping and attempt > 0 and faults.after_drop == "misalign":
-            body = served.content[: len(body)]
+        if dropping and attempt > 0 and faults.after_drop == "corrupt" and body:
+            body = bytes([body[0] ^ 0xFF]) + body[1:]
         self.send_response(HTTPStatus.OK if (start, end) == (0, total - 1) else HTTPStatus.PARTIAL_CONTENT)
         self.send_header("X-Repo-Commit", repo.commit)
         self.send_header("Accept-Ranges", "bytes")
@@ -411,3 +418,16 @@ def tiny_model_files(
         files["pytorch_model.bin"] = b"\x80\x04pickle-never-fetched"
         files["original/consolidated.00.pth"] = b"never fetched"
     return files
+
+
+def staging_leftovers(models_dir: Path) -> list[str]:
+    """Whatever a fetch left in ``models_dir/.incomplete`` (it should leave nothing)."""
+    root = models_dir / ".incomplete"
+    if not root.exists():
+        return []
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*")) or ["(empty .incomplete)"]
+
+
+def tree_bytes(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` with its bytes, to prove a directory was left untouched."""
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in root.rglob("*") if p.is_file()}

@@ -1,0 +1,212 @@
+"""Bundle layout on disk: AC files, attachments, receipt, manifest; loading and verifying.
+
+The manifest lists the sha256 and size of every file. ``evidence.md`` carries the bundle
+digest, so the digest cannot cover it: the bundle digest is the sha256 of the canonical JSON
+of every manifest entry except ``evidence.md``. The gate recomputes it from the manifest and
+checks every file against the manifest, ``evidence.md`` included.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from pytest_specgate.evidence._jsonio import JsonValue, canonical_json, sha256_hex
+from pytest_specgate.evidence._marker import is_ac_id
+
+MANIFEST_NAME = "manifest.json"
+MARKDOWN_NAME = "evidence.md"
+RECEIPT_NAME = "receipt.json"
+STATEMENT_NAME = "statement.intoto.json"
+MERGE_NAME = "merge.json"
+MANIFEST_SCHEMA_ID = "specgate.manifest/v1"
+
+
+class BundleError(Exception):
+    """A bundle that cannot be read at all (exit 2): names the file and what was wrong."""
+
+
+@dataclass(frozen=True)
+class FileEntry:
+    sha256: str
+    size: int
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        return {"sha256": self.sha256, "size": self.size}
+
+
+def file_entry(data: bytes) -> FileEntry:
+    return FileEntry(sha256=sha256_hex(data), size=len(data))
+
+
+def bundle_digest(files: Mapping[str, FileEntry]) -> str:
+    covered = {path: entry.to_dict() for path, entry in files.items() if path != MARKDOWN_NAME}
+    return sha256_hex(canonical_json(covered).encode())
+
+
+def manifest_document(run_id: str, files: Mapping[str, FileEntry], version: str) -> dict[str, JsonValue]:
+    return {
+        "schema": MANIFEST_SCHEMA_ID,
+        "run_id": run_id,
+        "specgate": version,
+        "files": {path: files[path].to_dict() for path in sorted(files)},
+        "bundle_sha256": bundle_digest(files),
+    }
+
+
+def ac_file_name(ac_id: str) -> str:
+    return f"{ac_id}.json"
+
+
+@cache
+def evidence_schema() -> Mapping[str, JsonValue]:
+    text = resources.files("pytest_specgate").joinpath("schemas/evidence-v1.json").read_text("utf-8")
+    schema: Mapping[str, JsonValue] = json.loads(text)
+    return schema
+
+
+def schema_problems(record: JsonValue) -> list[str]:
+    """Schema violations of an AC record, each with the JSON path where it happened."""
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(evidence_schema())
+    return [
+        f"{'/'.join(str(part) for part in error.absolute_path) or '<root>'}: {error.message}"
+        for error in sorted(validator.iter_errors(record), key=lambda e: list(map(str, e.absolute_path)))
+    ]
+
+
+@dataclass(frozen=True)
+class Bundle:
+    """A bundle as found on disk; ``digest`` is recomputed, never read from the manifest."""
+
+    path: Path
+    run_id: str
+    files: Mapping[str, FileEntry]
+    digest: str
+    stated_digest: str | None
+
+    def ac_ids(self) -> list[str]:
+        return sorted(
+            Path(name).stem
+            for name in self.files
+            if "/" not in name and name.endswith(".json") and is_ac_id(Path(name).stem)
+        )
+
+
+def _read_json(path: Path) -> JsonValue:
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        raise BundleError(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise BundleError(f"{path}: cannot read: {error}") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise BundleError(f"{path}: not valid JSON: {error}") from None
+
+
+def _entry_from(path: Path, name: str, raw: JsonValue) -> FileEntry:
+    if (
+        not isinstance(raw, Mapping)
+        or not isinstance(raw.get("sha256"), str)
+        or not isinstance(raw.get("size"), int)
+    ):
+        raise BundleError(f"{path}: files[{name!r}] must be {{'sha256': str, 'size': int}}, found {raw!r}")
+    return FileEntry(sha256=str(raw["sha256"]), size=int(raw["size"]))
+
+
+def load_bundle(path: Path) -> Bundle:
+    manifest_path = path / MANIFEST_NAME
+    document = _read_json(manifest_path)
+    if not isinstance(document, Mapping) or document.get("schema") != MANIFEST_SCHEMA_ID:
+        raise BundleError(f"{manifest_path}: not a {MANIFEST_SCHEMA_ID} manifest")
+    raw_files = document.get("files")
+    if not isinstance(raw_files, Mapping):
+        raise BundleError(f"{manifest_path}: 'files' must be an object")
+    files = {str(name): _entry_from(manifest_path, str(name), raw) for name, raw in raw_files.items()}
+    stated = document.get("bundle_sha256")
+    return Bundle(
+        path=path,
+        run_id=str(document.get("run_id", path.name)),
+        files=files,
+        digest=bundle_digest(files),
+        stated_digest=stated if isinstance(stated, str) else None,
+    )
+
+
+def find_bundles(directory: Path) -> list[Bundle]:
+    """``directory`` itself when it is a bundle, else every bundle directly below it."""
+    if not directory.is_dir():
+        raise BundleError(f"{directory}: not a directory")
+    if (directory / MANIFEST_NAME).exists():
+        return [load_bundle(directory)]
+    return [
+        load_bundle(child)
+        for child in sorted(directory.iterdir())
+        if child.is_dir() and (child / MANIFEST_NAME).exists()
+    ]
+
+
+def files_on_disk(path: Path) -> dict[str, Path]:
+    return {
+        file.relative_to(path).as_posix(): file
+        for file in sorted(path.rglob("*"))
+        if file.relative_to(path).as_posix() != MANIFEST_NAME and (file.is_file() or file.is_symlink())
+    }
+
+
+def verify_bundle(bundle: Bundle) -> list[str]:
+    """Every way the files differ from the manifest, byte for byte."""
+    problems: list[str] = []
+    if bundle.stated_digest is not None and bundle.stated_digest != bundle.digest:
+        problems.append("manifest bundle_sha256 does not match its own file list")
+    on_disk = files_on_disk(bundle.path)
+    for name in sorted(set(bundle.files) - set(on_disk)):
+        problems.append(f"{name}: listed in the manifest but missing")
+    for name in sorted(set(on_disk) - set(bundle.files)):
+        problems.append(f"{name}: present but not listed in the manifest")
+    for name in sorted(set(on_disk) & set(bundle.files)):
+        file = on_disk[name]
+        if file.is_symlink() or not file.is_file():
+            problems.append(f"{name}: not a regular file")
+            continue
+        actual = file_entry(file.read_bytes())
+        expected = bundle.files[name]
+        if actual != expected:
+            problems.append(
+                f"{name}: sha256 {actual.sha256[:12]}… size {actual.size} does not match the manifest "
+                f"(sha256 {expected.sha256[:12]}… size {expected.size})"
+            )
+    return problems
+
+
+def read_ac_record(bundle: Bundle, ac_id: str) -> Mapping[str, JsonValue]:
+    """Parse and schema-check one AC file (call only after :func:`verify_bundle`)."""
+    path = bundle.path / ac_file_name(ac_id)
+    record = _read_json(path)
+    problems = schema_problems(record)
+    if problems:
+        raise BundleError(f"{path}: not a valid specgate.evidence/v1 record: {problems[0]}")
+    assert isinstance(record, Mapping)
+    return record
+
+
+def read_records(bundle: Bundle) -> dict[str, Mapping[str, JsonValue]]:
+    return {ac_id: read_ac_record(bundle, ac_id) for ac_id in bundle.ac_ids()}
+
+
+def describe_bundles(bundles: Sequence[Bundle]) -> str:
+    return ", ".join(f"{bundle.run_id} (bundle-sha256 {bundle.digest[:12]}…)" for bundle in bundles) or "none"
+
+
+def unique_paths(paths: Iterable[Path]) -> list[Path]:
+    seen: dict[Path, None] = {}
+    for path in paths:
+        seen.setdefault(path.resolve(), None)
+    return list(seen)

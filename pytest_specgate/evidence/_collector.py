@@ -1,0 +1,255 @@
+"""The evidence writer: a plugin object living only on the controller (like junitxml's LogXML).
+
+Reports reach the controller both in a serial run and under xdist, so the same three hooks
+collect everything: ``logstart`` (a test began), ``logreport`` (a phase ended),
+``sessionfinish`` (write the bundle). ``receipt.json`` is rewritten atomically as tests start
+and finish, so a run killed at any point leaves ``NOT QUALIFIED`` naming what was running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import platform
+import secrets
+import subprocess
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from pytest_specgate import __version__
+from pytest_specgate.evidence._bundle import RECEIPT_NAME
+from pytest_specgate.evidence._jsonio import JsonValue, utc_timestamp
+from pytest_specgate.evidence._recorder import staging_dir
+from pytest_specgate.evidence._records import (
+    ExecutedTest,
+    PhaseResult,
+    RunFacts,
+    SourceState,
+    ac_id_of,
+    attachment_path,
+    build_ac_record,
+    fold_outcome,
+    group_by_ac,
+    longrepr_message,
+    specgate_properties,
+)
+from pytest_specgate.evidence._redact import Redactor, append_redacted, build_redactor, write_redacted
+from pytest_specgate.evidence._writer import NOT_QUALIFIED, WrittenBundle, run_verdict, write_bundle
+
+RECEIPT_SCHEMA_ID = "specgate.receipt/v1"
+GIT_TIMEOUT_S = 30.0
+
+
+def new_run_id(now: dt.datetime) -> str:
+    return f"{now.astimezone(dt.UTC).strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
+
+
+def _git(arguments: Sequence[str], cwd: Path) -> str:
+    completed = subprocess.run(
+        ["git", *arguments], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
+    )
+    if completed.returncode != 0:
+        raise RuntimeError(completed.stderr.strip() or f"git {' '.join(arguments)} failed")
+    return completed.stdout
+
+
+def probe_source(rootdir: Path, exclude: Path | None) -> SourceState:
+    """Commit and dirtiness of the repository holding ``rootdir`` (``exclude``: the evidence dir)."""
+    try:
+        top = Path(_git(["rev-parse", "--show-toplevel"], rootdir).strip())
+        commit = _git(["rev-parse", "HEAD"], top).strip()
+        pathspec = ["."]
+        if exclude is not None:
+            with contextlib.suppress(ValueError):
+                pathspec.append(f":(exclude){exclude.resolve().relative_to(top.resolve()).as_posix()}")
+        status = _git(["status", "--porcelain", "--untracked-files=normal", "--", *pathspec], top)
+    except FileNotFoundError:
+        return SourceState(commit=None, dirty=None, problem="git is not installed")
+    except (RuntimeError, subprocess.TimeoutExpired) as error:
+        return SourceState(commit=None, dirty=None, problem=f"no git commit for {rootdir}: {error}")
+    return SourceState(commit=commit, dirty=bool(status.strip()), problem=None)
+
+
+def _phase(report: pytest.TestReport) -> PhaseResult:
+    return PhaseResult(
+        when=report.when,
+        outcome=report.outcome,
+        duration=float(report.duration),
+        message=longrepr_message(report.longrepr, report.outcome),
+        wasxfail=hasattr(report, "wasxfail"),
+    )
+
+
+class EvidenceCollector:
+    """Collects reports and writes ``<evidence dir>/<run id>/``; register it on the controller only."""
+
+    def __init__(
+        self,
+        *,
+        evidence_dir: Path,
+        host_facts: Mapping[str, JsonValue],
+        diagnostic: bool,
+        allow_dirty: bool,
+        rootdir: Path,
+        redact_patterns: Sequence[str] = (),
+        host_summary: str | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
+        self._environ = os.environ if environ is None else environ
+        self.redactor: Redactor = build_redactor(rootdir, redact_patterns, self._environ)
+        started = dt.datetime.now(dt.UTC)
+        self.run_id = new_run_id(started)
+        self.evidence_dir = evidence_dir
+        self.run_dir = evidence_dir / self.run_id
+        self._started_at = utc_timestamp(started)
+        self._host_facts = dict(host_facts)
+        self._host_summary = host_summary or "host summary not probed"
+        self._diagnostic = diagnostic
+        self._allow_dirty = allow_dirty
+        self._source = probe_source(rootdir, exclude=evidence_dir)
+        self._phases: dict[str, dict[str, PhaseResult]] = {}
+        self._properties: dict[str, Mapping[str, JsonValue]] = {}
+        self._running: dict[str, None] = {}
+        self._ac_by_nodeid: dict[str, str] = {}
+        self._finished: dict[str, None] = {}
+        self.bundle: WrittenBundle | None = None
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """Serial runs know each test's AC before it starts; under xdist the setup report tells."""
+        for item in session.items:
+            marker = item.get_closest_marker("ac")
+            if marker is not None and marker.args and isinstance(marker.args[0], str):
+                self._ac_by_nodeid[item.nodeid] = marker.args[0]
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self._running[nodeid] = None
+        self._phases.setdefault(nodeid, {})
+        self._write_receipt("running")
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self._phases.setdefault(report.nodeid, {})[report.when] = _phase(report)
+        properties = specgate_properties(report.user_properties)
+        if properties is not None:
+            self._properties[report.nodeid] = properties
+            ac_id = ac_id_of(properties)
+            if ac_id is not None:
+                self._ac_by_nodeid[report.nodeid] = ac_id
+        if report.when == "teardown":
+            self._running.pop(report.nodeid, None)
+            self._finished[report.nodeid] = None
+        if report.when in ("setup", "teardown"):
+            self._write_receipt("running")
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
+        interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(self._running)
+        self.bundle = self.write(interrupted=interrupted)
+        summary_path = self._environ.get("GITHUB_STEP_SUMMARY")
+        if summary_path:
+            append_redacted(self.redactor, Path(summary_path), self.bundle.markdown)
+
+    def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
+        if self.bundle is not None:
+            terminalreporter.write_sep(
+                "-",
+                f"specgate evidence: {self.bundle.path} ({self.bundle.verdict}, "
+                f"{len(self.bundle.ac_ids)} AC)",
+            )
+
+    def executed_tests(self) -> list[ExecutedTest]:
+        tests = []
+        for nodeid, phases in sorted(self._phases.items()):
+            outcome, message = fold_outcome(phases, finished=nodeid in self._finished)
+            tests.append(
+                ExecutedTest(
+                    nodeid=nodeid,
+                    outcome=outcome,
+                    message=message,
+                    duration=sum(phase.duration for phase in phases.values()),
+                    phases=tuple(phases[when] for when in ("setup", "call", "teardown") if when in phases),
+                    properties=self._properties.get(nodeid, {}),
+                )
+            )
+        return tests
+
+    def _run_facts(self, interrupted: bool) -> RunFacts:
+        return RunFacts(
+            run_id=self.run_id,
+            started_at=self._started_at,
+            finished_at=utc_timestamp(dt.datetime.now(dt.UTC)),
+            diagnostic=self._diagnostic,
+            allow_dirty=self._allow_dirty,
+            interrupted=interrupted,
+            source=self._source,
+            host_facts=self._host_facts,
+            host_summary=self._host_summary,
+            versions={
+                "python": platform.python_version(),
+                "pytest": pytest.__version__,
+                "specgate": __version__,
+            },
+        )
+
+    def write(self, interrupted: bool) -> WrittenBundle:
+        run = self._run_facts(interrupted)
+        staging = staging_dir(self.evidence_dir)
+        records, attachments, staged = [], {}, set()
+        for ac_id, tests in group_by_ac(self.executed_tests()).items():
+            missing = []
+            for test in tests:
+                for item in _attachments_of(test):
+                    source = staging / str(item["sha256"])
+                    if source.is_file():
+                        attachments[attachment_path(str(item["sha256"]), str(item["name"]))] = (
+                            source.read_bytes()
+                        )
+                        staged.add(source)
+                    else:
+                        missing.append(f"{test.nodeid}: {item['name']}")
+            records.append(build_ac_record(ac_id, tests, run, missing))
+        verdict, reasons = run_verdict(records)
+        receipt = self._receipt("interrupted" if interrupted else "finished", verdict, reasons)
+        bundle = write_bundle(
+            self.run_dir,
+            self.redactor,
+            self.run_id,
+            records,
+            attachments,
+            receipt,
+            self._source.commit,
+            __version__,
+        )
+        for source in staged:
+            source.unlink(missing_ok=True)
+        return bundle
+
+    def _receipt(self, status: str, verdict: str, reasons: list[str]) -> dict[str, JsonValue]:
+        return {
+            "schema": RECEIPT_SCHEMA_ID,
+            "run_id": self.run_id,
+            "status": status,
+            "verdict": verdict,
+            "reasons": reasons,
+            "running": [
+                {"nodeid": nodeid, "ac": self._ac_by_nodeid.get(nodeid)} for nodeid in sorted(self._running)
+            ],
+            "tests_finished": len(self._finished),
+            "started_at": self._started_at,
+            "updated_at": utc_timestamp(dt.datetime.now(dt.UTC)),
+        }
+
+    def _write_receipt(self, status: str) -> None:
+        running = ", ".join(sorted(self._running)) or "nothing"
+        receipt = self._receipt(status, NOT_QUALIFIED, [f"run in progress; running: {running}"])
+        write_redacted(self.redactor, self.run_dir / RECEIPT_NAME, receipt)
+
+
+def _attachments_of(test: ExecutedTest) -> list[Mapping[str, JsonValue]]:
+    items = test.properties.get("attachments")
+    return (
+        [item for item in items if isinstance(item, Mapping) and isinstance(item.get("sha256"), str)]
+        if isinstance(items, list)
+        else []
+    )

@@ -1,0 +1,83 @@
+"""Deterministic JSON, digests and atomic file replacement.
+
+Evidence must hash the same on every machine that produces the same facts, so every
+JSON document goes through one serializer (sorted keys, fixed indentation, no NaN) and
+every file lands through a temp file + rename, so a killed run never leaves half a file
+under a final name.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import hashlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+JsonValue = Any
+"""A value made only of dict (str keys), list, str, int, float, bool and None."""
+
+
+def to_jsonable(value: object) -> JsonValue:
+    """Turn any value evidence may carry into plain JSON types (the fallback encoder)."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, Mapping):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, set | frozenset):
+        return sorted((to_jsonable(item) for item in value), key=canonical_json)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return to_jsonable(dataclasses.asdict(value))
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value)
+    if isinstance(value, dt.datetime):
+        return utc_timestamp(value)
+    if isinstance(value, bytes | bytearray):
+        return f"<{len(value)} bytes>"
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return str(value)
+
+
+def canonical_json(value: JsonValue) -> str:
+    """Compact, key-sorted JSON used for digests (never for files people read)."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def pretty_json(value: JsonValue) -> str:
+    """Key-sorted, indented JSON with a final newline: the form every evidence file takes."""
+    return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def utc_timestamp(moment: dt.datetime) -> str:
+    """ISO 8601 in UTC with a Z suffix, to the second: evidence never carries local time."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=dt.UTC)
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def replace_atomically(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` via a temp file in the same directory and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(data)
+        os.replace(temp_name, path)
+    except BaseException:
+        Path(temp_name).unlink(missing_ok=True)
+        raise

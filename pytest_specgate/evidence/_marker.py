@@ -1,0 +1,79 @@
+"""The ``ac`` marker: which acceptance criterion a test is evidence for."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import pytest
+
+from pytest_specgate.evidence._gates import parse_gate_name
+
+AC_MARKER_LINE = (
+    "ac(id, *, spec=None, title=None, waived_to=None, reason=None): the acceptance criterion "
+    "(AC-<n>[a-z] or FR-<n>[.<n>]) this test is evidence for; several tests may share one. "
+    "waived_to=PR-<letters>|PR-<n> moves it to a later merge gate and needs reason="
+)
+"""Marker registration text for ``config.addinivalue_line("markers", AC_MARKER_LINE)``."""
+
+AC_ID = re.compile(r"^(?:AC-\d+[a-z]?|FR-\d+(?:\.\d+)?)$")
+AC_ID_FORMS = "AC-<n>[a-z] or FR-<n>[.<n>]"
+_KEYWORDS = ("spec", "title", "waived_to", "reason")
+
+
+@dataclass(frozen=True)
+class AcceptanceCriterion:
+    id: str
+    spec: str | None = None
+    title: str | None = None
+    waived_to: str | None = None
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, str | None]:
+        return {
+            "id": self.id,
+            "spec": self.spec,
+            "title": self.title,
+            "waived_to": self.waived_to,
+            "reason": self.reason,
+        }
+
+
+def is_ac_id(text: object) -> bool:
+    return isinstance(text, str) and AC_ID.match(text) is not None
+
+
+def ac_from_marker(args: Sequence[object], kwargs: Mapping[str, object], nodeid: str) -> AcceptanceCriterion:
+    """Validate ``@pytest.mark.ac(...)`` arguments; a bad one is a UsageError naming the test."""
+
+    def bad(what: str) -> pytest.UsageError:
+        return pytest.UsageError(f"{nodeid}: @pytest.mark.ac: {what}")
+
+    unknown = sorted(set(kwargs) - set(_KEYWORDS))
+    if unknown:
+        raise bad(f"unknown keyword {unknown[0]}=; expected one of {', '.join(_KEYWORDS)}")
+    if len(args) != 1:
+        raise bad(f"expected exactly one positional AC id, found {len(args)} ({list(args)!r})")
+    ac_id = args[0]
+    if not is_ac_id(ac_id):
+        raise bad(f"AC id {ac_id!r} must look like {AC_ID_FORMS}")
+    values: dict[str, str | None] = {}
+    for keyword in _KEYWORDS:
+        value = kwargs.get(keyword)
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            raise bad(f"{keyword}= must be a non-empty string, found {value!r}")
+        values[keyword] = value if value is None else str(value)
+    waived_to, reason = values["waived_to"], values["reason"]
+    if waived_to is not None:
+        try:
+            waived_to = parse_gate_name(waived_to).text
+        except ValueError as error:
+            raise bad(f"waived_to=: {error}") from None
+        if reason is None:
+            raise bad(f"waived_to={waived_to!r} needs reason= saying why the AC is deferred")
+    elif reason is not None:
+        raise bad("reason= is only meaningful together with waived_to=")
+    return AcceptanceCriterion(
+        id=str(ac_id), spec=values["spec"], title=values["title"], waived_to=waived_to, reason=reason
+    )

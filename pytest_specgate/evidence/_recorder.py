@@ -1,0 +1,183 @@
+"""What the ``evidence`` fixture returns: figures, artifacts and notes for one test."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_specgate.evidence._jsonio import JsonValue, replace_atomically, sha256_hex
+from pytest_specgate.evidence._redact import Redactor, is_text
+
+STAGING_DIR_NAME = ".staging"
+"""Attachments are staged content-addressed under ``<evidence dir>/.staging`` so that xdist
+workers, which do not know the controller's run id, can store them before the bundle exists."""
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def staging_dir(evidence_dir: Path) -> Path:
+    return evidence_dir / STAGING_DIR_NAME
+
+
+@dataclass(frozen=True)
+class Measurement:
+    name: str
+    value: float
+    unit: str | None
+    at_least: float | None
+    at_most: float | None
+
+    @property
+    def passed(self) -> bool:
+        return threshold_verdict(self.value, self.at_least, self.at_most) is None
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        return {
+            "name": self.name,
+            "value": self.value,
+            "unit": self.unit,
+            "at_least": self.at_least,
+            "at_most": self.at_most,
+            "passed": self.passed,
+        }
+
+
+def threshold_verdict(value: float, at_least: float | None, at_most: float | None) -> str | None:
+    """Why ``value`` misses its bounds, or None when it meets them (NaN meets no bound)."""
+    if at_least is None and at_most is None:
+        return None
+    if math.isnan(value):
+        return "is not a number"
+    if at_least is not None and not value >= at_least:
+        return f"is below at_least={at_least:g}"
+    if at_most is not None and not value <= at_most:
+        return f"is above at_most={at_most:g}"
+    return None
+
+
+@dataclass(frozen=True)
+class Attachment:
+    name: str
+    sha256: str
+    size: int
+    text: bool
+    staged: bool
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        return {
+            "name": self.name,
+            "sha256": self.sha256,
+            "size": self.size,
+            "text": self.text,
+            "staged": self.staged,
+        }
+
+
+def safe_file_name(name: str) -> str:
+    return _UNSAFE_NAME.sub("_", name).strip("._") or "attachment"
+
+
+def _number(label: str, value: object, figure: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"evidence.measure({figure!r}): {label} must be a real number, found {value!r}")
+    return float(value)
+
+
+class EvidenceRecorder:
+    """Collects one test's figures, artifacts and notes; ``to_properties`` ships them."""
+
+    def __init__(self, nodeid: str, redactor: Redactor, staging: Path | None) -> None:
+        self.nodeid = nodeid
+        self._redactor = redactor
+        self._staging = staging
+        self._measurements: list[Measurement] = []
+        self._attachments: list[Attachment] = []
+        self._notes: dict[str, JsonValue] = {}
+
+    def measure(
+        self,
+        name: str,
+        value: float,
+        unit: str | None = None,
+        *,
+        at_least: float | None = None,
+        at_most: float | None = None,
+    ) -> Measurement:
+        """Record a figure; a missed bound fails the test after the figure is recorded."""
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"evidence.measure: name must be a non-empty string, found {name!r}")
+        if unit is not None and not isinstance(unit, str):
+            raise TypeError(f"evidence.measure({name!r}): unit must be a string, found {unit!r}")
+        measurement = Measurement(
+            name=name,
+            value=_number("value", value, name),
+            unit=unit,
+            at_least=None if at_least is None else _number("at_least", at_least, name),
+            at_most=None if at_most is None else _number("at_most", at_most, name),
+        )
+        self._measurements.append(measurement)
+        missed = threshold_verdict(measurement.value, measurement.at_least, measurement.at_most)
+        if missed is not None:
+            shown = f"{measurement.value:g}" + (f" {unit}" if unit else "")
+            pytest.fail(f"{self.nodeid}: measurement {name} = {shown} {missed}", pytrace=False)
+        return measurement
+
+    def attach(self, name: str, content: bytes | str | Path) -> Attachment:
+        """Add an artifact: a file path, text or bytes; text is redacted before it is stored."""
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"evidence.attach: name must be a non-empty string, found {name!r}")
+        if isinstance(content, Path):
+            raw = content.read_bytes()
+        elif isinstance(content, str):
+            raw = content.encode()
+        elif isinstance(content, bytes):
+            raw = content
+        else:
+            raise TypeError(
+                f"evidence.attach({name!r}): expected bytes, str or pathlib.Path, found "
+                f"{type(content).__name__}"
+            )
+        stored = self._redactor.encode(raw)
+        digest = sha256_hex(stored)
+        if self._staging is not None:
+            replace_atomically(self._staging / digest, stored)
+        attachment = Attachment(
+            name=safe_file_name(self._redactor.text(name)),
+            sha256=digest,
+            size=len(stored),
+            text=is_text(stored),
+            staged=self._staging is not None,
+        )
+        self._attachments.append(attachment)
+        return attachment
+
+    def note(self, key: str, value: object) -> None:
+        """Context for reviewers (engine versions, model ids, weight digests, ...)."""
+        if not isinstance(key, str) or not key:
+            raise TypeError(f"evidence.note: key must be a non-empty string, found {key!r}")
+        self._notes[key] = self._redactor.value(value)
+
+    @property
+    def measurements(self) -> tuple[Measurement, ...]:
+        return tuple(self._measurements)
+
+    def to_properties(self) -> dict[str, JsonValue]:
+        """The ``measurements``, ``attachments`` and ``notes`` entries of the per-test dict."""
+        properties: dict[str, JsonValue] = self._redactor.value(
+            {
+                "measurements": [m.to_dict() for m in self._measurements],
+                "attachments": [a.to_dict() for a in self._attachments],
+                "notes": dict(self._notes),
+            }
+        )
+        return properties
+
+
+def empty_properties() -> dict[str, JsonValue]:
+    """The recorder keys for a test that never asked for the ``evidence`` fixture."""
+    return {"measurements": [], "attachments": [], "notes": {}}

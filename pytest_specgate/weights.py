@@ -16,6 +16,7 @@ module (and the pytest plugin) stays cheap.
 from __future__ import annotations
 
 import errno
+import fnmatch
 import hashlib
 import json
 import os
@@ -23,7 +24,7 @@ import re
 import shutil
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
@@ -93,9 +94,7 @@ class WeightVerificationError(Exception):
 
     problem: ClassVar[str] = "weights could not be verified"
 
-    def __init__(
-        self, *, repo_id: str, revision: str, file: str | None, expected: str, found: str
-    ) -> None:
+    def __init__(self, *, repo_id: str, revision: str, file: str | None, expected: str, found: str) -> None:
         self.repo_id = repo_id
         self.revision = revision
         self.file = file
@@ -305,9 +304,7 @@ def _resolve(
 ) -> tuple[str, tuple[str, ...]]:
     from huggingface_hub import HfApi
 
-    api = HfApi(
-        endpoint=endpoint, token=token, library_name=_LIBRARY_NAME, library_version=__version__
-    )
+    api = HfApi(endpoint=endpoint, token=token, library_name=_LIBRARY_NAME, library_version=__version__)
     info = api.model_info(repo_id, revision=revision)
     if info.sha is None:
         raise _Pin(repo_id, revision).error(
@@ -317,9 +314,10 @@ def _resolve(
 
 
 def _allowed(repo_files: Sequence[str], allow_patterns: Sequence[str]) -> tuple[str, ...]:
-    from huggingface_hub.utils import filter_repo_objects
-
-    return tuple(sorted(filter_repo_objects(repo_files, allow_patterns=list(allow_patterns))))
+    """The files ``snapshot_download`` will fetch: its rule is ``fnmatchcase`` with ``*``
+    crossing ``/`` and a trailing ``/`` meaning the whole folder."""
+    patterns = [p + "*" if p.endswith("/") else p for p in allow_patterns]
+    return tuple(sorted(f for f in repo_files if any(fnmatch.fnmatchcase(f, p) for p in patterns)))
 
 
 def _require_weights(pin: _Pin, wanted: Sequence[str], allow_patterns: Sequence[str]) -> None:
@@ -332,9 +330,7 @@ def _require_weights(pin: _Pin, wanted: Sequence[str], allow_patterns: Sequence[
         )
 
 
-def _file_metadata(
-    pin: _Pin, path: str, *, token: str | bool | None, endpoint: str | None
-) -> HfFileMetadata:
+def _file_metadata(pin: _Pin, path: str, *, token: str | bool | None, endpoint: str | None) -> HfFileMetadata:
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
     assert pin.commit is not None
@@ -369,9 +365,7 @@ def _holds_files(target: Path) -> bool:
     return target.is_symlink() or target.is_file() or (target.is_dir() and any(target.iterdir()))
 
 
-def _adopt_existing(
-    pin: _Pin, target: Path, expected: Sequence[_ExpectedFile]
-) -> VerifiedSnapshot:
+def _adopt_existing(pin: _Pin, target: Path, expected: Sequence[_ExpectedFile]) -> VerifiedSnapshot:
     assert pin.commit is not None
     try:
         files = _verify_tree(pin, target, expected)
@@ -394,9 +388,7 @@ def _require_free_space(
     needed = sum(f.size or 0 for f in expected)
     available = disk_free(where)
     if available < needed:
-        raise pin.error(
-            DiskSpaceError, None, f"{needed} bytes free", f"{available} bytes free in {where}"
-        )
+        raise pin.error(DiskSpaceError, None, f"{needed} bytes free", f"{available} bytes free in {where}")
 
 
 @contextmanager
@@ -409,10 +401,8 @@ def _staging_area(target: Path) -> Iterator[Path]:
         yield work
     finally:
         shutil.rmtree(work, ignore_errors=True)
-        try:
+        with suppress(OSError):  # another fetch may be staging next to us
             root.rmdir()
-        except OSError:
-            pass  # another fetch is staging next to us
 
 
 def _download(
@@ -442,9 +432,7 @@ def _download(
     )
 
 
-def _verify_tree(
-    pin: _Pin, root: Path, expected: Sequence[_ExpectedFile]
-) -> tuple[VerifiedFile, ...]:
+def _verify_tree(pin: _Pin, root: Path, expected: Sequence[_ExpectedFile]) -> tuple[VerifiedFile, ...]:
     present = _relative_files(root)
     wanted = {f.path for f in expected}
     if present != wanted:
@@ -506,9 +494,7 @@ def _require_index_shards(pin: _Pin, root: Path, present: set[str]) -> None:
         folder = Path(index).parent
         missing = sorted(s for s in shards if (folder / s).as_posix() not in present)
         if missing:
-            raise pin.error(
-                FileSetError, index, f"shards {sorted(shards)} present", f"missing {missing}"
-            )
+            raise pin.error(FileSetError, index, f"shards {sorted(shards)} present", f"missing {missing}")
 
 
 def _index_shards(pin: _Pin, root: Path, index: str) -> set[str]:
@@ -519,15 +505,11 @@ def _index_shards(pin: _Pin, root: Path, index: str) -> set[str]:
             FileSetError, index, "a JSON object with a weight_map", f"unreadable index ({error})"
         ) from error
     if not isinstance(weight_map, Mapping):
-        raise pin.error(
-            FileSetError, index, "weight_map to be an object", type(weight_map).__name__
-        )
+        raise pin.error(FileSetError, index, "weight_map to be an object", type(weight_map).__name__)
     return {str(shard) for shard in weight_map.values()}
 
 
-def _move_into_place(
-    pin: _Pin, staged: Path, target: Path, expected: Sequence[_ExpectedFile]
-) -> None:
+def _move_into_place(pin: _Pin, staged: Path, target: Path, expected: Sequence[_ExpectedFile]) -> None:
     """One rename; if a concurrent fetch won the race, accept its copy only if identical."""
     try:
         os.rename(staged, target)
@@ -559,7 +541,8 @@ def _translate(pin: _Pin, file: str | None, error: Exception) -> WeightVerificat
     if isinstance(error, LocalEntryNotFoundError) or _is_transport_error(error):
         return pin.error(TransferError, file, "a complete response from the hub", _oneline(error))
     if isinstance(error, OSError) and error.errno in _DISK_FULL_ERRNOS:
-        reason = f"{errno.errorcode[error.errno]} ({error.strerror}) writing {error.filename}"
+        written = "" if error.filename is None else f" writing {error.filename}"
+        reason = f"{errno.errorcode[error.errno]} ({error.strerror}){written}"
         return pin.error(DiskSpaceError, file, "room to write the snapshot", reason)
     if isinstance(error, OSError):
         return pin.error(TransferError, file, "a complete download", _oneline(error))

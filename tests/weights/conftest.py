@@ -8,14 +8,11 @@ from pathlib import Path
 import pytest
 from hubfake import FakeRepo, tiny_model_files
 
-
 HUB_ENVIRONMENT_UNSET = ("HF_TOKEN", "HF_ENDPOINT", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_CACHE")
 
 
 @pytest.fixture(autouse=True)
-def isolated_hub_environment(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[Path]:
+def isolated_hub_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """No stored token, no real endpoint, a throwaway HF_HOME; yields that HF_HOME."""
     hf_home = tmp_path / "hf-home"
     hf_home.mkdir()

@@ -250,9 +250,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._error(HTTPStatus.UNAUTHORIZED, None, "Invalid username or password.", send_body)
             return None
         if revision not in (repo.branch, repo.commit):
-            self._error(
-                HTTPStatus.NOT_FOUND, "RevisionNotFound", f"Invalid rev id: {revision}", send_body
-            )
+            self._error(HTTPStatus.NOT_FOUND, "RevisionNotFound", f"Invalid rev id: {revision}", send_body)
             return None
         return repo
 
@@ -316,9 +314,7 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self.wfile.write(body)
 
-    def _error(
-        self, status: HTTPStatus, code: str | None, message: str, send_body: bool
-    ) -> None:
+    def _error(self, status: HTTPStatus, code: str | None, message: str, send_body: bool) -> None:
         body = json.dumps({"error": message}).encode()
         self.send_response(status)
         if code is not None:

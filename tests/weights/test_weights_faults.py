@@ -43,18 +43,14 @@ def test_private_repo_without_a_valid_token_is_refused(
 ) -> None:
     destination = models_dir / "private"
     with running_fake_hub([private_repo]) as hub, pytest.raises(HubAccessError) as caught:
-        fetch_verified(
-            private_repo.repo_id, "main", destination, token=token, endpoint=hub.base_url
-        )
+        fetch_verified(private_repo.repo_id, "main", destination, token=token, endpoint=hub.base_url)
 
     message = str(caught.value)
     assert private_repo.repo_id in message
     assert "@main" in message
     assert "HTTP 401" in caught.value.found
     assert hub.downloads(private_repo.repo_id) == ()
-    assert {r.authorization for r in hub.request_log} == (
-        {None} if token is False else {f"Bearer {token}"}
-    )
+    assert {r.authorization for r in hub.request_log} == ({None} if token is False else {f"Bearer {token}"})
     assert_nothing_left(models_dir, destination)
 
 
@@ -77,9 +73,7 @@ def test_unknown_repo_is_not_found(public_repo: FakeRepo, models_dir: Path) -> N
     assert_nothing_left(models_dir, destination)
 
 
-def test_wrong_lfs_sha256_is_a_mismatch_after_download(
-    public_repo: FakeRepo, models_dir: Path
-) -> None:
+def test_wrong_lfs_sha256_is_a_mismatch_after_download(public_repo: FakeRepo, models_dir: Path) -> None:
     repo = public_repo.with_faults(WEIGHTS, FileFaults(digest="wrong"))
     destination = models_dir / "target"
     with running_fake_hub([repo]) as hub, pytest.raises(ChecksumMismatchError) as caught:
@@ -113,9 +107,7 @@ def test_safetensors_without_lfs_sha256_is_a_hard_failure_before_any_download(
     assert_nothing_left(models_dir, destination)
 
 
-def test_small_git_file_with_wrong_blob_sha1_is_a_mismatch(
-    public_repo: FakeRepo, models_dir: Path
-) -> None:
+def test_small_git_file_with_wrong_blob_sha1_is_a_mismatch(public_repo: FakeRepo, models_dir: Path) -> None:
     repo = public_repo.with_faults("config.json", FileFaults(digest="wrong"))
     destination = models_dir / "target"
     with running_fake_hub([repo]) as hub, pytest.raises(ChecksumMismatchError) as caught:
@@ -126,9 +118,7 @@ def test_small_git_file_with_wrong_blob_sha1_is_a_mismatch(
     assert_nothing_left(models_dir, destination)
 
 
-def test_small_git_file_without_any_etag_is_unverifiable(
-    public_repo: FakeRepo, models_dir: Path
-) -> None:
+def test_small_git_file_without_any_etag_is_unverifiable(public_repo: FakeRepo, models_dir: Path) -> None:
     repo = public_repo.with_faults("tokenizer.json", FileFaults(digest="absent"))
     destination = models_dir / "target"
     with running_fake_hub([repo]) as hub, pytest.raises(MissingChecksumError) as caught:
@@ -152,9 +142,7 @@ def test_connection_dropped_once_is_resumed_and_still_verified(
     assert staging_leftovers(models_dir) == []
 
 
-def test_connection_dropped_for_good_is_a_transfer_error(
-    public_repo: FakeRepo, models_dir: Path
-) -> None:
+def test_connection_dropped_for_good_is_a_transfer_error(public_repo: FakeRepo, models_dir: Path) -> None:
     repo = public_repo.with_faults(WEIGHTS, FileFaults(drop_after_bytes=1000, after_drop="refuse"))
     destination = models_dir / "target"
     with running_fake_hub([repo]) as hub, pytest.raises(TransferError) as caught:

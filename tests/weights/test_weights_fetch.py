@@ -63,9 +63,7 @@ def test_every_request_after_resolution_is_pinned_to_the_commit(
     assert all(public_repo.commit in r.path for r in rest), [r.path for r in rest]
 
 
-def test_fetch_by_commit_sha_gives_the_same_snapshot(
-    public_repo: FakeRepo, models_dir: Path
-) -> None:
+def test_fetch_by_commit_sha_gives_the_same_snapshot(public_repo: FakeRepo, models_dir: Path) -> None:
     with running_fake_hub([public_repo]) as hub:
         by_branch = fetch_verified(public_repo.repo_id, "main", models_dir / "a", endpoint=hub.base_url)
         by_commit = fetch_verified(
@@ -76,9 +74,7 @@ def test_fetch_by_commit_sha_gives_the_same_snapshot(
     assert by_commit.files == by_branch.files
 
 
-def test_files_outside_the_allow_list_are_never_requested(
-    public_repo: FakeRepo, models_dir: Path
-) -> None:
+def test_files_outside_the_allow_list_are_never_requested(public_repo: FakeRepo, models_dir: Path) -> None:
     destination = models_dir / "target"
     with running_fake_hub([public_repo]) as hub:
         fetch_verified(public_repo.repo_id, "main", destination, endpoint=hub.base_url)
@@ -89,9 +85,7 @@ def test_files_outside_the_allow_list_are_never_requested(
     assert set(hub.downloads(public_repo.repo_id)) == ALLOWED_FILES
 
 
-def test_a_narrower_allow_list_fetches_only_what_it_names(
-    public_repo: FakeRepo, models_dir: Path
-) -> None:
+def test_a_narrower_allow_list_fetches_only_what_it_names(public_repo: FakeRepo, models_dir: Path) -> None:
     destination = models_dir / "weights-only"
     with running_fake_hub([public_repo]) as hub:
         snapshot = fetch_verified(
@@ -147,9 +141,7 @@ def test_an_identical_existing_destination_is_reverified_not_downloaded_again(
     assert staging_leftovers(models_dir) == []
 
 
-def test_an_empty_destination_directory_counts_as_absent(
-    public_repo: FakeRepo, models_dir: Path
-) -> None:
+def test_an_empty_destination_directory_counts_as_absent(public_repo: FakeRepo, models_dir: Path) -> None:
     destination = models_dir / "target"
     destination.mkdir()
     with running_fake_hub([public_repo]) as hub:
@@ -158,9 +150,7 @@ def test_an_empty_destination_directory_counts_as_absent(
     assert set(tree_bytes(destination)) == {f.path for f in snapshot.files}
 
 
-def test_the_record_is_plain_json_with_every_digest(
-    public_repo: FakeRepo, models_dir: Path
-) -> None:
+def test_the_record_is_plain_json_with_every_digest(public_repo: FakeRepo, models_dir: Path) -> None:
     with running_fake_hub([public_repo]) as hub:
         snapshot = fetch_verified(public_repo.repo_id, "main", models_dir / "target", endpoint=hub.base_url)
 

@@ -14,13 +14,9 @@ CHILD = Path(__file__).with_name("fetch_child.py")
 WEIGHTS = "model.safetensors"
 
 
-def run_child(
-    arguments: dict[str, object], *, hf_home: Path, endpoint: str, cwd: Path
-) -> dict[str, object]:
+def run_child(arguments: dict[str, object], *, hf_home: Path, endpoint: str, cwd: Path) -> dict[str, object]:
     environment = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("HF_", "HUGGING_FACE_"))
+        key: value for key, value in os.environ.items() if not key.startswith(("HF_", "HUGGING_FACE_"))
     }
     environment.update(
         HF_ENDPOINT=endpoint,

@@ -243,7 +243,7 @@ def fetch_verified(
     revision: str,
     destination: str | os.PathLike[str],
     *,
-    allow_patterns: Sequence[str] = DEFAULT_ALLOW_PATTERNS,
+    allow_patterns: str | Sequence[str] = DEFAULT_ALLOW_PATTERNS,
     token: str | bool | None = None,
     endpoint: str | None = None,
     disk_free: DiskFree = free_bytes,
@@ -261,12 +261,13 @@ def fetch_verified(
     removed and ``destination`` is left as it was.
     """
     target = Path(destination).absolute()
+    patterns = (allow_patterns,) if isinstance(allow_patterns, str) else tuple(allow_patterns)
     pin = _Pin(repo_id=repo_id, requested=revision)
     with _hub_errors_as(pin, file=None):
         commit, repo_files = _resolve(repo_id, revision, token=token, endpoint=endpoint)
     pin = _Pin(repo_id=repo_id, requested=revision, commit=commit)
-    wanted = _allowed(repo_files, allow_patterns)
-    _require_weights(pin, wanted, allow_patterns)
+    wanted = _allowed(repo_files, patterns)
+    _require_weights(pin, wanted, patterns)
     expected = tuple(
         _expected_file(pin, path, _file_metadata(pin, path, token=token, endpoint=endpoint))
         for path in wanted
@@ -283,7 +284,7 @@ def fetch_verified(
                 commit,
                 staged,
                 cache_dir=work / "hf-cache",
-                allow_patterns=allow_patterns,
+                allow_patterns=patterns,
                 token=token,
                 endpoint=endpoint,
             )
@@ -448,11 +449,7 @@ def _verify_tree(pin: _Pin, root: Path, expected: Sequence[_ExpectedFile]) -> tu
 
 
 def _relative_files(root: Path) -> set[str]:
-    return {
-        path.relative_to(root).as_posix()
-        for path in root.rglob("*")
-        if not path.is_dir() and path.relative_to(root).parts[0] != _HF_METADATA_DIRNAME
-    }
+    return {path.relative_to(root).as_posix() for path in root.rglob("*") if not path.is_dir()}
 
 
 def _verify_file(pin: _Pin, root: Path, expected: _ExpectedFile) -> VerifiedFile:
@@ -545,7 +542,7 @@ def _translate(pin: _Pin, file: str | None, error: Exception) -> WeightVerificat
         reason = f"{errno.errorcode[error.errno]} ({error.strerror}){written}"
         return pin.error(DiskSpaceError, file, "room to write the snapshot", reason)
     if isinstance(error, OSError):
-        return pin.error(TransferError, file, "a complete download", _oneline(error))
+        return pin.error(TransferError, file, "a complete download from the hub", _oneline(error))
     return None
 
 

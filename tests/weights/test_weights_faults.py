@@ -250,3 +250,29 @@ def test_unreachable_hub_is_a_transfer_error(models_dir: Path) -> None:
 
     assert caught.value.file is None
     assert_nothing_left(models_dir, destination)
+
+
+def test_a_concurrent_writer_with_other_files_wins_and_is_left_alone(
+    public_repo: FakeRepo, models_dir: Path
+) -> None:
+    destination = models_dir / "target"
+    rival_files = {"model.safetensors": b"rival bytes"}
+
+    def rival_writes_first(where: Path) -> int:
+        destination.mkdir()
+        for path, data in rival_files.items():
+            (destination / path).write_bytes(data)
+        return 1 << 40
+
+    with running_fake_hub([public_repo]) as hub, pytest.raises(DestinationConflictError):
+        fetch_verified(
+            public_repo.repo_id,
+            "main",
+            destination,
+            endpoint=hub.base_url,
+            disk_free=rival_writes_first,
+        )
+
+    assert "model.safetensors" in hub.downloads(public_repo.repo_id)
+    assert tree_bytes(destination) == rival_files
+    assert staging_leftovers(models_dir) == []

@@ -14,7 +14,7 @@ from hubfake import (
     tree_bytes,
 )
 
-from pytest_specgate.weights import fetch_verified
+from pytest_specgate.weights import fetch_verified, free_bytes
 
 ALLOWED_FILES = {
     "config.json",
@@ -159,3 +159,43 @@ def test_the_record_is_plain_json_with_every_digest(public_repo: FakeRepo, model
     assert record["requested_revision"] == "main"
     digests = {f["path"]: f["sha256"] for f in record["files"]}
     assert digests["model.safetensors"] == public_repo.files["model.safetensors"].sha256
+
+
+def test_a_single_pattern_string_is_one_pattern(public_repo: FakeRepo, models_dir: Path) -> None:
+    with running_fake_hub([public_repo]) as hub:
+        snapshot = fetch_verified(
+            public_repo.repo_id,
+            "main",
+            models_dir / "weights",
+            allow_patterns="*.safetensors",
+            endpoint=hub.base_url,
+        )
+
+    assert [f.path for f in snapshot.files] == ["model.safetensors"]
+
+
+def test_a_concurrent_fetch_that_finished_first_is_accepted_when_identical(
+    public_repo: FakeRepo, models_dir: Path
+) -> None:
+    """The disk check runs after the destination check and before staging: a rival
+    fetch run from there lands first, so our final rename meets a full directory."""
+    destination = models_dir / "target"
+    with running_fake_hub([public_repo]) as hub:
+
+        def rival_lands_first(where: Path) -> int:
+            fetch_verified(public_repo.repo_id, "main", destination, endpoint=hub.base_url)
+            return free_bytes(where)
+
+        ours = fetch_verified(
+            public_repo.repo_id,
+            "main",
+            destination,
+            endpoint=hub.base_url,
+            disk_free=rival_lands_first,
+        )
+
+    assert hub.downloads(public_repo.repo_id).count("model.safetensors") == 2
+    assert {f.path: f.sha256 for f in ours.files} == {
+        p: hashlib.sha256(data).hexdigest() for p, data in tree_bytes(destination).items()
+    }
+    assert staging_leftovers(models_dir) == []

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_specgate.measure.paired import (
     PromptRunner,
@@ -27,6 +28,9 @@ from pytest_specgate.measure.paired import (
 from pytest_specgate.measure.progress import ProgressSink
 from pytest_specgate.measure.samples import ARMS, Arm, Prompt, SamplePair
 from pytest_specgate.measure.statistics import AcceptanceMeasurement, TelemetryLike
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 DEFAULT_DURATION_S = 300.0
 DEFAULT_LAST_WINDOW_S = 60.0
@@ -225,7 +229,12 @@ def write_sustained_artifacts(
 
 
 def plot_throughput(run: SustainedRun, path: Path, *, title: str) -> None:
-    """PNG of both arms' tokens/s over time with the judged last window shaded.
+    """Save :func:`throughput_figure` as PNG (no software tag, so equal runs give equal bytes)."""
+    throughput_figure(run, title=title).savefig(path, format="png", metadata={"Software": None})
+
+
+def throughput_figure(run: SustainedRun, *, title: str) -> Figure:
+    """Both arms' tokens/s over time with the judged last window shaded.
 
     Uses the Agg canvas directly, so no global matplotlib backend is switched.
     """
@@ -261,6 +270,6 @@ def plot_throughput(run: SustainedRun, path: Path, *, title: str) -> None:
     )
     axes.set_ylim(bottom=0)
     axes.grid(True, alpha=0.3)
-    axes.legend(loc="lower right")
+    axes.legend(loc="best")
     figure.tight_layout()
-    figure.savefig(path, format="png", metadata={"Software": None})
+    return figure

@@ -207,4 +207,6 @@ def test_identity_report_lists_only_mismatches() -> None:
     assert not report.identical
     data = report.to_dict()
     assert (data["checked"], data["mismatched"]) == (2, 1)
-    assert [m["prompt_id"] for m in data["mismatches"]] == ["b"]  # type: ignore[attr-defined,index]
+    mismatches = data["mismatches"]
+    assert isinstance(mismatches, list)
+    assert [mismatch["prompt_id"] for mismatch in mismatches] == ["b"]

@@ -1,0 +1,300 @@
+"""Compose generation from an engine profile, and the runner discipline around ``up``/``down``."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+import yaml
+
+from pytest_specgate.engines.protocol import EngineStartupRefused
+from pytest_specgate.engines.vllm.compose import (
+    COMPOSE_FILE_NAME,
+    ComposeRefused,
+    compose_document,
+    compose_project,
+    compose_yaml,
+)
+from pytest_specgate.engines.vllm.profile import (
+    DraftSpec,
+    EngineImage,
+    EngineProfile,
+    image_is_pinned,
+    sanitize_served_model_name,
+)
+
+DIGEST = "sha256:" + "ab" * 32
+IMAGE = EngineImage(reference=f"vllm/vllm-openai@{DIGEST}", min_compute_capability="8.0")
+HOST = {
+    "os": "linux",
+    "arch": "x86_64",
+    "memory_bytes": 64 * 1024**3,
+    "gpus": [
+        {"name": "NVIDIA L4", "memory_bytes": 24 * 1024**3, "compute_capability": "8.9"},
+        {"name": "NVIDIA L4", "memory_bytes": 24 * 1024**3, "compute_capability": "8.9"},
+    ],
+}
+
+
+def clean_profile(**changes: object) -> EngineProfile:
+    profile = EngineProfile(
+        slug="Qwen/Qwen2.5-Coder-7B-Instruct",
+        weights_dir="/srv/models/qwen2.5-coder-7b",
+        weight_format="bfloat16",
+        image=IMAGE,
+        kv_cache_dtype="fp8_e4m3",
+        tensor_parallel_size=2,
+        gpu_indices=(1, 0),
+        max_model_len=8192,
+        gpu_memory_utilization=0.85,
+        max_num_seqs=16,
+        host_port=18000,
+        draft=DraftSpec(
+            method="draft_model",
+            num_speculative_tokens=4,
+            weights_dir="/srv/models/qwen2.5-coder-1.5b",
+            slug="Qwen/Qwen2.5-Coder-1.5B-Instruct",
+        ),
+    )
+    return replace(profile, **changes)  # type: ignore[arg-type]
+
+
+def flag(command: list[str], name: str) -> str | None:
+    return command[command.index(name) + 1] if name in command else None
+
+
+def test_clean_profile_yaml_parses_back_with_every_field() -> None:
+    document = yaml.safe_load(compose_yaml(clean_profile()))
+
+    assert document["name"] == "specgate-qwen-qwen2-5-coder-7b-instruct"
+    assert list(document["services"]) == ["vllm"]
+    service = document["services"]["vllm"]
+    assert set(service) == {"image", "command", "environment", "volumes", "ports", "ipc", "deploy"}
+    assert service["image"] == f"vllm/vllm-openai@{DIGEST}"
+    assert service["ports"] == ["127.0.0.1:18000:8000"]
+    assert service["environment"] == {"NVIDIA_VISIBLE_DEVICES": "1,0", "HF_HUB_OFFLINE": "1"}
+    assert service["volumes"] == [
+        "/srv/models/qwen2.5-coder-7b:/models/qwen-qwen2.5-coder-7b-instruct:ro",
+        "/srv/models/qwen2.5-coder-1.5b:/models/draft/qwen-qwen2.5-coder-1.5b-instruct:ro",
+    ]
+    assert service["ipc"] == "host"
+    devices = service["deploy"]["resources"]["reservations"]["devices"]
+    assert devices == [{"driver": "nvidia", "device_ids": ["1", "0"], "capabilities": ["gpu"]}]
+
+    command = service["command"]
+    assert all(isinstance(arg, str) for arg in command)
+    assert flag(command, "--model") == "/models/qwen-qwen2.5-coder-7b-instruct"
+    assert flag(command, "--served-model-name") == "qwen-qwen2.5-coder-7b-instruct"
+    assert flag(command, "--host") == "0.0.0.0"
+    assert flag(command, "--port") == "8000"
+    assert flag(command, "--dtype") == "bfloat16"
+    assert "--quantization" not in command
+    assert flag(command, "--kv-cache-dtype") == "fp8"
+    assert flag(command, "--tensor-parallel-size") == "2"
+    assert flag(command, "--max-model-len") == "8192"
+    assert flag(command, "--gpu-memory-utilization") == "0.85"
+    assert flag(command, "--max-num-seqs") == "16"
+    assert "--trust-remote-code" not in command
+    spec = json.loads(flag(command, "--speculative-config") or "null")
+    assert spec == {
+        "model": "/models/draft/qwen-qwen2.5-coder-1.5b-instruct",
+        "num_speculative_tokens": 4,
+    }
+
+
+@pytest.mark.parametrize(
+    ("weight_format", "compute_dtype", "quantization", "dtype"),
+    [
+        ("float16", None, None, "float16"),
+        ("bfloat16", None, None, "bfloat16"),
+        ("awq", "float16", "awq", "float16"),
+        ("gptq", "bfloat16", "gptq", "bfloat16"),
+        ("compressed-tensors", "bfloat16", "compressed-tensors", "bfloat16"),
+        ("fp8", "bfloat16", "fp8", "bfloat16"),
+    ],
+)
+def test_quantization_and_dtype_dispatch(
+    weight_format: str, compute_dtype: str | None, quantization: str | None, dtype: str
+) -> None:
+    profile = clean_profile(
+        weight_format=weight_format, compute_dtype=compute_dtype, kv_cache_dtype="auto"
+    )
+    command = compose_document(profile)["services"]["vllm"]["command"]  # type: ignore[index]
+
+    assert flag(command, "--quantization") == quantization
+    assert flag(command, "--dtype") == dtype
+
+
+@pytest.mark.parametrize(
+    ("ours", "emitted"),
+    [("auto", None), ("bf16", None), ("fp8_e4m3", "fp8"), ("fp8_e5m2", "fp8_e5m2")],
+)
+def test_kv_cache_dtype_mapping(ours: str, emitted: str | None) -> None:
+    command = compose_document(clean_profile(kv_cache_dtype=ours))["services"]["vllm"]["command"]  # type: ignore[index]
+
+    assert flag(command, "--kv-cache-dtype") == emitted
+
+
+def test_trust_remote_code_only_when_the_profile_allows_it() -> None:
+    allowed = compose_document(clean_profile(trust_remote_code=True))
+    assert "--trust-remote-code" in allowed["services"]["vllm"]["command"]  # type: ignore[index]
+    assert "--trust-remote-code" not in compose_document(clean_profile())["services"]["vllm"]["command"]  # type: ignore[index]
+
+
+def test_ngram_drafter_emits_method_and_options_without_a_draft_mount() -> None:
+    profile = clean_profile(
+        draft=DraftSpec(method="ngram", num_speculative_tokens=3, options=(("prompt_lookup_max", 4),))
+    )
+    service = compose_document(profile)["services"]["vllm"]  # type: ignore[index]
+
+    assert json.loads(flag(service["command"], "--speculative-config") or "null") == {
+        "method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4,
+    }
+    assert len(service["volumes"]) == 1
+
+
+@pytest.mark.parametrize(
+    ("slug", "expected"),
+    [
+        ("Qwen/Qwen2.5-7B", "qwen-qwen2.5-7b"),
+        ("  a//b__c  ", "a-b__c"),
+        ("--weird name!!--", "weird-name"),
+        ("x" * 300, "x" * 128),
+    ],
+)
+def test_served_model_name_is_sanitized(slug: str, expected: str) -> None:
+    assert sanitize_served_model_name(slug) == expected
+
+
+def test_a_slug_with_nothing_usable_is_an_error() -> None:
+    with pytest.raises(ValueError, match="no usable served model name"):
+        sanitize_served_model_name("///")
+
+
+@pytest.mark.parametrize(
+    ("reference", "pinned"),
+    [
+        (f"vllm/vllm-openai@{DIGEST}", True),
+        ("vllm/vllm-openai:v0.11.0", True),
+        ("registry.local:5000/vllm/vllm-openai:v0.11.0", True),
+        ("vllm/vllm-openai:latest", False),
+        ("vllm/vllm-openai", False),
+        ("registry.local:5000/vllm-openai", False),
+    ],
+)
+def test_image_pinning(reference: str, pinned: bool) -> None:
+    assert image_is_pinned(reference) is pinned
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"image": EngineImage("vllm/vllm-openai:latest")}, "not pinned"),
+        ({"weight_format": "autoround"}, "autoround"),
+        ({"weight_format": "awq", "compute_dtype": "I8"}, "compute dtype"),
+        ({"weight_format": "gguf"}, "not one of"),
+        ({"kv_cache_dtype": "int8_per_token_head"}, "KV cache dtype"),
+        ({"kv_cache_dtype": "fp16"}, "needs model dtype 'float16'"),
+        ({"weights_dir": "relative/dir"}, "absolute path"),
+    ],
+)
+def test_the_generator_refuses_what_it_cannot_emit(changes: dict[str, object], message: str) -> None:
+    with pytest.raises(ComposeRefused, match=message):
+        compose_document(clean_profile(**changes))
+
+
+class RecordingRunner:
+    """Records every call; optionally fails ``up`` the way a broken pull or boot does."""
+
+    def __init__(self, fail_up: bool = False) -> None:
+        self.calls: list[tuple[str, Path, Path]] = []
+        self.fail_up = fail_up
+
+    def up(self, project_dir: Path, compose_file: Path) -> None:
+        self.calls.append(("up", project_dir, compose_file))
+        if self.fail_up:
+            raise RuntimeError("docker compose up failed: image pull denied")
+
+    def down(self, project_dir: Path, compose_file: Path) -> None:
+        self.calls.append(("down", project_dir, compose_file))
+
+    def logs(self, project_dir: Path, compose_file: Path, tail: int) -> str:
+        self.calls.append(("logs", project_dir, compose_file))
+        return "vllm-1  | ERROR engine core died"
+
+    @property
+    def verbs(self) -> list[str]:
+        return [verb for verb, _, _ in self.calls]
+
+
+def test_compose_project_ups_inside_the_try_and_always_downs(tmp_path: Path) -> None:
+    runner = RecordingRunner()
+    seen: list[str] = []
+
+    with compose_project(clean_profile(), HOST, tmp_path, runner, seen.append) as project:
+        assert runner.verbs == ["up"]
+        assert project.base_url == "http://127.0.0.1:18000"
+        assert project.compose_file == tmp_path / COMPOSE_FILE_NAME
+        assert yaml.safe_load(project.compose_file.read_text()) == compose_document(clean_profile())
+
+    assert seen == ["http://127.0.0.1:18000"]
+    assert runner.verbs == ["up", "down"]
+    assert runner.calls[0][1:] == (tmp_path, tmp_path / COMPOSE_FILE_NAME)
+
+
+def test_down_runs_when_up_raises_and_the_error_carries_the_logs(tmp_path: Path) -> None:
+    runner = RecordingRunner(fail_up=True)
+
+    with (
+        pytest.raises(RuntimeError, match="image pull denied") as caught,
+        compose_project(clean_profile(), HOST, tmp_path, runner, lambda url: None),
+    ):
+        pytest.fail("the body must not run when up failed")
+
+    assert runner.verbs == ["up", "logs", "down"]
+    assert any("engine core died" in note for note in caught.value.__notes__)
+
+
+def test_down_runs_when_the_health_wait_fails(tmp_path: Path) -> None:
+    runner = RecordingRunner()
+
+    def never_healthy(url: str) -> None:
+        raise TimeoutError(f"{url}/health not ready")
+
+    with (
+        pytest.raises(TimeoutError),
+        compose_project(clean_profile(), HOST, tmp_path, runner, never_healthy),
+    ):
+        pytest.fail("the body must not run when health failed")
+
+    assert runner.verbs == ["up", "logs", "down"]
+
+
+def test_down_runs_when_the_body_raises(tmp_path: Path) -> None:
+    runner = RecordingRunner()
+
+    with (
+        pytest.raises(KeyboardInterrupt),
+        compose_project(clean_profile(), HOST, tmp_path, runner, lambda url: None),
+    ):
+        raise KeyboardInterrupt
+
+    assert runner.verbs == ["up", "down"]
+
+
+def test_an_ineligible_profile_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    runner = RecordingRunner()
+    one_gpu = {**HOST, "gpus": HOST["gpus"][:1]}  # type: ignore[index]
+
+    with (
+        pytest.raises(EngineStartupRefused) as caught,
+        compose_project(clean_profile(), one_gpu, tmp_path / "p", runner, lambda url: None),
+    ):
+        pytest.fail("must not boot")
+
+    assert caught.value.code == "tensor_parallel_exceeds_visible_gpus"
+    assert "tensor parallel size 2 needs 2 GPUs; the host shows 1" in str(caught.value)
+    assert runner.calls == []
+    assert not (tmp_path / "p").exists()

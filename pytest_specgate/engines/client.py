@@ -11,6 +11,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from types import TracebackType
+from typing import Self
 
 import httpx
 
@@ -352,7 +353,7 @@ class ClientEngine:
     def closed(self) -> bool:
         return self._closed
 
-    def __enter__(self) -> ClientEngine:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(

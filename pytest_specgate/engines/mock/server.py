@@ -57,7 +57,8 @@ def _uvicorn_config(app: Starlette, *, in_process: bool) -> uvicorn.Config:
 
 
 def _loopback_socket(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    """A bound listening-to-be socket; proto must be IPPROTO_TCP or asyncio skips TCP_NODELAY."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(("127.0.0.1", port))

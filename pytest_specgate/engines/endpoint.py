@@ -1,0 +1,97 @@
+"""The ``endpoint`` backend: an OpenAI-compatible server someone else already runs.
+
+Nothing is started or stopped here; boot only checks the URL answers, picks the
+model, and chooses the richest telemetry the server offers: ``/v1/status``
+spec-decode fields, else vLLM ``/metrics`` counter deltas, else "unavailable".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from pytest_specgate.engines.boot import wait_for_health
+from pytest_specgate.engines.client import (
+    ClientEngine,
+    EngineHTTPError,
+    MetricsWindow,
+    OpenAIClient,
+    telemetry_from_status,
+)
+from pytest_specgate.engines.config import EngineConfig
+from pytest_specgate.engines.protocol import EngineBootError, Telemetry
+
+__all__ = ["boot", "choose_telemetry"]
+
+_DEFAULT_HEALTH_DEADLINE_S = 30.0
+
+
+def _number_option(config: EngineConfig, name: str, default: float) -> float:
+    value = config.option(name, default)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise EngineBootError(f"endpoint option {name} must be a number, got {value!r}")
+    return float(value)
+
+
+def _served_model(client: OpenAIClient, wanted: str | None) -> str:
+    models = client.get_json("/v1/models").get("data")
+    ids = [m.get("id") for m in models if isinstance(m, dict)] if isinstance(models, list) else []
+    if wanted is not None:
+        if ids and wanted not in ids:
+            raise EngineBootError(f"endpoint {client.base_url} does not serve {wanted!r}; it serves {ids}")
+        return wanted
+    if not ids or not isinstance(ids[0], str):
+        raise EngineBootError(f"endpoint {client.base_url} lists no models at /v1/models")
+    return ids[0]
+
+
+def choose_telemetry(client: OpenAIClient, config: EngineConfig) -> Callable[[], Telemetry]:
+    """The best telemetry source this endpoint offers (probed once at boot)."""
+    try:
+        status = client.get_json("/v1/status")
+    except (EngineHTTPError, ValueError):
+        status = {}
+    if "spec_decode_enabled" in status:
+        return lambda: telemetry_from_status(client.get_json("/v1/status"))
+    try:
+        window = MetricsWindow(
+            lambda: client.get_text("/metrics"),
+            draft_model_id=config.draft,
+            num_draft_tokens=config.num_draft_tokens,
+        )
+    except EngineHTTPError:
+        unavailable = Telemetry.unavailable(
+            enabled=config.draft is not None,
+            draft_model_id=config.draft,
+            num_draft_tokens=config.num_draft_tokens,
+        )
+        return lambda: unavailable
+    return window.telemetry
+
+
+def boot(config: EngineConfig, workdir: Path) -> ClientEngine:
+    """Attach to ``config.option("url")``; ``close`` releases only the client."""
+    url = config.option("url")
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        raise EngineBootError(f"endpoint backend needs url='http://host:port', got {url!r}")
+    base_url = url.rstrip("/").removesuffix("/v1")
+    health_path = config.option("health_path", "/v1/models")
+    wait_for_health(
+        f"{base_url}{health_path}", _number_option(config, "health_deadline_s", _DEFAULT_HEALTH_DEADLINE_S)
+    )
+    api_key = config.option("api_key")
+    client = OpenAIClient(
+        base_url,
+        timeout_s=_number_option(config, "request_timeout_s", 120.0),
+        api_key=api_key if isinstance(api_key, str) else None,
+    )
+    try:
+        return ClientEngine(
+            backend="endpoint",
+            client=client,
+            model_id=_served_model(client, config.target),
+            telemetry=choose_telemetry(client, config),
+        )
+    except BaseException:
+        client.close()
+        raise

@@ -1,0 +1,188 @@
+"""Measurement accuracy: paired speedup on the mock engine versus the analytic expectation.
+
+The mock drafts with a per-token agreement probability alpha and sleeps
+``draft_step_ms`` per drafted token and ``target_step_ms`` per verification
+(baseline: per token), which is exactly the cost model of Leviathan et al. 2023.
+So for each (alpha, gamma) cell the median paired speedup the toolkit measures
+should land within a few percent of (1 - alpha^(gamma+1)) / ((1 - alpha)(gamma c + 1)).
+Any larger gap is overhead the measurement adds (HTTP, streaming, scheduling) or a
+bug in the runner or the statistics.
+
+    python benchmarks/measurement_accuracy.py                # alpha 0.3/0.6/0.9 x gamma 2/4/8
+    python benchmarks/measurement_accuracy.py --gammas 4     # the issue's gamma = 4 row only
+
+Prints one line per cell; the ratio columns are measured / expected, for the
+configured alpha and for the alpha implied by the acceptance rate telemetry
+measured over the candidate runs. Exit status 1 when a cell is outside
+``--tolerance`` (on the telemetry-implied expectation) and ``--check`` is given.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_specgate.engines.config import EngineConfig, boot_function
+from pytest_specgate.engines.mock.settings import DEFAULT_DRAFT, DEFAULT_TARGET
+from pytest_specgate.measure import (
+    ProgressReporter,
+    Prompt,
+    PromptRunner,
+    compare_to_expected,
+    engine_arm,
+    engine_telemetry,
+    expected_speedup,
+    load_named_prompt_set,
+    run_paired,
+)
+
+
+@dataclass(frozen=True)
+class Cell:
+    alpha: float
+    gamma: int
+    acceptance_rate: float | None
+    expected_configured: float
+    expected_measured: float | None
+    measured: float
+    ci_low: float | None
+    ci_high: float | None
+
+    @property
+    def ratio_configured(self) -> float:
+        return self.measured / self.expected_configured
+
+    @property
+    def ratio_measured(self) -> float | None:
+        return None if self.expected_measured is None else self.measured / self.expected_measured
+
+
+def _mock_config(args: argparse.Namespace, alpha: float | None, gamma: int | None) -> EngineConfig:
+    options = {
+        "target_step_ms": args.target_step_ms,
+        "draft_step_ms": args.target_step_ms * args.cost_ratio,
+        "eos_one_in": 0,
+        "isolation": args.isolation,
+    }
+    if alpha is not None:
+        options["alpha"] = alpha
+    return EngineConfig(
+        backend="mock",
+        target=DEFAULT_TARGET,
+        draft=None if gamma is None else DEFAULT_DRAFT,
+        num_draft_tokens=gamma,
+        options=tuple(sorted(options.items())),
+    )
+
+
+def measure_cell(
+    args: argparse.Namespace,
+    baseline_arm: PromptRunner,
+    prompts: Sequence[Prompt],
+    alpha: float,
+    gamma: int,
+    workdir: Path,
+) -> Cell:
+    boot = boot_function("mock")
+    with boot(_mock_config(args, alpha, gamma), workdir) as candidate:
+        progress = ProgressReporter(sys.stderr, label=f"alpha={alpha} gamma={gamma}")
+        run = run_paired(
+            baseline_arm,
+            engine_arm(candidate, max_tokens=args.max_tokens),
+            prompts,
+            rounds=args.rounds,
+            warmup=args.warmup,
+            progress=progress,
+            candidate_telemetry=engine_telemetry(candidate),
+        )
+    estimate = run.speedup()
+    rate = None if run.acceptance is None else run.acceptance.acceptance_rate
+    expected_measured = (
+        None
+        if rate is None
+        else compare_to_expected(estimate.median, rate, gamma, args.cost_ratio).expected.speedup
+    )
+    return Cell(
+        alpha,
+        gamma,
+        rate,
+        expected_speedup(alpha, gamma, args.cost_ratio),
+        expected_measured,
+        estimate.median,
+        estimate.ci_low,
+        estimate.ci_high,
+    )
+
+
+def _format(value: float | None, spec: str) -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def print_cell(cell: Cell) -> None:
+    print(
+        f"alpha={cell.alpha:<4} gamma={cell.gamma:<2} "
+        f"acceptance={_format(cell.acceptance_rate, '.3f')}  "
+        f"measured={cell.measured:.3f} "
+        f"[{_format(cell.ci_low, '.3f')}, {_format(cell.ci_high, '.3f')}]  "
+        f"expected(alpha)={cell.expected_configured:.3f} "
+        f"ratio={cell.ratio_configured:.3f}  "
+        f"expected(telemetry)={_format(cell.expected_measured, '.3f')} "
+        f"ratio={_format(cell.ratio_measured, '.3f')}",
+        flush=True,
+    )
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--alphas", type=float, nargs="+", default=[0.3, 0.6, 0.9])
+    parser.add_argument("--gammas", type=int, nargs="+", default=[2, 4, 8])
+    parser.add_argument("--cost-ratio", type=float, default=0.1, help="c = draft / target step")
+    parser.add_argument("--target-step-ms", type=float, default=20.0)
+    parser.add_argument("--max-tokens", type=int, default=128)
+    parser.add_argument("--prompts", type=int, default=4, help="first N prompts of the fixture")
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--isolation", choices=["thread", "subprocess"], default="subprocess")
+    parser.add_argument("--tolerance", type=float, default=0.03)
+    parser.add_argument("--check", action="store_true", help="exit 1 when a cell is off")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    prompts = load_named_prompt_set("spec028-code-iso8601-v1").prompts[: args.prompts]
+    print(
+        f"mock engine: target step {args.target_step_ms} ms, c = {args.cost_ratio}, "
+        f"max_tokens {args.max_tokens}, {len(prompts)} prompts x {args.rounds} rounds, "
+        f"{args.isolation} isolation",
+        flush=True,
+    )
+    cells: list[Cell] = []
+    with tempfile.TemporaryDirectory(prefix="specgate-accuracy-") as tmp:
+        workdir = Path(tmp)
+        boot = boot_function("mock")
+        with boot(_mock_config(args, None, None), workdir) as baseline:
+            baseline_arm = engine_arm(baseline, max_tokens=args.max_tokens)
+            for gamma in args.gammas:
+                for alpha in args.alphas:
+                    cell = measure_cell(args, baseline_arm, prompts, alpha, gamma, workdir)
+                    print_cell(cell)
+                    cells.append(cell)
+    off = [
+        cell
+        for cell in cells
+        if cell.ratio_measured is None or abs(cell.ratio_measured - 1.0) > args.tolerance
+    ]
+    print(
+        f"{len(cells) - len(off)}/{len(cells)} cells within ±{args.tolerance:.0%} "
+        "of the expectation for the measured acceptance"
+    )
+    return 1 if off and args.check else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

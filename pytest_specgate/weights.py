@@ -269,11 +269,11 @@ def fetch_verified(
     wanted = _allowed(repo_files, patterns)
     _require_weights(pin, wanted, patterns)
     expected = tuple(
-        _expected_file(pin, path, _file_metadata(pin, path, token=token, endpoint=endpoint))
+        _expected_file(pin, path, _file_metadata(pin, commit, path, token=token, endpoint=endpoint))
         for path in wanted
     )
     if _holds_files(target):
-        return _adopt_existing(pin, target, expected)
+        return _adopt_existing(pin, commit, target, expected)
     _require_free_space(pin, target.parent, expected, disk_free)
     target.parent.mkdir(parents=True, exist_ok=True)
     with _staging_area(target) as work:
@@ -290,7 +290,7 @@ def fetch_verified(
             )
         shutil.rmtree(staged / _HF_METADATA_DIRNAME, ignore_errors=True)
         files = _verify_tree(pin, staged, expected)
-        _move_into_place(pin, staged, target, expected)
+        _move_into_place(pin, commit, staged, target, expected)
     return VerifiedSnapshot(
         repo_id=repo_id,
         requested_revision=revision,
@@ -331,11 +331,12 @@ def _require_weights(pin: _Pin, wanted: Sequence[str], allow_patterns: Sequence[
         )
 
 
-def _file_metadata(pin: _Pin, path: str, *, token: str | bool | None, endpoint: str | None) -> HfFileMetadata:
+def _file_metadata(
+    pin: _Pin, commit: str, path: str, *, token: str | bool | None, endpoint: str | None
+) -> HfFileMetadata:
     from huggingface_hub import get_hf_file_metadata, hf_hub_url
 
-    assert pin.commit is not None
-    url = hf_hub_url(pin.repo_id, path, revision=pin.commit, endpoint=endpoint)
+    url = hf_hub_url(pin.repo_id, path, revision=commit, endpoint=endpoint)
     with _hub_errors_as(pin, file=path):
         return get_hf_file_metadata(
             url,
@@ -366,8 +367,9 @@ def _holds_files(target: Path) -> bool:
     return target.is_symlink() or target.is_file() or (target.is_dir() and any(target.iterdir()))
 
 
-def _adopt_existing(pin: _Pin, target: Path, expected: Sequence[_ExpectedFile]) -> VerifiedSnapshot:
-    assert pin.commit is not None
+def _adopt_existing(
+    pin: _Pin, commit: str, target: Path, expected: Sequence[_ExpectedFile]
+) -> VerifiedSnapshot:
     try:
         files = _verify_tree(pin, target, expected)
     except WeightVerificationError as error:
@@ -377,7 +379,7 @@ def _adopt_existing(pin: _Pin, target: Path, expected: Sequence[_ExpectedFile]) 
     return VerifiedSnapshot(
         repo_id=pin.repo_id,
         requested_revision=pin.requested,
-        revision=pin.commit,
+        revision=commit,
         destination=target,
         files=files,
     )
@@ -506,14 +508,16 @@ def _index_shards(pin: _Pin, root: Path, index: str) -> set[str]:
     return {str(shard) for shard in weight_map.values()}
 
 
-def _move_into_place(pin: _Pin, staged: Path, target: Path, expected: Sequence[_ExpectedFile]) -> None:
+def _move_into_place(
+    pin: _Pin, commit: str, staged: Path, target: Path, expected: Sequence[_ExpectedFile]
+) -> None:
     """One rename; if a concurrent fetch won the race, accept its copy only if identical."""
     try:
         os.rename(staged, target)
     except OSError as error:
         if error.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
             raise
-        _adopt_existing(pin, target, expected)
+        _adopt_existing(pin, commit, target, expected)
 
 
 @contextmanager

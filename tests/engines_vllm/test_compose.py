@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import json
+import threading
 from dataclasses import replace
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 import yaml
 
+from pytest_specgate.engines.boot import free_loopback_port
 from pytest_specgate.engines.protocol import EngineStartupRefused
 from pytest_specgate.engines.vllm.compose import (
     COMPOSE_FILE_NAME,
     ComposeRefused,
+    boot_compose,
     compose_document,
     compose_project,
     compose_yaml,
@@ -298,3 +302,57 @@ def test_an_ineligible_profile_is_refused_before_anything_is_written(tmp_path: P
     assert "tensor parallel size 2 needs 2 GPUs; the host shows 1" in str(caught.value)
     assert runner.calls == []
     assert not (tmp_path / "p").exists()
+
+
+class ServingRunner(RecordingRunner):
+    """``up`` starts a loopback server standing in for the container; ``down`` stops it."""
+
+    def __init__(self, port: int, metrics: str) -> None:
+        super().__init__()
+        self.port = port
+        self.metrics = metrics
+        self.server: ThreadingHTTPServer | None = None
+
+    def up(self, project_dir: Path, compose_file: Path) -> None:
+        super().up(project_dir, compose_file)
+        metrics = self.metrics
+
+        class Container(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                body = metrics.encode() if self.path == "/metrics" else b""
+                self.send_response(200 if self.path in {"/health", "/metrics"} else 404)
+                self.send_header("content-length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                return
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", self.port), Container)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def down(self, project_dir: Path, compose_file: Path) -> None:
+        super().down(project_dir, compose_file)
+        if self.server is not None:
+            self.server.shutdown()
+            self.server.server_close()
+
+
+def test_boot_compose_keeps_the_project_up_until_the_engine_closes(tmp_path: Path) -> None:
+    port = free_loopback_port()
+    metrics = (Path(__file__).parent / "data" / "metrics_after_one_chat.txt").read_text()
+    runner = ServingRunner(port, metrics)
+
+    engine = boot_compose(clean_profile(host_port=port), HOST, tmp_path, runner=runner, boot_timeout_s=10)
+    try:
+        assert runner.verbs == ["up"]
+        assert engine.base_url == f"http://127.0.0.1:{port}"
+        assert engine.model_id == "qwen-qwen2.5-coder-7b-instruct"
+        assert engine.versions()["image"] == IMAGE.reference
+        telemetry = engine.telemetry()
+        assert telemetry.enabled and telemetry.available
+        assert (telemetry.drafted, telemetry.accepted) == (0, 0)
+        assert telemetry.num_draft_tokens == 4
+    finally:
+        engine.close()
+    assert runner.verbs == ["up", "down"]

@@ -522,7 +522,8 @@ def _move_into_place(
 
 @contextmanager
 def _hub_errors_as(pin: _Pin, *, file: str | None) -> Iterator[None]:
-    """Re-raise huggingface_hub and transport failures as ``WeightVerificationError``."""
+    """Re-raise hub, transport and disk-full failures as ``WeightVerificationError``;
+    local faults such as a permission error keep their own type."""
     try:
         yield
     except WeightVerificationError:
@@ -545,7 +546,7 @@ def _translate(pin: _Pin, file: str | None, error: Exception) -> WeightVerificat
         written = "" if error.filename is None else f" writing {error.filename}"
         reason = f"{errno.errorcode[error.errno]} ({error.strerror}){written}"
         return pin.error(DiskSpaceError, file, "room to write the snapshot", reason)
-    if isinstance(error, OSError):
+    if isinstance(error, OSError) and error.errno is None:
         return pin.error(TransferError, file, "a complete download from the hub", _oneline(error))
     return None
 

@@ -61,12 +61,14 @@ class FileFaults:
     what later GETs of that file (huggingface_hub's retry or ``Range`` resume) get:
     ``serve`` (the right bytes), ``refuse`` (the connection closes before any
     response), ``corrupt`` (the right length with one byte flipped: a broken mirror
-    that only a checksum can catch).
+    that only a checksum can catch). ``status``: every request for the file gets this
+    HTTP error status instead (403 gated, 5xx hub trouble).
     """
 
     digest: Literal["correct", "wrong", "absent"] = "correct"
     drop_after_bytes: int | None = None
     after_drop: Literal["serve", "refuse", "corrupt"] = "serve"
+    status: int | None = None
 
 
 @dataclass(frozen=True)
@@ -284,8 +286,11 @@ class _Handler(BaseHTTPRequestHandler):
         if served is None:
             self._error(HTTPStatus.NOT_FOUND, "EntryNotFound", f"{file_path} not found", send_body)
             return
-        attempt = self.hub._count_get(repo_id, file_path) if send_body else 0
         faults = served.faults
+        if faults.status is not None:
+            self._error(HTTPStatus(faults.status), None, f"fault injected for {file_path}", send_body)
+            return
+        attempt = self.hub._count_get(repo_id, file_path) if send_body else 0
         dropping = faults.drop_after_bytes is not None
         if dropping and attempt > 0 and faults.after_drop == "refuse":
             self.close_connection = True

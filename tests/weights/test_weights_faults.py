@@ -26,6 +26,7 @@ from pytest_specgate.weights import (
     HubNotFoundError,
     MissingChecksumError,
     TransferError,
+    WeightVerificationError,
     fetch_verified,
 )
 
@@ -70,6 +71,23 @@ def test_unknown_repo_is_not_found(public_repo: FakeRepo, models_dir: Path) -> N
         fetch_verified("specgate-test/no-such-model", "main", destination, endpoint=hub.base_url)
 
     assert caught.value.repo_id == "specgate-test/no-such-model"
+    assert_nothing_left(models_dir, destination)
+
+
+@pytest.mark.parametrize(
+    ("status", "kind"), [(403, HubAccessError), (503, TransferError)], ids=["gated-403", "hub-503"]
+)
+def test_http_error_on_one_file_names_that_file(
+    public_repo: FakeRepo, models_dir: Path, status: int, kind: type[WeightVerificationError]
+) -> None:
+    repo = public_repo.with_faults("tokenizer.json", FileFaults(status=status))
+    destination = models_dir / "target"
+    with running_fake_hub([repo]) as hub, pytest.raises(kind) as caught:
+        fetch_verified(repo.repo_id, "main", destination, endpoint=hub.base_url)
+
+    assert caught.value.file == "tokenizer.json"
+    assert caught.value.found.startswith(f"HTTP {status}")
+    assert hub.downloads(repo.repo_id) == ()
     assert_nothing_left(models_dir, destination)
 
 

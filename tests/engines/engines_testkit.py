@@ -1,0 +1,98 @@
+"""Helpers for the engine tests, including an independent count of speculative decoding.
+
+``expected_counts`` re-derives drafted/accepted/drafts from the mock model's
+published primitives (greedy token, context fold, draft agreement) with its own
+loop, so the server's telemetry is checked against arithmetic it did not do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_specgate.engines.config import EngineConfig
+from pytest_specgate.engines.mock import DEFAULT_DRAFT, DEFAULT_TARGET
+from pytest_specgate.engines.mock.model import DraftModel, TargetModel, vocabulary_named
+
+GREEDY: dict[str, object] = {"temperature": 0}
+
+
+def mock_config(
+    *, draft: str | None = DEFAULT_DRAFT, num_draft_tokens: int | None = 4, **options: object
+) -> EngineConfig:
+    return EngineConfig(
+        backend="mock",
+        draft=draft,
+        num_draft_tokens=num_draft_tokens if draft is not None else None,
+        options=tuple(sorted(options.items())),
+    )
+
+
+def user(text: str) -> list[dict[str, object]]:
+    return [{"role": "user", "content": text}]
+
+
+def chat_prompt_text(text: str) -> str:
+    """How the mock flattens ``user(text)`` into prompt words."""
+    return f"user {text}"
+
+
+@dataclass(frozen=True)
+class ExpectedCounts:
+    drafts: int
+    drafted: int
+    accepted: int
+    tokens: tuple[int, ...]
+    accepted_per_position: tuple[int, ...]
+
+
+def expected_counts(
+    prompt: str,
+    max_tokens: int,
+    *,
+    gamma: int,
+    alpha: float,
+    target: str = DEFAULT_TARGET,
+    draft: str = DEFAULT_DRAFT,
+    seed: int = 0,
+    eos_one_in: int = 64,
+) -> ExpectedCounts:
+    """Simulate draft-then-verify for one greedy chat request, counting as vLLM does."""
+    vocab = vocabulary_named("words-v1")
+    target_model = TargetModel(target, vocab, seed, eos_one_in)
+    draft_model = DraftModel(draft, vocab, alpha, seed)
+    state = target_model.initial_state(vocab.encode(chat_prompt_text(prompt)))
+    out: list[int] = []
+    drafts = drafted = accepted = 0
+    per_position = [0] * gamma
+    while len(out) < max_tokens:
+        budget = min(gamma, max_tokens - len(out) - 1)
+        if budget == 0:
+            token = target_model.greedy(state)
+            if token == vocab.eos_id:
+                break
+            out.append(token)
+            break
+        drafts += 1
+        drafted += budget
+        ended = False
+        position = 0
+        while position < budget:
+            token = target_model.greedy(state)
+            if not draft_model.agrees(state):
+                break
+            accepted += 1
+            per_position[position] += 1
+            position += 1
+            if token == vocab.eos_id:
+                ended = True
+                break
+            out.append(token)
+            state = target_model.advance(state, token)
+        if ended:
+            break
+        token = target_model.greedy(state)
+        if token == vocab.eos_id:
+            break
+        out.append(token)
+        state = target_model.advance(state, token)
+    return ExpectedCounts(drafts, drafted, accepted, tuple(out), tuple(per_position))

@@ -7,15 +7,13 @@ short.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from engines_testkit import mock_config
+from engines_testkit import BootMock, mock_config
 
 from pytest_specgate.engines.mock import MockEngine, boot
-
-BootMock = Callable[..., MockEngine]
 
 
 @pytest.fixture

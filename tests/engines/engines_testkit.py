@@ -7,13 +7,15 @@ loop, so the server's telemetry is checked against arithmetic it did not do.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pytest_specgate.engines.config import EngineConfig
-from pytest_specgate.engines.mock import DEFAULT_DRAFT, DEFAULT_TARGET
+from pytest_specgate.engines.mock import DEFAULT_DRAFT, DEFAULT_TARGET, MockEngine
 from pytest_specgate.engines.mock.model import DraftModel, TargetModel, vocabulary_named
 
 GREEDY: dict[str, object] = {"temperature": 0}
+BootMock = Callable[..., MockEngine]
 
 
 def mock_config(

@@ -7,8 +7,7 @@ import json
 import httpx
 import openai
 import pytest
-from conftest import BootMock
-from engines_testkit import GREEDY, user
+from engines_testkit import GREEDY, BootMock, user
 
 from pytest_specgate.engines.mock import MockEngine
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from conftest import BootMock
-from engines_testkit import GREEDY, mock_config, user
+from engines_testkit import GREEDY, BootMock, mock_config, user
 
 from pytest_specgate.engines.mock import MockEngine, boot
 

@@ -9,8 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import BootMock
-from engines_testkit import GREEDY, mock_config, user
+from engines_testkit import GREEDY, BootMock, mock_config, user
 
 from pytest_specgate.engines.mock import MockEngine, boot
 from pytest_specgate.engines.protocol import EngineStartupRefused

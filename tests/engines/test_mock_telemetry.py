@@ -6,8 +6,7 @@ import time
 
 import httpx
 import pytest
-from conftest import BootMock
-from engines_testkit import GREEDY, expected_counts, user
+from engines_testkit import GREEDY, BootMock, expected_counts, user
 
 from pytest_specgate.engines.client import MetricsWindow, parse_prometheus
 from pytest_specgate.engines.mock import MockEngine

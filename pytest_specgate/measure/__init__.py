@@ -38,7 +38,7 @@ from pytest_specgate.measure.pinned import (
     model_pair,
     repo_fixtures_dir,
 )
-from pytest_specgate.measure.progress import ProgressReporter, ProgressSink
+from pytest_specgate.measure.progress import ProgressReporter, ProgressSink, TextSink
 from pytest_specgate.measure.samples import (
     ChatMessage,
     Prompt,
@@ -93,6 +93,7 @@ __all__ = [
     "SustainedRun",
     "SustainedSettings",
     "TelemetryReader",
+    "TextSink",
     "TimedSample",
     "acceptance_from_telemetry",
     "alpha_from_acceptance_rate",

@@ -82,9 +82,9 @@ def run_pair(
 ) -> SamplePair:
     """Send one prompt to both arms in the scheduled order; times are run-relative."""
     arms: dict[Arm, PromptRunner] = {"baseline": baseline, "candidate": candidate}
-    order = arm_order(0) if scheduled.first_arm == "baseline" else arm_order(1)
+    second: Arm = "candidate" if scheduled.first_arm == "baseline" else "baseline"
     taken: dict[Arm, TimedSample] = {}
-    for arm in order:
+    for arm in (scheduled.first_arm, second):
         started = clock() - run_started
         sample = arms[arm](scheduled.prompt)
         finished = clock() - run_started

@@ -9,7 +9,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Protocol, TextIO
+from typing import Protocol
+
+
+class TextSink(Protocol):
+    """Where lines go: a text stream, or an adapter over pytest's terminal reporter."""
+
+    def write(self, text: str, /) -> object: ...
+
+    def flush(self) -> object: ...
 
 
 class ProgressSink(Protocol):
@@ -42,7 +50,7 @@ class ProgressReporter:
 
     def __init__(
         self,
-        stream: TextIO,
+        stream: TextSink,
         *,
         label: str,
         planned_s: float | None = None,

@@ -6,6 +6,7 @@ prompt, including the fakes the tests use.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from typing import Literal
 
@@ -73,14 +74,15 @@ class RequestSample:
         return self.output_tokens / self.wall_s
 
     def to_dict(self) -> dict[str, object]:
+        """Timings and a digest of the output; full outputs go to evidence only on mismatch."""
         return {
             "wall_s": self.wall_s,
             "ttft_s": self.ttft_s,
             "output_tokens": self.output_tokens,
             "tokens_per_s": self.tokens_per_s,
             "token_count_source": self.token_count_source,
-            "text": self.text,
-            "token_ids": None if self.token_ids is None else list(self.token_ids),
+            "text_sha256": hashlib.sha256(self.text.encode("utf-8")).hexdigest(),
+            "has_token_ids": self.token_ids is not None,
         }
 
 

@@ -27,7 +27,12 @@ from pytest_specgate.measure.paired import (
 )
 from pytest_specgate.measure.progress import ProgressSink
 from pytest_specgate.measure.samples import ARMS, Arm, Prompt, SamplePair
-from pytest_specgate.measure.statistics import AcceptanceMeasurement, TelemetryLike
+from pytest_specgate.measure.statistics import (
+    AcceptanceMeasurement,
+    IdentityReport,
+    TelemetryLike,
+    identity_report,
+)
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -136,6 +141,9 @@ class SustainedRun:
     def series(self, arm: Arm) -> tuple[ThroughputPoint, ...]:
         return throughput_series(self.pairs, arm)
 
+    def identity(self) -> IdentityReport:
+        return identity_report(self.pairs)
+
     def to_dict(self) -> dict[str, object]:
         return {
             "schema": SUSTAINED_SCHEMA,
@@ -150,6 +158,7 @@ class SustainedRun:
             "last_window_speedup": self.last_window_speedup,
             "speedup_statistic": "median of per-pair tokens/s ratios (candidate / baseline)",
             "acceptance": None if self.acceptance is None else self.acceptance.to_dict(),
+            "identity": self.identity().to_dict(),
             "series": {
                 arm: [point.to_dict() for point in self.series(arm)]
                 for arm in ARMS

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import dataclass
 
@@ -167,3 +168,21 @@ def test_paired_run_to_dict_is_json(clock: FakeClock) -> None:
                                 "mismatches": []}
     assert len(data["pairs"]) == 6
     assert data["acceptance"] is None
+
+
+def test_sample_records_digest_not_output(clock: FakeClock) -> None:
+    log: list[tuple[str, str]] = []
+    run = run_paired(
+        FakeArm("B", clock, log, _constant(2.0)),
+        FakeArm("C", clock, log, _constant(1.0)),
+        make_prompts(1),
+        rounds=1,
+        warmup=0,
+        clock=clock,
+    )
+    baseline = run.pairs[0].to_dict()["baseline"]
+    assert isinstance(baseline, dict)
+    assert "text" not in baseline and "token_ids" not in baseline
+    assert baseline["text_sha256"] == hashlib.sha256(b"answer to p0").hexdigest()
+    assert baseline["has_token_ids"] is True
+    assert (baseline["arm"], baseline["tokens_per_s"]) == ("baseline", 50.0)

@@ -132,6 +132,7 @@ def test_artifacts_hold_the_data_and_a_png(clock: FakeClock, tmp_path: Path) -> 
     assert data["schema"] == "specgate.sustained/v1"
     assert data["whole_run_speedup"] == pytest.approx(2.0)
     assert data["last_window_speedup"] == pytest.approx(1.25)
+    assert data["identity"]["identical"] is True
     assert len(data["series"]["baseline"]) == len(data["series"]["candidate"]) == 32
     assert data["series"]["candidate"][0] == {"t_s": 3.0, "tokens_per_s": 100.0}
 

@@ -120,7 +120,7 @@ class MockEngine(ClientEngine):
         client: OpenAIClient,
         *,
         close: Callable[[], object],
-        pid: int | None,
+        process: ManagedProcess | None,
         thread: threading.Thread | None,
     ) -> None:
         super().__init__(
@@ -133,8 +133,17 @@ class MockEngine(ClientEngine):
             default_params={"return_token_ids": True},
         )
         self.settings = settings
-        self.pid = pid
+        self.process = process
         self.thread = thread
+
+    @property
+    def pid(self) -> int | None:
+        """The engine's process id in subprocess mode (None when it runs on a thread here)."""
+        return None if self.process is None else self.process.pid
+
+    def exit_code(self) -> int | None:
+        """The subprocess's exit code once it has exited (None while running or in thread mode)."""
+        return None if self.process is None else self.process.returncode()
 
     @property
     def port(self) -> int:
@@ -196,7 +205,7 @@ def _boot_thread(settings: MockSettings) -> MockEngine:
             settings,
             _client_for(server.base_url, settings),
             close=server.stop,
-            pid=None,
+            process=None,
             thread=server.thread,
         )
     except BaseException:
@@ -229,7 +238,7 @@ def _boot_subprocess(settings: MockSettings, workdir: Path) -> MockEngine:
             settings,
             _client_for(base_url, settings),
             close=process.terminate,
-            pid=process.pid,
+            process=process,
             thread=None,
         )
     except BaseException:

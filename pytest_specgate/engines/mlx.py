@@ -12,6 +12,12 @@ itself before any process starts:
   start-up with ``draft_model_capacity_shortfall`` (FR-4.6). An unknown limit
   refuses too: unknown memory is never treated as enough.
 
+The server's prompt cache is off by default (``--prompt-cache-size 0``): with a
+draft model, mlx-lm 0.32.2 reuses a cached prompt whose KV state no longer
+matches its tokens, and from the third identical greedy request on the output
+drifts away from the baseline (then restarts mid-answer). Baseline engines get
+the same setting so A/B timings compare like with like.
+
 The server reports no speculative-decoding counters (no ``/metrics``, nothing in
 the responses), so :meth:`Engine.telemetry` says ``available=False``. The only
 acceptance signal mlx-lm has is the per-token ``from_draft`` flag of its Python
@@ -25,6 +31,7 @@ Options (``@pytest.mark.engine(..., option=value)``):
 ``model_cache``         where ``tiny:<role>`` models are built (default ``workdir/tiny-models``).
 ``max_tokens``          the server's default completion length (default 256).
 ``request_timeout_s``   per-request client timeout (default 120).
+``prompt_cache_size``   the server's ``--prompt-cache-size`` (default 0, see above).
 """
 
 from __future__ import annotations
@@ -87,6 +94,7 @@ KNOWN_OPTIONS = (
     "max_tokens",
     "memory_limit_bytes",
     "model_cache",
+    "prompt_cache_size",
     "request_timeout_s",
 )
 TOKENIZER_MISMATCH = "draft_model_tokenizer_mismatch"
@@ -364,6 +372,7 @@ class BootPlan:
     max_tokens: int
     boot_timeout_s: float
     request_timeout_s: float
+    prompt_cache_size: int = 0
 
 
 class MlxEngine(ClientEngine):
@@ -407,6 +416,7 @@ def server_argv(plan: BootPlan, port: int, *, python: str = sys.executable) -> l
     if plan.draft is not None:
         argv += ["--draft-model", str(plan.draft), "--num-draft-tokens", str(plan.num_draft_tokens)]
     argv += ["--host", "127.0.0.1", "--port", str(port), "--max-tokens", str(plan.max_tokens)]
+    argv += ["--prompt-cache-size", str(plan.prompt_cache_size)]
     return argv
 
 
@@ -418,6 +428,16 @@ def _option(config: EngineConfig, name: str, default: float) -> float:
             f"got {value!r}"
         )
     return float(value)
+
+
+def _count_option(config: EngineConfig, name: str, default: int) -> int:
+    value = config.option(name, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise pytest.UsageError(
+            f"mlx engine ({config.describe()}): option {name} must be an integer >= 0, "
+            f"got {value!r}"
+        )
+    return value
 
 
 def _local_model_dir(config: EngineConfig, role: str, ref: str, cache: Path) -> Path:
@@ -481,6 +501,7 @@ def plan_boot(config: EngineConfig, workdir: Path) -> BootPlan:
         max_tokens=int(_option(config, "max_tokens", DEFAULT_MAX_TOKENS)),
         boot_timeout_s=_option(config, "boot_timeout_s", DEFAULT_BOOT_TIMEOUT_S),
         request_timeout_s=_option(config, "request_timeout_s", DEFAULT_REQUEST_TIMEOUT_S),
+        prompt_cache_size=_count_option(config, "prompt_cache_size", 0),
     )
 
 

@@ -220,6 +220,18 @@ def test_greedy_speculative_output_equals_baseline(
         assert speculative.chat(prompt, max_tokens=32, temperature=0).text == expected.text
 
 
+def test_repeated_prompts_keep_the_greedy_output(
+    speculative: MlxEngine, baseline: MlxEngine
+) -> None:
+    """mlx-lm's prompt cache drifts with a draft from the third repeat on; ours is off."""
+    assert "--prompt-cache-size" in speculative.process.argv
+    expected = baseline.chat(PROMPT, max_tokens=24, temperature=0).text
+    repeats = [speculative.chat(PROMPT, max_tokens=24, temperature=0).text for _ in range(4)]
+    streamed = speculative.stream(PROMPT, max_tokens=24, temperature=0).text
+    assert repeats == [expected] * 4
+    assert streamed == expected
+
+
 def test_identical_draft_also_preserves_greedy_output(
     cache: Path, baseline: MlxEngine, tmp_path: Path, started: list[ManagedProcess]
 ) -> None:
@@ -276,6 +288,8 @@ def test_bad_configuration_is_a_usage_error(cache: Path, tmp_path: Path) -> None
         boot(_config(cache), tmp_path)
     with pytest.raises(pytest.UsageError, match=r"unknown option\(s\) \['alpha'\]"):
         boot(_config(cache, target="tiny:target", alpha=0.5), tmp_path)
+    with pytest.raises(pytest.UsageError, match="prompt_cache_size must be an integer >= 0"):
+        boot(_config(cache, target="tiny:target", prompt_cache_size=-1), tmp_path)
     with pytest.raises(pytest.UsageError, match="unknown tiny model role 'giant'"):
         boot(_config(cache, target="tiny:giant"), tmp_path)
     with pytest.raises(EngineBootError, match="neither a local directory nor in the Hugging Face"):

@@ -1,0 +1,138 @@
+"""EngineConfig resolution (marker > option > default) and EnginePool sharing and teardown."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from pytest_specgate.engines.config import (
+    BACKENDS,
+    EngineConfig,
+    EnginePool,
+    boot_function,
+    engine_config_from,
+)
+from pytest_specgate.engines.mock import MockEngine
+from pytest_specgate.engines.mock import boot as mock_boot
+
+NO_OPTIONS: dict[str, object] = {"engine": None, "endpoint": None}
+
+
+def test_default_backend_is_mock() -> None:
+    assert engine_config_from({}, NO_OPTIONS) == EngineConfig(backend="mock")
+
+
+def test_marker_beats_option_beats_default() -> None:
+    assert engine_config_from({}, {"engine": "vllm"}).backend == "vllm"
+    assert engine_config_from({"backend": "mock"}, {"engine": "vllm"}).backend == "mock"
+    assert engine_config_from({}, {"engine": "vllm"}, ("mlx",)).backend == "mlx"
+
+
+def test_endpoint_url_selects_the_endpoint_backend() -> None:
+    config = engine_config_from({}, {"engine": None, "endpoint": "http://127.0.0.1:9"})
+    assert config.backend == "endpoint" and config.option("url") == "http://127.0.0.1:9"
+    explicit = engine_config_from({"url": "http://127.0.0.1:8"}, {"engine": "endpoint", "endpoint": None})
+    assert explicit.option("url") == "http://127.0.0.1:8"
+
+
+def test_named_fields_and_sorted_hashable_options() -> None:
+    config = engine_config_from(
+        {"target": "t", "draft": "d", "num_draft_tokens": 3, "zeta": [1, 2], "alpha": 0.5, "extra": {"b": 1}},
+        NO_OPTIONS,
+    )
+    assert (config.target, config.draft, config.num_draft_tokens) == ("t", "d", 3)
+    assert config.options == (("alpha", 0.5), ("extra", (("b", 1),)), ("zeta", (1, 2)))
+    assert hash(config) == hash(
+        engine_config_from(
+            {
+                "alpha": 0.5,
+                "zeta": (1, 2),
+                "extra": {"b": 1},
+                "target": "t",
+                "draft": "d",
+                "num_draft_tokens": 3,
+            },
+            NO_OPTIONS,
+        )
+    )
+    assert config.with_options(alpha=0.9).option("alpha") == 0.9
+    assert "gamma=3" in config.describe()
+
+
+@pytest.mark.parametrize(
+    ("marker", "options", "args", "message"),
+    [
+        ({"backend": "tgi"}, NO_OPTIONS, (), "unknown engine backend 'tgi'"),
+        ({}, {"engine": "nope"}, (), "unknown engine backend 'nope'"),
+        ({"num_draft_tokens": 0}, NO_OPTIONS, (), "num_draft_tokens must be a positive integer, got 0"),
+        ({"num_draft_tokens": "4"}, NO_OPTIONS, (), "num_draft_tokens must be a positive integer"),
+        ({"target": 3}, NO_OPTIONS, (), "target must be a string"),
+        ({}, NO_OPTIONS, ("mock", "mlx"), "at most one positional argument"),
+        ({"backend": "mock"}, NO_OPTIONS, ("mock",), "backend given both"),
+        ({}, {"engine": "endpoint"}, (), "the endpoint backend needs a URL"),
+    ],
+)
+def test_bad_engine_configuration_is_a_usage_error_naming_the_test(
+    marker: dict[str, object], options: dict[str, object], args: tuple[object, ...], message: str
+) -> None:
+    with pytest.raises(pytest.UsageError, match=message) as error:
+        engine_config_from(marker, options, args, where="test_x.py::test_y")
+    assert str(error.value).startswith("test_x.py::test_y: ")
+
+
+def test_unhashable_option_is_a_usage_error() -> None:
+    with pytest.raises(pytest.UsageError, match="not hashable"):
+        engine_config_from({"weird": bytearray(b"x")}, NO_OPTIONS)
+
+
+def test_backends_are_imported_lazily_by_name() -> None:
+    assert set(BACKENDS) == {"mock", "mlx", "vllm", "endpoint"}
+    assert boot_function("mock") is mock_boot
+    with pytest.raises(pytest.UsageError, match="unknown engine backend"):
+        boot_function("tgi")
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_pool_boots_once_per_config_and_close_all_leaves_nothing(tmp_path: Path) -> None:
+    pool = EnginePool()
+    spec = EngineConfig(backend="mock", draft="specgate-mock-draft", num_draft_tokens=2)
+    plain = EngineConfig(backend="mock")
+    try:
+        first = pool.get(spec, tmp_path / "a")
+        assert pool.get(spec, tmp_path / "b") is first
+        other = pool.get(plain, tmp_path / "c")
+        assert other is not first and len(pool) == 2 and spec in pool
+    finally:
+        pool.close_all()
+    assert isinstance(first, MockEngine) and isinstance(other, MockEngine)
+    assert not _listening(first.port) and not _listening(other.port)
+    assert not [t for t in threading.enumerate() if t.name.startswith("specgate-mock-engine-")]
+    assert len(pool) == 0
+
+
+class _Closing:
+    def __init__(self, fail: bool, log: list[str], name: str) -> None:
+        self.fail, self.log, self.name = fail, log, name
+
+    def close(self) -> None:
+        self.log.append(self.name)
+        if self.fail:
+            raise RuntimeError(f"{self.name} would not close")
+
+
+def test_close_all_closes_every_engine_even_when_one_fails(tmp_path: Path) -> None:
+    closed: list[str] = []
+    fakes = {"a": _Closing(True, closed, "a"), "b": _Closing(False, closed, "b")}
+    pool = EnginePool(boot=lambda config, _: fakes[str(config.target)])  # type: ignore[arg-type,return-value]
+    pool.get(EngineConfig(backend="mock", target="a"), tmp_path)
+    pool.get(EngineConfig(backend="mock", target="b"), tmp_path)
+    with pytest.raises(ExceptionGroup, match="closing engines failed"):
+        pool.close_all()
+    assert sorted(closed) == ["a", "b"]

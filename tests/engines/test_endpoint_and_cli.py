@@ -1,0 +1,133 @@
+"""The endpoint backend attached to a running mock, and the `specgate mock-engine` command."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from engines_testkit import GREEDY, BootMock, user
+
+from pytest_specgate.engines.boot import ManagedProcess, free_loopback_port, wait_for_health
+from pytest_specgate.engines.config import EngineConfig, EnginePool, engine_config_from
+from pytest_specgate.engines.endpoint import boot as endpoint_boot
+from pytest_specgate.engines.mock import MockEngine
+from pytest_specgate.engines.mock_cli import EXIT_BAD_OPTIONS, EXIT_REFUSED, configure_parser, run
+from pytest_specgate.engines.protocol import EngineBootError
+
+
+def _endpoint(url: str, **options: object) -> EngineConfig:
+    return EngineConfig(backend="endpoint", options=tuple(sorted({"url": url, **options}.items())))
+
+
+def test_endpoint_uses_status_telemetry_and_leaves_the_server_running(
+    spec_engine: MockEngine, tmp_path: Path
+) -> None:
+    pool = EnginePool()
+    config = engine_config_from({}, {"engine": None, "endpoint": f"{spec_engine.base_url}/v1"})
+    try:
+        engine = pool.get(config, tmp_path)
+        assert engine.backend == "endpoint" and engine.model_id == spec_engine.model_id
+        spec_engine.roll()
+        result = engine.chat(user("via endpoint"), max_tokens=12, **GREEDY)
+        assert result.text == spec_engine.chat(user("via endpoint"), max_tokens=12, **GREEDY).text
+        telemetry = engine.telemetry()
+        assert telemetry.source == "/v1/status" and telemetry.drafted
+    finally:
+        pool.close_all()
+    assert httpx.get(f"{spec_engine.base_url}/health").status_code == 200
+
+
+def test_endpoint_without_spec_counters_reports_unavailable(boot_mock: BootMock, tmp_path: Path) -> None:
+    plain = boot_mock(draft=None, speculation_support=False)
+    with endpoint_boot(_endpoint(plain.base_url), tmp_path) as engine:
+        engine.chat(user("x"), max_tokens=3, **GREEDY)
+        telemetry = engine.telemetry()
+    assert telemetry.available is False and telemetry.drafted is None and telemetry.source == "unavailable"
+
+
+def test_endpoint_for_a_model_the_server_lacks_fails_to_boot(spec_engine: MockEngine, tmp_path: Path) -> None:
+    config = EngineConfig(backend="endpoint", target="other-model", options=(("url", spec_engine.base_url),))
+    with pytest.raises(EngineBootError, match="does not serve 'other-model'"):
+        endpoint_boot(config, tmp_path)
+
+
+def test_endpoint_that_never_answers_fails_to_boot(tmp_path: Path) -> None:
+    url = f"http://127.0.0.1:{free_loopback_port()}"
+    with pytest.raises(EngineBootError, match=r"not healthy within 0\.3s"):
+        endpoint_boot(_endpoint(url, health_deadline_s=0.3), tmp_path)
+
+
+def _args(*argv: str) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="specgate mock-engine")
+    configure_parser(parser)
+    return parser.parse_args(list(argv))
+
+
+def test_cli_refuses_a_tokenizer_mismatch(capsys: pytest.CaptureFixture[str]) -> None:
+    code = run(_args("--port", "1", "--draft", "d", "--draft-vocab", "words-v2"))
+    assert code == EXIT_REFUSED
+    assert "refused to start: draft_model_tokenizer_mismatch" in capsys.readouterr().err
+
+
+def test_cli_refuses_a_capacity_shortfall(capsys: pytest.CaptureFixture[str]) -> None:
+    code = run(_args("--port", "1", "--draft", "d", "--memory-budget-gb", "0.5"))
+    assert code == EXIT_REFUSED
+    assert "draft_model_capacity_shortfall" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--alpha", "2"), "alpha must be within [0, 1]"),
+        (("--fault", "meteor"), "unknown mock fault 'meteor'"),
+        (("--option", "eos_one_in"), "--option expects KEY=JSON"),
+        (("--option", "eos_one_in={"), "is not JSON"),
+        (("--gated-features", "logprobs,telepathy"), "unknown gated feature(s) ['telepathy']"),
+    ],
+)
+def test_cli_bad_options_exit_2(
+    argv: tuple[str, ...], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert run(_args("--port", "1", *argv)) == EXIT_BAD_OPTIONS
+    assert message in capsys.readouterr().err
+
+
+def test_cli_serves_on_the_port_with_its_flags_and_stops_cleanly(tmp_path: Path) -> None:
+    port = free_loopback_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "pytest_specgate.engines.mock",
+        "--port",
+        str(port),
+        "--draft",
+        "dr",
+        "--num-draft-tokens",
+        "3",
+        "--alpha",
+        "0.5",
+        "--fault",
+        "corrupt-spec",
+        "--gated-features",
+        "",
+        "--option",
+        "eos_one_in=0",
+    ]
+    process = ManagedProcess().start(argv, None, tmp_path / "cli.log")
+    try:
+        wait_for_health(f"http://127.0.0.1:{port}/health", 30, process)
+        status = httpx.get(f"http://127.0.0.1:{port}/v1/status").json()
+        answer = httpx.post(
+            f"http://127.0.0.1:{port}/v1/chat/completions",
+            json={"messages": user("cli"), "max_tokens": 7, **GREEDY},
+        ).json()
+    finally:
+        code = process.terminate()
+    assert (status["spec_decode_draft_model_id"], status["spec_decode_num_draft_tokens"]) == ("dr", 3)
+    assert status["spec_decode_alpha"] == 0.5 and status["violations"] == ["corrupt-spec"]
+    assert status["gated_features"] == []
+    assert 1 <= answer["usage"]["completion_tokens"] <= 7
+    assert code == 0

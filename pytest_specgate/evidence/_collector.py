@@ -96,8 +96,10 @@ class EvidenceCollector:
         rootdir: Path,
         redact_patterns: Sequence[str] = (),
         host_summary: str | None = None,
+        session_reasons: Sequence[str] = (),
         environ: Mapping[str, str] | None = None,
     ) -> None:
+        """``session_reasons``: why nothing this session may qualify (e.g. a duration scale)."""
         self._environ = os.environ if environ is None else environ
         self.redactor: Redactor = build_redactor(rootdir, redact_patterns, self._environ)
         started = dt.datetime.now(dt.UTC)
@@ -109,6 +111,7 @@ class EvidenceCollector:
         self._host_summary = host_summary or "host summary not probed"
         self._diagnostic = diagnostic
         self._allow_dirty = allow_dirty
+        self._session_reasons = tuple(session_reasons)
         self._source = probe_source(rootdir, exclude=evidence_dir)
         self._phases: dict[str, dict[str, PhaseResult]] = {}
         self._properties: dict[str, Mapping[str, JsonValue]] = {}
@@ -144,11 +147,16 @@ class EvidenceCollector:
             self._write_receipt("running")
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
+        self.finish(exitstatus)
+
+    def finish(self, exitstatus: int | pytest.ExitCode) -> WrittenBundle:
+        """Write the bundle (and the step summary); an interrupt or unfinished test disqualifies."""
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(self._running)
         self.bundle = self.write(interrupted=interrupted)
         summary_path = self._environ.get("GITHUB_STEP_SUMMARY")
         if summary_path:
             append_redacted(self.redactor, Path(summary_path), self.bundle.markdown)
+        return self.bundle
 
     def pytest_terminal_summary(self, terminalreporter: pytest.TerminalReporter) -> None:
         if self.bundle is not None:

@@ -126,9 +126,7 @@ def _check_ac(
     block = blocks[0]
     matching = [bundle for bundle in bundles if bundle.digest == block.bundle_sha256]
     if not matching:
-        return [
-            f"bundle-sha256 {block.bundle_sha256[:12]}… in the PR body matches no --evidence bundle"
-        ]
+        return [f"bundle-sha256 {block.bundle_sha256[:12]}… in the PR body matches no --evidence bundle"]
     bundle = matching[0]
     integrity = verify_bundle(bundle)
     if integrity:

@@ -55,6 +55,7 @@ class RunFacts:
     host_facts: Mapping[str, JsonValue]
     host_summary: str
     versions: Mapping[str, str]
+    session_reasons: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,7 @@ def not_qualifying_reasons(
     reasons: list[str] = []
     if ac_mode(results, run.diagnostic) == "diagnostic":
         reasons.append("diagnostic run: evidence from --specgate-diagnostic never qualifies")
+    reasons += run.session_reasons
     if run.interrupted:
         reasons.append("the run was interrupted before it finished")
     if run.source.commit is None:

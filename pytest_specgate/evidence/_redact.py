@@ -18,6 +18,7 @@ import re
 import socket
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 import pytest
@@ -54,15 +55,18 @@ _SENSITIVE_PATH = re.compile(
     r"(?<![\w.-])/(?:"
     + "|".join(re.escape(root) for root in SENSITIVE_PATH_ROOTS)
     + r")(?![\w.-])"
-    + _PATH_TAIL
+    + _PATH_TAIL,
+    re.ASCII,
 )
 _HF_TOKEN = re.compile(r"hf_[A-Za-z0-9]{30,}")
-_API_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{20,}")
-_BEARER = re.compile(r"(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{8,})")
+_API_KEY = re.compile(r"\bsk-[A-Za-z0-9_-]{20,}", re.ASCII)
+_BEARER = re.compile(r"\bbearer\s+([A-Za-z0-9._~+/=-]{8,})", re.ASCII | re.IGNORECASE)
 _EMAIL = re.compile(r"[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _IPV4_CANDIDATE = re.compile(r"(?<![\d.])\d{1,3}(?:\.\d{1,3}){3}(?![\d.])")
 _IPV6_CANDIDATE = re.compile(r"(?<![0-9A-Fa-f:])[0-9A-Fa-f]{0,4}(?::[0-9A-Fa-f]{0,4}){2,7}(?![0-9A-Fa-f:])")
 _HF_TOKEN_BYTES = re.compile(rb"hf_[A-Za-z0-9]{30,}")
+_BACKREFERENCE = re.compile(r"\\[1-9]|\(\?P=")
+"""Backreferences would be renumbered inside the combined prefilter, so they disable it."""
 NOT_HOST_NAMES = frozenset({"localhost", "localhost.localdomain"})
 
 
@@ -158,7 +162,7 @@ def _directory_rules(directory: str, inside: str, itself: str, name: str) -> lis
     escaped = re.escape(directory.rstrip("/"))
     return [
         RedactionRule(f"{name}-inside", re.compile(escaped + "/"), inside),
-        RedactionRule(name, re.compile(escaped + r"(?![\w.-])"), itself),
+        RedactionRule(name, re.compile(escaped + r"(?![\w.-])", re.ASCII), itself),
     ]
 
 
@@ -195,12 +199,36 @@ class Redactor:
     def text(self, text: str) -> str:
         current = text
         while True:
-            updated = current
-            for rule in self.rules:
-                updated = _outside_placeholders(rule, updated)
+            updated = "".join(
+                piece if protected else self._segment(piece, 0) for piece, protected in _split_protected(current)
+            )
             if updated == current:
                 return current
             current = updated
+
+    def _segment(self, segment: str, first_rule: int) -> str:
+        """One pass of rules ``first_rule..`` over text holding no protected span."""
+        if self._any_rule is not None and self._any_rule.search(segment) is None:
+            return segment
+        for index in range(first_rule, len(self.rules)):
+            updated = self.rules[index].apply(segment)
+            if updated != segment:
+                return "".join(
+                    piece if protected else self._segment(piece, index + 1)
+                    for piece, protected in _split_protected(updated)
+                )
+        return segment
+
+    @cached_property
+    def _any_rule(self) -> re.Pattern[str] | None:
+        """All rules as one alternation: text it does not match needs no rule at all."""
+        if any(_BACKREFERENCE.search(rule.pattern.pattern) for rule in self.rules):
+            return None
+        scoped = [f"(?{_flag_letters(rule.pattern)}:{rule.pattern.pattern})" for rule in self.rules]
+        try:
+            return re.compile("|".join(scoped)) if scoped else None
+        except re.error:
+            return None
 
     def value(self, value: object) -> JsonValue:
         """Plain-JSON copy of ``value`` with every string, key or not, redacted."""
@@ -237,7 +265,11 @@ class Redactor:
             return self.binary(payload) if text is None else self.text(text).encode()
         if isinstance(payload, str):
             return self.text(payload).encode()
-        return pretty_json(self.value(payload)).encode()
+        return self.json_bytes(payload)
+
+    def json_bytes(self, value: object) -> bytes:
+        """The evidence-file form of a JSON document (a bare string included)."""
+        return pretty_json(self.value(value)).encode()
 
 
 def _unique_key(key: str, taken: Mapping[str, object]) -> str:
@@ -263,15 +295,23 @@ def is_text(data: bytes) -> bool:
     return _as_text(data) is not None
 
 
-def _outside_placeholders(rule: RedactionRule, text: str) -> str:
-    pieces: list[str] = []
+def _split_protected(text: str) -> list[tuple[str, bool]]:
+    pieces: list[tuple[str, bool]] = []
     position = 0
-    for placeholder in _PROTECTED.finditer(text):
-        pieces.append(rule.apply(text[position : placeholder.start()]))
-        pieces.append(placeholder.group(0))
-        position = placeholder.end()
-    pieces.append(rule.apply(text[position:]))
-    return "".join(pieces)
+    for span in _PROTECTED.finditer(text):
+        pieces.append((text[position : span.start()], False))
+        pieces.append((span.group(0), True))
+        position = span.end()
+    pieces.append((text[position:], False))
+    return pieces
+
+
+def _flag_letters(pattern: re.Pattern[str]) -> str:
+    return "".join(
+        letter
+        for flag, letter in ((re.IGNORECASE, "i"), (re.ASCII, "a"), (re.MULTILINE, "m"), (re.DOTALL, "s"))
+        if pattern.flags & flag
+    )
 
 
 def build_redactor(

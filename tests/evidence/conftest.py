@@ -1,0 +1,21 @@
+"""Fixtures shared by the evidence tests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from evidence_testkit import GitRepo, make_git_repo
+
+
+@pytest.fixture(autouse=True)
+def _no_outer_step_summary(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Runs inside these tests must never append to the real CI job summary."""
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    yield
+
+
+@pytest.fixture
+def git_repo(tmp_path: Path) -> GitRepo:
+    return make_git_repo(tmp_path)

@@ -1,0 +1,175 @@
+"""Builders for evidence tests: a real git repository and a synthetic run through the collector.
+
+The synthetic run feeds the real :class:`EvidenceCollector` the same ``TestReport`` objects
+pytest would, so gate tests judge bundles the real writer produced. (A plain module, not the
+conftest, so tests can import it by its unique name.)
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_specgate.evidence import (
+    USER_PROPERTY_NAME,
+    EvidenceCollector,
+    EvidenceRecorder,
+    WrittenBundle,
+    empty_properties,
+    staging_dir,
+)
+
+PLANTED_HF_TOKEN = "hf_PlantedTokenValue0123456789abcdefXYZ"
+HOST_FACTS: Mapping[str, Any] = {"os": "linux", "arch": "x86_64", "memory_gb": 24}
+
+
+def _git(repo: Path, *arguments: str) -> str:
+    completed = subprocess.run(
+        ["git", "-c", "user.name=specgate-tests", "-c", "user.email=tests@example.invalid", *arguments],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return completed.stdout.strip()
+
+
+@dataclass(frozen=True)
+class GitRepo:
+    path: Path
+    commit: str
+
+
+def make_git_repo(tmp_path: Path) -> GitRepo:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    _git(repo, "init", "-q")
+    (repo / ".gitignore").write_text("out/\n__pycache__/\n")
+    (repo / "spec.py").write_text("SPEC = 28\n")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-q", "-m", "initial")
+    return GitRepo(path=repo, commit=_git(repo, "rev-parse", "HEAD"))
+
+
+class SyntheticRun:
+    """Drive an EvidenceCollector with hand-made reports, one test at a time."""
+
+    def __init__(self, repo: Path, environ: Mapping[str, str], **options: Any) -> None:
+        self.evidence_dir = repo / "out"
+        self.collector = EvidenceCollector(
+            evidence_dir=self.evidence_dir,
+            host_facts=options.pop("host_facts", HOST_FACTS),
+            diagnostic=options.pop("diagnostic", False),
+            allow_dirty=options.pop("allow_dirty", False),
+            rootdir=repo,
+            environ=environ,
+            host_summary="linux x86_64, 24 GB, no GPU",
+            **options,
+        )
+
+    def recorder(self, nodeid: str) -> EvidenceRecorder:
+        return EvidenceRecorder(nodeid, self.collector.redactor, staging_dir(self.evidence_dir))
+
+    def payload(
+        self,
+        nodeid: str,
+        ac: Mapping[str, Any] | None,
+        recorder: EvidenceRecorder | None,
+        hardware: Mapping[str, Any] | None,
+        mode: str,
+    ) -> dict[str, Any]:
+        recorded = recorder.to_properties() if recorder is not None else empty_properties()
+        return {
+            "nodeid": nodeid,
+            "ac": None if ac is None else dict(ac),
+            "hardware": hardware,
+            "mode": mode,
+            **recorded,
+        }
+
+    def report(self, nodeid: str, when: str, outcome: str, longrepr: Any, payload: Mapping[str, Any]) -> None:
+        report = pytest.TestReport(
+            nodeid=nodeid,
+            location=(nodeid.split("::")[0], 1, nodeid),
+            keywords={},
+            outcome=outcome,
+            longrepr=longrepr,
+            when=when,  # type: ignore[arg-type]
+            duration=0.25,
+            user_properties=[(USER_PROPERTY_NAME, dict(payload))],
+        )
+        self.collector.pytest_runtest_logreport(report)
+
+    def start(self, nodeid: str, ac: Mapping[str, Any] | None, mode: str = "default") -> None:
+        self.collector.pytest_runtest_logstart(nodeid=nodeid)
+        self.report(nodeid, "setup", "passed", None, self.payload(nodeid, ac, None, None, mode))
+
+    def run_test(
+        self,
+        nodeid: str,
+        ac: Mapping[str, Any] | None,
+        *,
+        outcome: str = "passed",
+        message: str = "assert 1 == 2",
+        recorder: EvidenceRecorder | None = None,
+        hardware: Mapping[str, Any] | None = None,
+        mode: str = "default",
+    ) -> None:
+        payload = self.payload(nodeid, ac, recorder, hardware, mode)
+        self.collector.pytest_runtest_logstart(nodeid=nodeid)
+        if outcome == "skipped":
+            self.report(nodeid, "setup", "skipped", (nodeid, 1, f"Skipped: {message}"), payload)
+        else:
+            self.report(nodeid, "setup", "passed", None, payload)
+            self.report(nodeid, "call", outcome, None if outcome == "passed" else message, payload)
+        self.report(nodeid, "teardown", "passed", None, payload)
+
+    def finish(self, exitstatus: int = 0) -> WrittenBundle:
+        return self.collector.finish(exitstatus)
+
+
+TEST_ENV: Mapping[str, str] = {
+    "HF_TOKEN": PLANTED_HF_TOKEN,
+    "HOME": "/home/specgate-tester",
+    "USER": "specgate-tester",
+}
+
+
+def git(repo: Path, *arguments: str) -> str:
+    return _git(repo, *arguments)
+
+
+AC10 = {
+    "id": "AC-10",
+    "spec": "SPEC-028",
+    "title": "16 GB M4 performance canary",
+    "waived_to": None,
+    "reason": None,
+}
+AC11 = {
+    "id": "AC-11",
+    "spec": "SPEC-028",
+    "title": "8 GB M1 small-air canary",
+    "waived_to": None,
+    "reason": None,
+}
+
+
+def qualifying_bundle(repo: Path, environ: Mapping[str, str], **options: Any) -> WrittenBundle:
+    """AC-10 (two tests, a measurement, an attachment) and AC-11, all passing, clean tree."""
+    run = SyntheticRun(repo, environ, **options)
+    recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
+    recorder.measure("median_speedup", 1.52, "x", at_least=1.4)
+    recorder.attach("server.log", b"boot ok\nready on 127.0.0.1:8000\n")
+    recorder.attach("trace.bin", bytes(range(256)))
+    recorder.note("engine", {"name": "mock", "version": "0.1.0"})
+    run.run_test("acceptance/test_ac10.py::test_speedup", AC10, recorder=recorder)
+    run.run_test("acceptance/test_ac10.py::test_greedy_identity", AC10)
+    run.run_test("acceptance/test_ac11.py::test_small_air", AC11)
+    run.run_test("tests/test_helper.py::test_no_ac", None)
+    return run.finish()

@@ -482,6 +482,7 @@ class FaultGates:
         observation = provoke(self.engine, messages_for(self.prompts[0]))
         if not observation.provoked:
             problems.append(f"the fault was not provoked: {observation.detail}")
+        after_fault = self.probe.read()
         later_index = 1 + self._faults_run % (len(self.prompts) - 1)
         self._faults_run += 1
         evidence: dict[str, object] = {
@@ -490,6 +491,7 @@ class FaultGates:
             "fault": observation.detail,
             "provoked": observation.provoked,
             "counters_before": before.to_dict(),
+            "counters_after_fault": after_fault.to_dict(),
         }
         try:
             later = self._greedy(self.prompts[later_index])
@@ -507,7 +509,7 @@ class FaultGates:
         after, waited = self._settled(before)
         evidence["counters_after"] = after.to_dict()
         evidence["settle_waited_s"] = round(waited, 3)
-        problems += _counter_problems(before, after, observation, self.settle_s)
+        problems += _counter_problems(before, after_fault, after, observation, self.settle_s)
         evidence["recovered"] = not problems
         if problems:
             raise RecoveryNotEvidenced(f"{gate}: " + "; ".join(problems), evidence)
@@ -563,8 +565,13 @@ class FaultGates:
 
 
 def _counter_problems(
-    before: CounterReading, after: CounterReading, observation: FaultObservation, settle_s: float
+    before: CounterReading,
+    after_fault: CounterReading,
+    after: CounterReading,
+    observation: FaultObservation,
+    settle_s: float,
 ) -> list[str]:
+    """Slots back to where they were, the later request counted, the cancel counted as a cancel."""
     problems: list[str] = []
     if before.slots_active is not None and after.slots_active is not None:
         if after.slots_active > before.slots_active:
@@ -574,12 +581,15 @@ def _counter_problems(
             )
     elif before.slots_active is not None:
         problems.append("slot counter disappeared after the fault")
-    if before.requests_total is not None and (
-        after.requests_total is None or after.requests_total <= before.requests_total
+    if after_fault.requests_total is not None and (
+        after.requests_total is None or after.requests_total <= after_fault.requests_total
     ):
         problems.append(
-            f"request counter did not advance ({before.requests_total} -> {after.requests_total})"
+            f"request counter did not advance for the request after the fault "
+            f"({after_fault.requests_total} -> {after.requests_total})"
         )
+    elif before.requests_total is not None and after_fault.requests_total is None:
+        problems.append("request counter disappeared after the fault")
     if (
         observation.expects_cancel
         and before.cancelled_total is not None

@@ -40,7 +40,7 @@ class FakeEngine:
     calls: list[dict[str, object]] = field(default_factory=list)
 
     def _tokens(self, prompt: str, max_tokens: int) -> tuple[int, ...]:
-        digest = hashlib.sha256(("drift:" if self.drift else "") .encode() + prompt.encode()).digest()
+        digest = hashlib.sha256(("drift:" if self.drift else "").encode() + prompt.encode()).digest()
         return tuple(digest[: min(max_tokens, 8)])
 
     def _admit(self, messages: list[dict[str, object]], params: dict[str, object]) -> tuple[int, ...]:
@@ -120,8 +120,9 @@ class FakeInjector:
         elif self.breakage == "dead-after-fault":
             engine.dead = True
         provoked = self.breakage != "not-provoked"
-        return FaultObservation(provoked, f"fake {kind}" if provoked else f"fake {kind}: nothing happened",
-                                expects_cancel=True)
+        return FaultObservation(
+            provoked, f"fake {kind}" if provoked else f"fake {kind}: nothing happened", expects_cancel=True
+        )
 
     def cancel_stream(self, engine: object, messages: object) -> FaultObservation:
         return self._fault("cancel_stream")

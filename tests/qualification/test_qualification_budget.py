@@ -64,7 +64,9 @@ def test_budget_over_the_hold_limit_refuses_before_boot(tmp_path: Path) -> None:
 
 def test_budget_within_the_limit_boots_once_after_pricing(tmp_path: Path) -> None:
     boot = CountingBoot()
-    with QualificationSession(tmp_path, OVER_LIMIT[:2], boot=boot, redactor=Redactor(rules=())) as qualification:
+    with QualificationSession(
+        tmp_path, OVER_LIMIT[:2], boot=boot, redactor=Redactor(rules=())
+    ) as qualification:
         assert boot.calls == 1
         assert qualification.booted == "engine"
         assert qualification.budget.total_s == 4200
@@ -82,8 +84,8 @@ def test_the_hold_limit_is_configurable(tmp_path: Path) -> None:
 
 
 def test_estimate_below_the_registered_floor_is_an_error_naming_gate_value_and_floor() -> None:
-    with pytest.raises(BudgetError, match=r"gate 'boot_target': estimated_s=5 is below the registered floor 30s "
-                       r"for gate kind 'boot'"):  # fmt: skip
+    expected = "gate 'boot_target': estimated_s=5 is below the registered floor 30s for gate kind 'boot'"
+    with pytest.raises(BudgetError, match=expected):
         price_gates([GateSpec("boot_target", 5, kind="boot")])
 
 
@@ -126,7 +128,9 @@ def test_previous_run_durations_price_gates_as_measured() -> None:
     ]
     durations = measured_durations(lines)
     assert durations == {"smoke": 42.5}
-    budget = price_gates([GateSpec("smoke", 10, kind="smoke"), GateSpec("eos", 8, kind="eos")], 600, durations)
+    budget = price_gates(
+        [GateSpec("smoke", 10, kind="smoke"), GateSpec("eos", 8, kind="eos")], 600, durations
+    )
     assert [(item.gate, item.basis, item.priced_s) for item in budget.items] == [
         ("smoke", MEASURED, 42.5),
         ("eos", ESTIMATED, 8.0),
@@ -144,7 +148,9 @@ def test_receipt_marks_each_item_estimated_or_measured_from_the_previous_run(tmp
         qualification.run("first", lambda: None)
         qualification.run("second", lambda: None)
     history = tmp_path / "run1" / "checkpoints.jsonl"
-    with QualificationSession(tmp_path / "run2", gates[:1] + (GateSpec("third", 5),), history_path=history) as q2:
+    with QualificationSession(
+        tmp_path / "run2", (gates[0], GateSpec("third", 5)), history_path=history
+    ) as q2:
         q2.run("first", lambda: None)
         q2.run("third", lambda: None)
     items = json.loads((tmp_path / "run2" / "receipt.json").read_text())["budget"]["items"]

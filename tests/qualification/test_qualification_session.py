@@ -88,9 +88,9 @@ def test_third_gate_failing_leaves_it_as_failing_gate_and_not_qualified(tmp_path
 
 
 def test_evidence_carried_by_a_failing_check_lands_in_the_gate_file(tmp_path: Path) -> None:
-    with pytest.raises(RecoveryNotEvidenced), session(tmp_path) as qualification:
-        with qualification.gate("boot_check"):
-            raise RecoveryNotEvidenced("slot not freed", {"counters_after": {"slots_active": 1}})
+    qualification = session(tmp_path).open()
+    with pytest.raises(RecoveryNotEvidenced), qualification.gate("boot_check"):
+        raise RecoveryNotEvidenced("slot not freed", {"counters_after": {"slots_active": 1}})
     assert json.loads((tmp_path / "boot_check.json").read_text())["record"] == {
         "counters_after": {"slots_active": 1}
     }
@@ -123,7 +123,10 @@ def test_deleted_gate_file_is_not_qualified(tmp_path: Path) -> None:
 
 
 def test_with_block_ending_short_of_the_last_gate_raises_not_qualified(tmp_path: Path) -> None:
-    with pytest.raises(NotQualified, match="failing gate 'eos'.*never ran"), session(tmp_path) as qualification:
+    with (
+        pytest.raises(NotQualified, match=r"failing gate 'eos'.*never ran"),
+        session(tmp_path) as qualification,
+    ):
         with qualification.gate("boot_check"):
             pass
         with qualification.gate("tool_json_reasoning_parser"):
@@ -133,9 +136,9 @@ def test_with_block_ending_short_of_the_last_gate_raises_not_qualified(tmp_path:
 
 def test_gate_out_of_order_is_an_error_naming_the_gate(tmp_path: Path) -> None:
     qualification = session(tmp_path).open()
-    with pytest.raises(QualificationError, match="gate 'eos' out of order: expected 'boot_check' next"):
-        with qualification.gate("eos"):
-            pytest.fail("the body of an out-of-order gate must not run")
+    out_of_order = "gate 'eos' out of order: expected 'boot_check' next"
+    with pytest.raises(QualificationError, match=out_of_order), qualification.gate("eos"):
+        pytest.fail("the body of an out-of-order gate must not run")
     assert "out of order" in str(receipt(tmp_path)["reasons"])
     for spec in GATES:
         with qualification.gate(spec.name):
@@ -145,35 +148,39 @@ def test_gate_out_of_order_is_an_error_naming_the_gate(tmp_path: Path) -> None:
 
 def test_undeclared_gate_is_an_error_listing_the_declared_ones(tmp_path: Path) -> None:
     qualification = session(tmp_path).open()
-    with pytest.raises(QualificationError, match="gate 'vision' is not declared; declared gates in order: "
-                       "boot_check, tool_json_reasoning_parser, eos"):  # fmt: skip
-        with qualification.gate("vision"):
-            pass
+    undeclared = (
+        "gate 'vision' is not declared; declared gates in order: boot_check, tool_json_reasoning_parser, eos"
+    )
+    with pytest.raises(QualificationError, match=undeclared), qualification.gate("vision"):
+        pass
 
 
 def test_a_gate_cannot_run_twice(tmp_path: Path) -> None:
     qualification = session(tmp_path).open()
     with qualification.gate("boot_check"):
         pass
-    with pytest.raises(QualificationError, match="gate 'boot_check' out of order"):
-        with qualification.gate("boot_check"):
-            pass
+    with (
+        pytest.raises(QualificationError, match="gate 'boot_check' out of order"),
+        qualification.gate("boot_check"),
+    ):
+        pass
 
 
 def test_no_gate_runs_after_a_failure(tmp_path: Path) -> None:
     qualification = session(tmp_path).open()
     with pytest.raises(ValueError), qualification.gate("boot_check"):
         raise ValueError("boom")
-    with pytest.raises(QualificationError, match="session is failed"):
-        with qualification.gate("tool_json_reasoning_parser"):
-            pass
+    with (
+        pytest.raises(QualificationError, match="session is failed"),
+        qualification.gate("tool_json_reasoning_parser"),
+    ):
+        pass
     assert receipt(tmp_path)["failing_gate"] == "boot_check"
 
 
 def test_gate_before_open_is_an_error(tmp_path: Path) -> None:
-    with pytest.raises(QualificationError, match="not open"):
-        with session(tmp_path).gate("boot_check"):
-            pass
+    with pytest.raises(QualificationError, match="not open"), session(tmp_path).gate("boot_check"):
+        pass
 
 
 def test_keyboard_interrupt_leaves_the_gate_named_and_status_interrupted(tmp_path: Path) -> None:
@@ -231,7 +238,9 @@ def test_closing_attaches_receipt_checkpoints_and_gate_files_to_the_evidence(tmp
         f"{prefix}-checkpoints.jsonl",
         *(f"{prefix}-{spec.name}.json" for spec in GATES),
     }
-    assert recorder.attachments[f"{prefix}-receipt.json"] == (tmp_path / "release" / "receipt.json").read_bytes()
+    assert (
+        recorder.attachments[f"{prefix}-receipt.json"] == (tmp_path / "release" / "receipt.json").read_bytes()
+    )
     note = recorder.notes[prefix]
     assert isinstance(note, dict)
     assert (note["verdict"], note["failing_gate"]) == (QUALIFIED, None)

@@ -2,15 +2,19 @@
 
 The plugin's ``engine`` fixture gives one engine per test, configured by the
 ``@pytest.mark.engine(...)`` marker. The greedy-identity and teardown specs need
-a second engine of the same backend (speculation off, or one the test may close);
-:func:`engine_like` boots it from the same marker with fields replaced, and
-closes it afterwards even when the test fails.
+a second engine of the same backend (speculation off, or one the test may
+close): :func:`engine_like` boots it from the same configuration with some
+fields replaced, and closes it afterwards even when the test fails.
+
+The configuration comes from the plugin's ``engine_config`` fixture when there
+is one (it carries options the plugin adds, e.g. the interpreter that has
+vLLM); otherwise it is rebuilt from the marker with ``engine``'s backend.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
@@ -28,23 +32,28 @@ def _marker_kwargs(node: pytest.Item) -> dict[str, object]:
     return merged
 
 
+def _config_of(engine: Engine, request: pytest.FixtureRequest) -> EngineConfig:
+    try:
+        config = request.getfixturevalue("engine_config")
+    except pytest.FixtureLookupError:
+        node = request.node
+        assert isinstance(node, pytest.Item)
+        return engine_config_from(_marker_kwargs(node), {"engine": engine.backend}, where=node.nodeid)
+    assert isinstance(config, EngineConfig), f"engine_config fixture returned {config!r}"
+    return config
+
+
 @pytest.fixture
 def engine_like(
     engine: Engine, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[EngineFactory]:
-    """``engine_like(draft=None)`` boots another engine of ``engine``'s backend."""
+    """``engine_like(draft=None, num_draft_tokens=None)`` boots another engine like ``engine``."""
+    base = _config_of(engine, request)
     booted: list[Engine] = []
-    base_kwargs = _marker_kwargs(request.node)  # type: ignore[arg-type]
 
     def boot_another(**changes: object) -> Engine:
-        kwargs = {**base_kwargs, **changes}
-        config: EngineConfig = engine_config_from(
-            {key: value for key, value in kwargs.items() if value is not None},
-            {"engine": engine.backend},
-            where=request.node.nodeid,
-        )
-        workdir: Path = tmp_path_factory.mktemp(f"{engine.backend}-engine")
-        another = boot_function(config.backend)(config, workdir)
+        config = dataclasses.replace(base, **changes)  # type: ignore[arg-type]
+        another = boot_function(config.backend)(config, tmp_path_factory.mktemp(config.backend))
         booted.append(another)
         return another
 

@@ -6,7 +6,7 @@ import math
 import numbers
 import re
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePath
 
 import pytest
 
@@ -147,7 +147,7 @@ class EvidenceRecorder:
         if self._staging is not None:
             replace_atomically(self._staging / digest, stored)
         attachment = Attachment(
-            name=safe_file_name(self._redactor.text(name)),
+            name=safe_file_name(self._redactor.text(PurePath(name).name or name)),
             sha256=digest,
             size=len(stored),
             text=is_text(stored),

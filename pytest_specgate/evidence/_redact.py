@@ -199,9 +199,8 @@ class Redactor:
     def text(self, text: str) -> str:
         current = text
         while True:
-            updated = "".join(
-                piece if protected else self._segment(piece, 0) for piece, protected in _split_protected(current)
-            )
+            pieces = _split_protected(current)
+            updated = "".join(piece if protected else self._segment(piece, 0) for piece, protected in pieces)
             if updated == current:
                 return current
             current = updated

@@ -1,0 +1,175 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_specgate.evidence import schema_problems
+from pytest_specgate.evidence._records import (
+    ExecutedTest,
+    PhaseResult,
+    RunFacts,
+    SourceState,
+    ac_outcome,
+    build_ac_record,
+    fold_outcome,
+    longrepr_message,
+)
+
+COMMIT = "a" * 40
+
+
+def _phase(when: str, outcome: str, message: str | None = None, wasxfail: bool = False) -> PhaseResult:
+    return PhaseResult(when=when, outcome=outcome, duration=0.1, message=message, wasxfail=wasxfail)
+
+
+def _phases(*phases: PhaseResult) -> dict[str, PhaseResult]:
+    return {phase.when: phase for phase in phases}
+
+
+@pytest.mark.parametrize(
+    ("phases", "finished", "expected"),
+    [
+        ((_phase("setup", "passed"), _phase("call", "passed"), _phase("teardown", "passed")), True, "passed"),
+        ((_phase("setup", "failed", "boom"), _phase("teardown", "passed")), True, "error"),
+        ((_phase("setup", "skipped", "needs M4"), _phase("teardown", "passed")), True, "skipped"),
+        (
+            (_phase("setup", "passed"), _phase("call", "failed", "assert"), _phase("teardown", "passed")),
+            True,
+            "failed",
+        ),
+        ((_phase("setup", "passed"), _phase("call", "skipped", wasxfail=True)), True, "xfailed"),
+        ((_phase("setup", "passed"), _phase("call", "passed", wasxfail=True)), True, "xpassed"),
+        (
+            (_phase("setup", "passed"), _phase("call", "passed"), _phase("teardown", "failed", "leak")),
+            True,
+            "error",
+        ),
+        ((_phase("setup", "passed"),), False, "interrupted"),
+    ],
+)
+def test_phases_fold_into_one_outcome(phases: tuple[PhaseResult, ...], finished: bool, expected: str) -> None:
+    assert fold_outcome(_phases(*phases), finished)[0] == expected
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "expected"),
+    [
+        (["passed", "passed"], "passed"),
+        (["passed", "skipped"], "skipped"),
+        (["passed", "xfailed"], "skipped"),
+        (["skipped", "failed"], "failed"),
+        (["passed", "error"], "failed"),
+        (["passed", "interrupted"], "incomplete"),
+        (["xpassed"], "failed"),
+    ],
+)
+def test_an_ac_passes_only_when_all_its_tests_pass(outcomes: list[str], expected: str) -> None:
+    assert ac_outcome(outcomes) == expected
+
+
+def test_skip_reason_loses_pytest_prefix() -> None:
+    assert longrepr_message(("t.py", 3, "Skipped: needs M4"), "skipped") == "needs M4"
+
+
+def _run(**changes: Any) -> RunFacts:
+    base: dict[str, Any] = {
+        "run_id": "r1",
+        "started_at": "2026-01-01T00:00:00Z",
+        "finished_at": "2026-01-01T00:01:00Z",
+        "diagnostic": False,
+        "allow_dirty": False,
+        "interrupted": False,
+        "source": SourceState(commit=COMMIT, dirty=False, problem=None),
+        "host_facts": {"os": "linux"},
+        "host_summary": "linux x86_64",
+        "versions": {"python": "3.11", "pytest": "9", "specgate": "0.1.0"},
+    }
+    base.update(changes)
+    return RunFacts(**base)
+
+
+def _test(nodeid: str = "t.py::a", outcome: str = "passed", **properties: Any) -> ExecutedTest:
+    payload = {
+        "ac": {"id": "AC-10", "spec": "SPEC-028", "title": "t", "waived_to": None, "reason": None},
+        "hardware": None,
+        "mode": "default",
+        "measurements": [],
+        "attachments": [],
+        "notes": {},
+    }
+    payload.update(properties)
+    return ExecutedTest(
+        nodeid=nodeid,
+        outcome=outcome,
+        message=None,
+        duration=0.2,  # type: ignore[arg-type]
+        phases=(_phase("setup", "passed"),),
+        properties=payload,
+    )
+
+
+def test_clean_passing_ac_qualifies_and_matches_the_schema() -> None:
+    record = build_ac_record("AC-10", [_test()], _run())
+    assert record["qualifying"] is True and record["not_qualifying_reasons"] == []
+    assert record["outcome"] == "passed" and record["mode"] == "default"
+    assert schema_problems(record) == []
+
+
+@pytest.mark.parametrize(
+    ("run", "test", "reason"),
+    [
+        (_run(diagnostic=True), _test(), "diagnostic run"),
+        (_run(), _test(mode="diagnostic"), "diagnostic run"),
+        (_run(interrupted=True), _test(), "interrupted"),
+        (
+            _run(source=SourceState(None, None, "not a git repository")),
+            _test(),
+            "source commit unknown: not a git",
+        ),
+        (_run(source=SourceState(COMMIT, True, None)), _test(), "working tree has uncommitted changes"),
+        (_run(session_reasons=("--specgate-duration-scale 0.02 is not 1",)), _test(), "duration-scale 0.02"),
+        (_run(), _test(outcome="skipped"), "t.py::a: skipped"),
+        (
+            _run(),
+            _test(
+                hardware={"matched": False, "reasons": ["needs Apple M4", "needs 16 GB"], "host_summary": "x"}
+            ),
+            "t.py::a: hardware requirement not met: needs Apple M4; needs 16 GB",
+        ),
+        (
+            _run(),
+            _test(
+                measurements=[
+                    {"name": "speedup", "value": 1.2, "unit": "x", "at_least": 1.4, "at_most": None}
+                ]
+            ),
+            "t.py::a: speedup = 1.2 x is below at_least=1.4",
+        ),
+    ],
+)
+def test_every_disqualifier_is_named(run: RunFacts, test: ExecutedTest, reason: str) -> None:
+    record = build_ac_record("AC-10", [test], run)
+    assert record["qualifying"] is False
+    assert any(reason in why for why in record["not_qualifying_reasons"]), record["not_qualifying_reasons"]
+    assert schema_problems(record) == []
+
+
+def test_dirty_tree_qualifies_with_allow_dirty() -> None:
+    record = build_ac_record(
+        "AC-10", [_test()], _run(source=SourceState(COMMIT, True, None), allow_dirty=True)
+    )
+    assert record["qualifying"] is True and record["source"]["dirty"] is True
+
+
+def test_tests_are_ordered_by_nodeid_and_disagreeing_markers_disqualify() -> None:
+    waived = {"id": "AC-10", "spec": "SPEC-028", "title": "t", "waived_to": "PR-C", "reason": "later"}
+    record = build_ac_record("AC-10", [_test("t.py::b", ac=waived), _test("t.py::a")], _run())
+    assert [test["nodeid"] for test in record["tests"]] == ["t.py::a", "t.py::b"]
+    assert "tests of this AC disagree on spec/title/waived_to/reason" in record["not_qualifying_reasons"]
+
+
+def test_schema_rejects_a_record_missing_a_field() -> None:
+    record = build_ac_record("AC-10", [_test()], _run())
+    del record["qualifying"]
+    assert any("'qualifying' is a required property" in problem for problem in schema_problems(record))

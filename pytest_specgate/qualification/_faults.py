@@ -160,6 +160,7 @@ class GreedyOutput:
     text: str
     token_ids: tuple[int, ...] | None
     finish_reason: str | None
+    completion_tokens: int | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -167,6 +168,7 @@ class GreedyOutput:
             "text": self.text,
             "token_ids": list(self.token_ids) if self.token_ids is not None else None,
             "finish_reason": self.finish_reason,
+            "completion_tokens": self.completion_tokens,
         }
 
 
@@ -436,7 +438,9 @@ class FaultGates:
 
     def _greedy(self, prompt: str) -> GreedyOutput:
         result = self.engine.chat(messages_for(prompt), temperature=0.0, max_tokens=self.max_tokens)
-        return GreedyOutput(prompt, result.text, result.token_ids, result.finish_reason)
+        return GreedyOutput(
+            prompt, result.text, result.token_ids, result.finish_reason, result.completion_tokens
+        )
 
     def greedy_reference(self) -> dict[str, object]:
         """Greedy outputs on every fixed prompt before any fault: what recovery is compared to."""

@@ -144,15 +144,17 @@ def test_a_measured_duration_below_the_floor_is_priced_at_the_floor() -> None:
 
 def test_receipt_marks_each_item_estimated_or_measured_from_the_previous_run(tmp_path: Path) -> None:
     gates = (GateSpec("first", 5), GateSpec("second", 5))
-    with QualificationSession(tmp_path / "run1", gates) as qualification:
-        qualification.run("first", lambda: None)
-        qualification.run("second", lambda: None)
+    first_run: QualificationSession[None] = QualificationSession(tmp_path / "run1", gates)
+    with first_run:
+        first_run.run("first", lambda: None)
+        first_run.run("second", lambda: None)
     history = tmp_path / "run1" / "checkpoints.jsonl"
-    with QualificationSession(
+    second_run: QualificationSession[None] = QualificationSession(
         tmp_path / "run2", (gates[0], GateSpec("third", 5)), history_path=history
-    ) as q2:
-        q2.run("first", lambda: None)
-        q2.run("third", lambda: None)
+    )
+    with second_run:
+        second_run.run("first", lambda: None)
+        second_run.run("third", lambda: None)
     items = json.loads((tmp_path / "run2" / "receipt.json").read_text())["budget"]["items"]
     assert [(item["gate"], item["basis"]) for item in items] == [("first", MEASURED), ("third", ESTIMATED)]
     gates_in_receipt = json.loads((tmp_path / "run2" / "receipt.json").read_text())["gates"]

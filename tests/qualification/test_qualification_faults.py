@@ -107,7 +107,9 @@ def test_greedy_restore_reports_n_of_n_identical_and_the_first_difference() -> N
     engine.drift = True
     with pytest.raises(RecoveryNotEvidenced, match="greedy 0/4 identical; first mismatch on") as failed:
         gates.greedy_restore()
-    mismatch = failed.value.evidence["mismatches"][0]
+    mismatches = failed.value.evidence["mismatches"]
+    assert isinstance(mismatches, list)
+    mismatch = mismatches[0]
     assert mismatch["unit"] == "token"
     assert mismatch["before"] != mismatch["after"]
 

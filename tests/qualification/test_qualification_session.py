@@ -79,7 +79,9 @@ def test_third_gate_failing_leaves_it_as_failing_gate_and_not_qualified(tmp_path
     assert document["verdict"] == NOT_QUALIFIED
     assert document["failing_gate"] == "eos"
     assert document["status"] == "failed"
-    states = [entry["state"] for entry in document["gates"]]  # type: ignore[union-attr]
+    gates = document["gates"]
+    assert isinstance(gates, list)
+    states = [entry["state"] for entry in gates]
     assert states == ["passed", "passed", "failed"]
     failed = json.loads((tmp_path / "eos.json").read_text())
     assert failed["passed"] is False
@@ -248,7 +250,7 @@ def test_closing_attaches_receipt_checkpoints_and_gate_files_to_the_evidence(tmp
 
 def test_gate_evidence_is_redacted(tmp_path: Path) -> None:
     token = "hf_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7"
-    qualification = QualificationSession(tmp_path, [GateSpec("only", 1)]).open()
+    qualification: QualificationSession[None] = QualificationSession(tmp_path, [GateSpec("only", 1)]).open()
     with qualification.gate("only") as gate:
         gate.record({"log": f"token {token}"})
     assert token not in (tmp_path / "only.json").read_text()

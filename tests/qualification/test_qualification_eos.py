@@ -8,7 +8,7 @@ from qualification_testkit import FakeEngine
 from pytest_specgate.engines.mock import MockEngine
 from pytest_specgate.qualification import EosNotRespected, EosPath, eos_gate
 
-EOS_PROMPT = [{"role": "user", "content": "Say OK."}]
+EOS_PROMPT: list[dict[str, object]] = [{"role": "user", "content": "Say OK."}]
 """Greedy decoding of the mock's target reaches EOS after 12 tokens for this prompt."""
 
 

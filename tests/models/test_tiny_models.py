@@ -166,3 +166,18 @@ def test_mlx_greedy_speculative_output_equals_baseline(pair: TinyModelPair) -> N
     assert copy_tokens == baseline
     assert 0 < draft_accepted < copy_accepted
     assert copy_accepted == 30
+
+
+def test_concurrent_builds_into_one_cache_agree(tmp_path: Path) -> None:
+    """xdist workers may share a cache directory: the rename makes one build win whole."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(max_workers=2) as pool:
+        roots = list(pool.map(_build_root, [tmp_path, tmp_path]))
+    assert roots[0] == roots[1]
+    assert [p.name for p in tmp_path.iterdir()] == [Path(roots[0]).name]
+    assert len(_file_digests(Path(roots[0]))) == 6 * len(TINY_MODEL_ROLES)
+
+
+def _build_root(cache: Path) -> str:
+    return str(tiny_model_pair(cache).root)

@@ -20,10 +20,13 @@ if TYPE_CHECKING:
 __all__ = [
     "BACKENDS",
     "DEFAULT_BACKEND",
+    "ENGINE_MARKER_DOC",
     "EngineConfig",
     "EnginePool",
     "boot_function",
+    "engine_config_for_node",
     "engine_config_from",
+    "engine_workdir",
     "freeze_option",
 ]
 
@@ -34,6 +37,11 @@ BACKENDS: dict[str, str] = {
     "endpoint": "pytest_specgate.engines.endpoint:boot",
 }
 DEFAULT_BACKEND = "mock"
+ENGINE_MARKER_DOC = (
+    "engine(backend=None, *, target=None, draft=None, num_draft_tokens=None, **options): "
+    "the engine the `engine` fixture boots for this test (backend mock|mlx|vllm|endpoint, "
+    "default from --specgate-engine, else mock); engines with equal arguments are shared."
+)
 _NAMED_FIELDS = ("backend", "target", "draft", "num_draft_tokens")
 
 
@@ -161,6 +169,22 @@ def engine_config_from(
         num_draft_tokens=_optional_gamma(where, marker_kwargs.get("num_draft_tokens")),
         options=tuple(sorted(options.items())),
     )
+
+
+def engine_config_for_node(node: pytest.Item, option_values: Mapping[str, object]) -> EngineConfig:
+    """The EngineConfig for a test: its closest ``engine`` marker over the command-line options."""
+    marker = node.get_closest_marker("engine")
+    if marker is None:
+        return engine_config_from({}, option_values, where=node.nodeid)
+    return engine_config_from(marker.kwargs, option_values, marker.args, where=node.nodeid)
+
+
+def engine_workdir(base: Path, config: EngineConfig) -> Path:
+    """A stable per-configuration directory under ``base`` for an engine's logs and files."""
+    import hashlib
+
+    digest = hashlib.sha256(repr(config).encode()).hexdigest()[:10]
+    return base / f"{config.backend}-{digest}"
 
 
 BootFunction = Callable[[EngineConfig, Path], "Engine"]

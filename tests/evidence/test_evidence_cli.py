@@ -1,0 +1,152 @@
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun, qualifying_bundle
+
+from pytest_specgate.evidence import WrittenBundle, load_bundle, parse_pr_body, verify_bundle
+from pytest_specgate.evidence.cli_commands import (
+    configure_gate_parser,
+    configure_merge_parser,
+    configure_render_parser,
+    configure_waivers_parser,
+    run_gate,
+    run_merge,
+    run_render,
+    run_waivers,
+)
+
+
+def cli(
+    capsys: pytest.CaptureFixture[str],
+    configure: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int],
+    *arguments: str,
+) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    code = run(parser.parse_args(list(arguments)))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def _host_run(repo: Path, ac10_passes: bool, ac11_passes: bool) -> WrittenBundle:
+    """One host's run: only the AC its hardware matches passes; the other skips."""
+    run = SyntheticRun(repo, TEST_ENV)
+    run.run_test(
+        "acceptance/test_ac10.py::test_speedup", AC10, outcome="passed" if ac10_passes else "skipped"
+    )
+    run.run_test(
+        "acceptance/test_ac11.py::test_small_air", AC11, outcome="passed" if ac11_passes else "skipped"
+    )
+    return run.finish()
+
+
+def test_render_prints_the_bundle_markdown(git_repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    code, out, _ = cli(capsys, configure_render_parser, run_render, str(written.path))
+    assert code == 0 and out == written.markdown
+    code, out, _ = cli(capsys, configure_render_parser, run_render, str(git_repo.path / "out"))
+    assert code == 0 and out == written.markdown
+
+
+def test_render_refuses_a_tampered_or_ambiguous_bundle(
+    git_repo: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    qualifying_bundle(git_repo.path, TEST_ENV)
+    code, _, err = cli(capsys, configure_render_parser, run_render, str(git_repo.path / "out"))
+    assert code == 2 and "expected one bundle, found 2" in err
+    (written.path / "AC-10.json").write_text("{}")
+    code, _, err = cli(capsys, configure_render_parser, run_render, str(written.path))
+    assert code == 2 and "bundle does not match its manifest: AC-10.json: sha256" in err
+
+
+def test_merge_combines_hosts_and_the_gate_accepts_the_merged_bundle(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    m4 = _host_run(git_repo.path, ac10_passes=True, ac11_passes=False)
+    m1 = _host_run(git_repo.path, ac10_passes=False, ac11_passes=True)
+    merged = tmp_path / "merged"
+    code, out, _ = cli(
+        capsys, configure_merge_parser, run_merge, str(m4.path), str(m1.path), "-o", str(merged)
+    )
+    assert code == 0 and out.startswith(f"specgate merge: wrote {merged} (2 AC, bundle-sha256 ")
+    bundle = load_bundle(merged)
+    assert verify_bundle(bundle) == []
+    assert (merged / "AC-10.json").read_bytes() == (m4.path / "AC-10.json").read_bytes()
+    assert (merged / "AC-11.json").read_bytes() == (m1.path / "AC-11.json").read_bytes()
+    sources = json.loads((merged / "merge.json").read_text())["sources"]
+    assert sorted((s["run_id"], tuple(s["acs"])) for s in sources) == sorted(
+        [(m4.path.name, ("AC-10",)), (m1.path.name, ("AC-11",))]
+    )
+    markdown = (merged / "evidence.md").read_text()
+    assert {b.bundle_sha256 for b in parse_pr_body(markdown, "evidence.md")} == {bundle.digest}
+    body = tmp_path / "PR.md"
+    body.write_text(markdown)
+    code, out, _ = cli(
+        capsys,
+        configure_gate_parser,
+        run_gate,
+        "--pr-body",
+        str(body),
+        "--evidence",
+        str(merged),
+        "--require",
+        "AC-10",
+        "--require",
+        "AC-11",
+        "--commit",
+        git_repo.commit,
+    )
+    assert (code, out) == (0, "specgate gate: accepted AC-10, AC-11\n")
+
+
+def test_merge_refuses_two_qualifying_records_and_an_existing_output(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = qualifying_bundle(git_repo.path, TEST_ENV)
+    second = qualifying_bundle(git_repo.path, TEST_ENV)
+    code, _, err = cli(
+        capsys,
+        configure_merge_parser,
+        run_merge,
+        str(first.path),
+        str(second.path),
+        "-o",
+        str(tmp_path / "m"),
+    )
+    assert code == 2 and "AC-10 has qualifying evidence in both" in err
+    code, _, err = cli(capsys, configure_merge_parser, run_merge, str(first.path), "-o", str(first.path))
+    assert code == 2 and "already exists" in err
+
+
+def test_waivers_lists_open_waivers_and_flags_due_ones(
+    git_repo: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    run.run_test(
+        "acceptance/test_ac10.py::test_speedup", AC10 | {"waived_to": "PR-C", "reason": "no M4 in CI"}
+    )
+    run.run_test("acceptance/test_ac11.py::test_small_air", AC11 | {"waived_to": "PR-B", "reason": "no M1"})
+    written = run.finish()
+    code, out, _ = cli(capsys, configure_waivers_parser, run_waivers, str(written.path))
+    assert code == 0
+    assert out.splitlines() == [
+        f"AC-10 waived → PR-C: no M4 in CI [run {written.path.name}]",
+        f"AC-11 waived → PR-B: no M1 [run {written.path.name}]",
+    ]
+    code, out, _ = cli(capsys, configure_waivers_parser, run_waivers, str(written.path), "--gate", "PR-B")
+    assert code == 1 and out.splitlines()[1].endswith("(DUE: this is gate PR-B)")
+    assert "DUE" not in out.splitlines()[0]
+    code, _, err = cli(capsys, configure_waivers_parser, run_waivers, str(written.path), "--gate", "PR-2")
+    assert code == 2 and "cannot order gate" in err
+
+
+def test_waivers_without_any(git_repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    assert cli(capsys, configure_waivers_parser, run_waivers, str(written.path))[:2] == (0, "no waivers\n")

@@ -143,14 +143,9 @@ def qualification_factory(
 
 
 def _engine_marker(node: pytest.Item) -> tuple[tuple[object, ...], dict[str, object]]:
-    """Merged ``engine`` marker: the closest marker wins per key, as for the ``engine`` fixture."""
-    args: tuple[object, ...] = ()
-    kwargs: dict[str, object] = {}
-    for marker in node.iter_markers("engine"):
-        args = args or tuple(marker.args)
-        for key, value in marker.kwargs.items():
-            kwargs.setdefault(key, value)
-    return args, kwargs
+    """The closest ``engine`` marker's arguments, as the ``engine`` fixture reads them."""
+    marker = node.get_closest_marker("engine")
+    return (tuple(marker.args), dict(marker.kwargs)) if marker is not None else ((), {})
 
 
 @contextmanager

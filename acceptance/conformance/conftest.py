@@ -18,18 +18,10 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from pytest_specgate.engines import Engine, EngineConfig, boot_function, engine_config_from
+from pytest_specgate.engines import Engine, EngineConfig, boot_function
+from pytest_specgate.engines.config import engine_config_for_node
 
 EngineFactory = Callable[..., Engine]
-
-
-def _marker_kwargs(node: pytest.Item) -> dict[str, object]:
-    """Engine marker kwargs, the closest marker (function over module) winning per key."""
-    merged: dict[str, object] = {}
-    for marker in node.iter_markers("engine"):
-        for key, value in marker.kwargs.items():
-            merged.setdefault(key, value)
-    return merged
 
 
 def _config_of(engine: Engine, request: pytest.FixtureRequest) -> EngineConfig:
@@ -38,7 +30,7 @@ def _config_of(engine: Engine, request: pytest.FixtureRequest) -> EngineConfig:
     except pytest.FixtureLookupError:
         node = request.node
         assert isinstance(node, pytest.Item)
-        return engine_config_from(_marker_kwargs(node), {"engine": engine.backend}, where=node.nodeid)
+        return engine_config_for_node(node, {"engine": engine.backend})
     assert isinstance(config, EngineConfig), f"engine_config fixture returned {config!r}"
     return config
 

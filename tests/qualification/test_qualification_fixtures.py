@@ -14,6 +14,7 @@ import pytest
 from pytest_specgate.qualification import (
     MEASURED,
     GateSpec,
+    QualificationSession,
     qualification_directories,
     qualification_factory,
 )
@@ -100,13 +101,12 @@ def test_with_evidence_sessions_live_outside_the_bundle_and_price_from_the_previ
     evidence = tmp_path / "evidence"
     gates = [GateSpec("smoke", 5, kind="smoke")]
     for run_id in ("20261202T100000Z-aaaaaa", "20261202T110000Z-bbbbbb"):
-        with (
-            qualification_factory(
-                nodeid="acceptance/q.py::test_q", tmp_path=tmp_path, evidence_dir=evidence, run_id=run_id
-            ) as factory,
-            factory(gates) as session,
-        ):
-            session.run("smoke", lambda: {"ok": True})
+        with qualification_factory(
+            nodeid="acceptance/q.py::test_q", tmp_path=tmp_path, evidence_dir=evidence, run_id=run_id
+        ) as factory:
+            session: QualificationSession[None] = factory(gates)
+            with session:
+                session.run("smoke", lambda: {"ok": True})
     runs = sorted(p.name for p in (evidence / "qualification").glob("*/*"))
     assert runs == ["20261202T100000Z-aaaaaa", "20261202T110000Z-bbbbbb"]
     latest = next((evidence / "qualification").glob("*/20261202T110000Z-bbbbbb"))

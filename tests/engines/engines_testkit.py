@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from openai.types.chat import ChatCompletionUserMessageParam
+
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.mock import DEFAULT_DRAFT, DEFAULT_TARGET, MockEngine
 from pytest_specgate.engines.mock.model import DraftModel, TargetModel, vocabulary_named
@@ -30,6 +32,11 @@ def mock_config(
 
 
 def user(text: str) -> list[dict[str, object]]:
+    return [{"role": "user", "content": text}]
+
+
+def oai_user(text: str) -> list[ChatCompletionUserMessageParam]:
+    """``user(text)`` typed for the `openai` package."""
     return [{"role": "user", "content": text}]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import openai
 import pytest
-from engines_testkit import user
+from engines_testkit import oai_user, user
 
 from pytest_specgate.engines.mock import MockEngine
 
@@ -60,9 +60,9 @@ def test_unknown_route_and_wrong_method_are_json_errors(spec_engine: MockEngine)
 def test_openai_client_sees_typed_errors(spec_engine: MockEngine) -> None:
     client = openai.OpenAI(base_url=f"{spec_engine.base_url}/v1", api_key="unused", max_retries=0)
     with pytest.raises(openai.NotFoundError, match="gpt-17"):
-        client.chat.completions.create(model="gpt-17", messages=OK_MESSAGES)  # type: ignore[arg-type]
+        client.chat.completions.create(model="gpt-17", messages=oai_user("hi"))
     with pytest.raises(openai.BadRequestError, match="max_tokens"):
-        client.chat.completions.create(model=spec_engine.model_id, messages=OK_MESSAGES, max_tokens=-1)  # type: ignore[arg-type]
+        client.chat.completions.create(model=spec_engine.model_id, messages=oai_user("hi"), max_tokens=-1)
 
 
 def test_server_still_serves_after_bad_input(spec_engine: MockEngine) -> None:

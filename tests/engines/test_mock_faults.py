@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import openai
 import pytest
-from engines_testkit import GREEDY, BootMock, mock_config, user
+from engines_testkit import GREEDY, BootMock, mock_config, oai_user, user
 
 from pytest_specgate.engines.client import EngineHTTPError
 from pytest_specgate.engines.mock import MockEngine, boot
@@ -54,8 +54,10 @@ def test_reset_of_a_non_streamed_reply_is_a_connection_error(boot_mock: BootMock
     client = openai.OpenAI(base_url=f"{engine.base_url}/v1", api_key="unused", max_retries=0)
     for _ in range(2):
         with pytest.raises(openai.APIConnectionError):
-            client.chat.completions.create(model=engine.model_id, messages=user("x"), temperature=0)  # type: ignore[arg-type]
-    assert client.chat.completions.create(model=engine.model_id, messages=user("x"), temperature=0).choices  # type: ignore[arg-type]
+            client.chat.completions.create(model=engine.model_id, messages=oai_user("x"), temperature=0)
+    assert client.chat.completions.create(
+        model=engine.model_id, messages=oai_user("x"), temperature=0
+    ).choices
     assert faults(engine)["fired"] == {"reset": 2}
 
 
@@ -95,7 +97,7 @@ def test_error_500_for_n_requests(boot_mock: BootMock) -> None:
     engine.inject_fault("error-500", count=2)
     client = openai.OpenAI(base_url=f"{engine.base_url}/v1", api_key="unused", max_retries=0)
     with pytest.raises(openai.InternalServerError):
-        client.chat.completions.create(model=engine.model_id, messages=user("x"), temperature=0)  # type: ignore[arg-type]
+        client.chat.completions.create(model=engine.model_id, messages=oai_user("x"), temperature=0)
     with pytest.raises(EngineHTTPError) as second:
         engine.chat(user("x"), **GREEDY)
     assert second.value.status_code == 500

@@ -7,7 +7,7 @@ import json
 import httpx
 import openai
 import pytest
-from engines_testkit import GREEDY, BootMock, user
+from engines_testkit import GREEDY, BootMock, oai_user, user
 
 from pytest_specgate.engines.mock import MockEngine
 
@@ -20,7 +20,7 @@ def oai(spec_engine: MockEngine) -> openai.OpenAI:
 def test_openai_client_non_streamed_chat(oai: openai.OpenAI, spec_engine: MockEngine) -> None:
     answer = oai.chat.completions.create(
         model=spec_engine.model_id,
-        messages=user("hello"),  # type: ignore[arg-type]
+        messages=oai_user("hello"),
         temperature=0,
         max_tokens=12,
     )
@@ -37,7 +37,7 @@ def test_openai_client_streamed_chat_matches_non_streamed(
 ) -> None:
     stream = oai.chat.completions.create(
         model=spec_engine.model_id,
-        messages=user("stream me"),  # type: ignore[arg-type]
+        messages=oai_user("stream me"),
         temperature=0,
         max_tokens=20,
         stream=True,

@@ -48,7 +48,7 @@ def test_argv_for_a_draft_model_binds_loopback_and_passes_the_speculative_config
     assert argv[argv.index("--port") + 1] == "18001"
     assert argv[argv.index("--dtype") + 1] == "float32"
     assert argv[argv.index("--max-model-len") + 1] == "512"
-    assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.3"
+    assert argv[argv.index("--gpu-memory-utilization") + 1] == "0.15"
     assert "--enforce-eager" in argv
     assert json.loads(argv[argv.index("--speculative-config") + 1]) == {
         "model": "/models/draft", "num_speculative_tokens": 3,
@@ -103,8 +103,11 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> TinyModelPair:
 @pytest.fixture
 def fake_vllm(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """Installs the stand-in server; yields the file its processes write their pids to."""
-    package = tmp_path / "site" / "vllm" / "entrypoints" / "openai"
+    site = tmp_path / "site"
+    package = site / "vllm" / "entrypoints" / "openai"
     package.mkdir(parents=True)
+    for level in (site / "vllm", site / "vllm" / "entrypoints", package):
+        (level / "__init__.py").write_text('"""Regular packages, so they shadow an installed vLLM."""\n')
     shutil.copy(HERE / "fake_api_server.py", package / "api_server.py")
     pids = tmp_path / "pids.txt"
     pids.touch()
@@ -169,7 +172,7 @@ def test_early_exit_is_a_boot_error_with_the_log_tail(
     monkeypatch.setenv("FAKE_VLLM_MODE", "exit")
 
     with pytest.raises(EngineBootError, match="exited with code 3") as caught:
-        boot(vllm_config(model_cache=str(pair.root.parent)), tmp_path)
+        boot(vllm_config(model_cache=str(pair.root.parent)), tmp_path).close()
 
     assert any("Engine core initialization failed" in note for note in caught.value.__notes__)
     assert not any(alive(pid) for pid in pids_in(fake_vllm))
@@ -181,7 +184,7 @@ def test_health_timeout_kills_the_whole_process_group(
     monkeypatch.setenv("FAKE_VLLM_MODE", "hang")
 
     with pytest.raises(EngineBootError, match="not healthy within"):
-        boot(vllm_config(model_cache=str(pair.root.parent), boot_timeout_s=3), tmp_path)
+        boot(vllm_config(model_cache=str(pair.root.parent), boot_timeout_s=3), tmp_path).close()
 
     pids = pids_in(fake_vllm)
     assert len(pids) == 2, "the stand-in should have started a grandchild"
@@ -194,7 +197,7 @@ def test_tokenizer_mismatch_refuses_before_any_process_starts(
     config = vllm_config(draft="tiny:permuted", model_cache=str(pair.root.parent))
 
     with pytest.raises(EngineStartupRefused) as caught:
-        boot(config, tmp_path)
+        boot(config, tmp_path).close()
 
     assert caught.value.code == "draft_model_tokenizer_mismatch"
     assert pids_in(fake_vllm) == []

@@ -14,7 +14,8 @@ Options (``@pytest.mark.engine("vllm", option=value)``):
 ``max_model_len``          ``--max-model-len`` (default 512).
 ``enforce_eager``          pass ``--enforce-eager`` (default True: 39 s boot instead of 66-104 s).
 ``gpu_memory_utilization`` fraction of (CPU build: NUMA-node) memory vLLM reserves
-                           (default 0.3, so two tiny engines fit beside other processes).
+                           (default 0.15, so three tiny engines fit beside other processes;
+                           vLLM's own 0.92 refuses to start when anything else uses memory).
 ``boot_timeout_s``         health deadline (default 300).
 ``python``                 interpreter that has vLLM (default: this one).
 ``model_cache``            where ``tiny:<role>`` models are built (default ``workdir/tiny-models``).
@@ -26,6 +27,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -147,7 +149,7 @@ def process_spec_from_config(
         dtype=dtype,
         max_model_len=_option_int(config, "max_model_len", 512) or 512,
         enforce_eager=config.option("enforce_eager", True) is True,
-        gpu_memory_utilization=_option_float(config, "gpu_memory_utilization", 0.3),
+        gpu_memory_utilization=_option_float(config, "gpu_memory_utilization", 0.15),
         prompt_lookup_max=_option_int(config, "prompt_lookup_max", None),
         prompt_lookup_min=_option_int(config, "prompt_lookup_min", None),
         boot_timeout_s=_option_float(config, "boot_timeout_s", 300.0),
@@ -260,7 +262,11 @@ def probe_versions(python: str) -> dict[str, str]:
 
 
 class VllmEngine(ClientEngine):
-    """A ClientEngine that also exposes the full spec-decode window."""
+    """A ClientEngine that also exposes the full spec-decode window.
+
+    ``pid`` is the server's process-group leader in process mode (None in compose
+    mode), so a spec can prove teardown by PID.
+    """
 
     def __init__(
         self,
@@ -270,6 +276,7 @@ class VllmEngine(ClientEngine):
         model_id: str,
         close: Callable[[], object],
         versions: Callable[[], dict[str, str]],
+        pid: int | None = None,
     ) -> None:
         super().__init__(
             backend="vllm",
@@ -281,6 +288,7 @@ class VllmEngine(ClientEngine):
             default_params={"return_token_ids": True},
         )
         self.metrics = metrics
+        self.pid = pid
 
     def spec_decode_window(self) -> SpecDecodeWindow:
         return self.metrics.window()
@@ -320,12 +328,47 @@ def boot_process(spec: VllmProcessSpec, workdir: Path) -> VllmEngine:
             metrics=metrics,
             client=client,
             model_id=spec.served_model_name,
-            close=process.terminate,
+            close=lambda: stop_process_group(process),
+            pid=process.pid,
             versions=lambda: {**versions, "vllm_server": server_version, "mode": "process"},
         )
     except BaseException:
-        process.terminate()
+        stop_process_group(process)
         raise
+
+
+def stop_process_group(process: ManagedProcess, settle_s: float = 10.0) -> None:
+    """Terminate the server's process group and wait (bounded) until every member is gone.
+
+    vLLM forks an engine core and workers into the group; the leader exiting
+    does not mean they have, and a spec checks the PIDs right after close.
+    """
+    pgid = process.pid
+    process.terminate()
+    if pgid is None:
+        return
+    give_up = time.monotonic() + settle_s
+    while time.monotonic() < give_up and _group_has_live_members(pgid):
+        time.sleep(0.05)
+
+
+def _group_has_live_members(pgid: int) -> bool:
+    """Any non-zombie process in the group (zombies wait on a reaper, they hold nothing)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            state, _, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, IndexError):
+            continue
+        if int(group) == pgid and state not in {"Z", "X"}:
+            return True
+    return False
 
 
 def _server_version(client: OpenAIClient) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import httpx
 import openai
 import pytest
@@ -32,17 +34,28 @@ CASES: list[tuple[str, str, bytes | dict[str, object], int, str | None]] = [
 ]
 
 
+@pytest.fixture(scope="module")
+def http() -> Iterator[httpx.Client]:
+    with httpx.Client(timeout=5) as client:
+        yield client
+
+
 @pytest.mark.parametrize(
     ("path", "body", "status", "param"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
 def test_bad_request_is_an_openai_style_4xx(
-    spec_engine: MockEngine, path: str, body: bytes | dict[str, object], status: int, param: str | None
+    http: httpx.Client,
+    spec_engine: MockEngine,
+    path: str,
+    body: bytes | dict[str, object],
+    status: int,
+    param: str | None,
 ) -> None:
     url = f"{spec_engine.base_url}{path}"
     if isinstance(body, bytes):
-        response = httpx.post(url, content=body, headers={"content-type": "application/json"}, timeout=5)
+        response = http.post(url, content=body, headers={"content-type": "application/json"})
     else:
-        response = httpx.post(url, json=body, timeout=5)
+        response = http.post(url, json=body)
     assert response.status_code == status
     error = response.json()["error"]
     assert set(error) == {"message", "type", "param", "code"}
@@ -65,20 +78,20 @@ def test_openai_client_sees_typed_errors(spec_engine: MockEngine) -> None:
         client.chat.completions.create(model=spec_engine.model_id, messages=oai_user("hi"), max_tokens=-1)
 
 
-def test_server_still_serves_after_bad_input(spec_engine: MockEngine) -> None:
+def test_server_still_serves_after_bad_input(http: httpx.Client, spec_engine: MockEngine) -> None:
     for _, path, body, _, _ in CASES:
         if isinstance(body, dict):
-            httpx.post(f"{spec_engine.base_url}{path}", json=body, timeout=5)
+            assert http.post(f"{spec_engine.base_url}{path}", json=body).status_code in {400, 404}
     assert spec_engine.chat(OK_MESSAGES, max_tokens=3, temperature=0).completion_tokens
     slots = spec_engine.status()["slots"]
     assert isinstance(slots, dict) and slots["active"] == 0
 
 
-def test_bad_admin_requests_are_4xx(spec_engine: MockEngine) -> None:
+def test_bad_admin_requests_are_4xx(http: httpx.Client, spec_engine: MockEngine) -> None:
     base = spec_engine.base_url
-    assert httpx.post(f"{base}/admin/faults", json={"kind": "meteor"}).status_code == 400
-    assert httpx.post(f"{base}/admin/faults", json={"kind": "stall", "count": 0}).status_code == 400
-    assert httpx.put(f"{base}/admin/violations", json={"violations": ["nope"]}).status_code == 400
-    assert httpx.post(f"{base}/admin/swap", json={}).status_code == 400
-    assert httpx.post(f"{base}/admin/swap", json={"target": "x", "vocab": "nope"}).status_code == 400
+    assert http.post(f"{base}/admin/faults", json={"kind": "meteor"}).status_code == 400
+    assert http.post(f"{base}/admin/faults", json={"kind": "stall", "count": 0}).status_code == 400
+    assert http.put(f"{base}/admin/violations", json={"violations": ["nope"]}).status_code == 400
+    assert http.post(f"{base}/admin/swap", json={}).status_code == 400
+    assert http.post(f"{base}/admin/swap", json={"target": "x", "vocab": "nope"}).status_code == 400
     assert spec_engine.status()["model"] == "specgate-mock-target"

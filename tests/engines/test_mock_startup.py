@@ -127,3 +127,27 @@ def test_subprocess_mode_serves_and_terminates(tmp_path: Path) -> None:
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert list(tmp_path.glob("mock-engine-*.log"))
+
+
+def test_subprocess_that_dies_during_boot_reports_its_log_tail(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from pytest_specgate.engines.mock import server
+    from pytest_specgate.engines.protocol import EngineBootError
+
+    dying = [sys.executable, "-c", "print('mock engine cannot bind'); raise SystemExit(4)"]
+    monkeypatch.setattr(server, "subprocess_argv", lambda settings, port: dying)
+    with pytest.raises(EngineBootError, match="exited with code 4") as error:
+        boot(mock_config(isolation="subprocess"), tmp_path)
+    assert "mock engine cannot bind" in "\n".join(error.value.__notes__)
+
+
+def test_mock_engine_satisfies_the_engine_protocol(spec_engine: MockEngine) -> None:
+    from pytest_specgate.engines.protocol import Engine
+
+    assert isinstance(spec_engine, Engine)
+    versions = spec_engine.versions()
+    assert versions["backend"] == "mock" and versions["engine"] == "specgate-mock"
+    assert versions["model"] == spec_engine.model_id and versions["uvicorn"]

@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Final, Generic, Protocol, TypeVar
+from typing import Final, Generic, Protocol, TypeVar, cast
 
 from pytest_specgate import __version__
 from pytest_specgate.evidence import NOT_QUALIFIED, QUALIFIED, Redactor, build_redactor, write_redacted
@@ -197,6 +197,7 @@ class QualificationSession(Generic[BootedT]):
         self._has_booted = False
         self._started_at = _utc_now()
         self._closed = False
+        self._misused_gate: str | None = None
 
     # -- opening ---------------------------------------------------------------------------
 
@@ -233,7 +234,7 @@ class QualificationSession(Generic[BootedT]):
             raise QualificationError(
                 f"qualification session in {self.directory}: nothing booted (no boot= given, or not opened)"
             )
-        return self._booted  # type: ignore[return-value]
+        return cast(BootedT, self._booted)
 
     @property
     def budget(self) -> Budget:
@@ -259,6 +260,7 @@ class QualificationSession(Generic[BootedT]):
                 expected = "nothing (every gate already ran)" if pending is None else repr(pending.spec.name)
                 problem = f"gate {name!r} out of order: expected {expected} next; declared order: {order}"
         if problem is not None:
+            self._misused_gate = self._misused_gate or name
             if self._status == "running":
                 self._reasons.append(problem)
                 self._write_receipt()
@@ -381,10 +383,8 @@ class QualificationSession(Generic[BootedT]):
             else:
                 continue
             failing = failing or name
-        if self._status not in {"running", "failed", "interrupted"} and not reasons:
-            reasons.append(f"session is {self._status}")
         if reasons and failing is None:
-            failing = next((p.spec.name for p in self._progress if p.state != "passed"), None)
+            failing = self._misused_gate or self.gates[-1].name
         verdict = NOT_QUALIFIED if reasons else QUALIFIED
         if self._status == "running":
             self._status = "finished"
@@ -434,7 +434,7 @@ class QualificationSession(Generic[BootedT]):
         if self._closed:
             return
         self._closed = True
-        if self._verdict is None and self._status not in {"new"}:
+        if self._verdict is None and self._status != "new":
             if self._status in {"running", "booting"}:
                 self._status = "abandoned"
                 self._reasons.append("the spec ended before finish() verified the gates")

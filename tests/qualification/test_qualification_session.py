@@ -145,7 +145,9 @@ def test_gate_out_of_order_is_an_error_naming_the_gate(tmp_path: Path) -> None:
     for spec in GATES:
         with qualification.gate(spec.name):
             pass
-    assert qualification.finish().verdict == NOT_QUALIFIED
+    verdict = qualification.finish()
+    assert (verdict.verdict, verdict.failing_gate) == (NOT_QUALIFIED, "eos")
+    assert "out of order" in verdict.reasons[0]
 
 
 def test_undeclared_gate_is_an_error_listing_the_declared_ones(tmp_path: Path) -> None:

@@ -224,8 +224,9 @@ def not_qualifying_reasons(
         reasons.append(f"source commit unknown: {run.source.problem or 'no git commit'}")
     if run.source.dirty and not run.allow_dirty:
         reasons.append("working tree has uncommitted changes (--specgate-allow-dirty not given)")
-    if len({_waiver_key(result) for result in results}) > 1:
-        reasons.append("tests of this AC disagree on spec/title/waived_to/reason")
+    disagreements = declared_fields(results)[1]
+    if disagreements:
+        reasons.append(f"tests of this AC disagree on {', '.join(disagreements)}")
     for result in results:
         hardware = _hardware_of(result)
         if hardware is not None and not hardware.get("matched", False):
@@ -245,9 +246,21 @@ def not_qualifying_reasons(
     return reasons
 
 
-def _waiver_key(result: ExecutedTest) -> tuple[JsonValue, ...]:
-    ac = _ac_of(result.properties)
-    return tuple(ac.get(key) for key in ("spec", "title", "waived_to", "reason"))
+def declared_fields(results: Sequence[ExecutedTest]) -> tuple[dict[str, JsonValue], list[str]]:
+    """Marker fields of an AC merged over its tests, and the fields they contradict each other on.
+
+    A test may leave spec/title out while another names them; a waiver, though, must be stated by
+    every test of the AC alike, or the AC would be both deferred and not.
+    """
+    declared: dict[str, JsonValue] = {}
+    disagreements: list[str] = []
+    for key in ("spec", "title", "waived_to", "reason"):
+        values = {_ac_of(result.properties).get(key) for result in results}
+        present = sorted(str(value) for value in values if value is not None)
+        if len(set(present)) > 1 or (key in ("waived_to", "reason") and len(values) > 1):
+            disagreements.append(key)
+        declared[key] = present[0] if present else None
+    return declared, disagreements
 
 
 def _executed_row(result: ExecutedTest) -> dict[str, JsonValue]:
@@ -282,7 +295,7 @@ def build_ac_record(
 ) -> dict[str, JsonValue]:
     """The ``specgate.evidence/v1`` record of one AC; tests are ordered by node id."""
     ordered = sorted(results, key=lambda result: result.nodeid)
-    first = _ac_of(ordered[0].properties) if ordered else {}
+    first = declared_fields(ordered)[0]
     measurements = measurement_rows(ordered)
     reasons = not_qualifying_reasons(ordered, run, measurements, missing_attachments)
     waived_to = first.get("waived_to")

@@ -97,7 +97,7 @@ class SyntheticRun:
             nodeid=nodeid,
             location=(nodeid.split("::")[0], 1, nodeid),
             keywords={},
-            outcome=outcome,
+            outcome=outcome,  # type: ignore[arg-type]
             longrepr=longrepr,
             when=when,  # type: ignore[arg-type]
             duration=0.25,

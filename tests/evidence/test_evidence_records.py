@@ -6,6 +6,7 @@ import pytest
 
 from pytest_specgate.evidence import schema_problems
 from pytest_specgate.evidence._records import (
+    ExecutedOutcome,
     ExecutedTest,
     PhaseResult,
     RunFacts,
@@ -89,8 +90,8 @@ def _run(**changes: Any) -> RunFacts:
     return RunFacts(**base)
 
 
-def _test(nodeid: str = "t.py::a", outcome: str = "passed", **properties: Any) -> ExecutedTest:
-    payload = {
+def _test(nodeid: str = "t.py::a", outcome: ExecutedOutcome = "passed", **properties: Any) -> ExecutedTest:
+    payload: dict[str, Any] = {
         "ac": {"id": "AC-10", "spec": "SPEC-028", "title": "t", "waived_to": None, "reason": None},
         "hardware": None,
         "mode": "default",
@@ -103,7 +104,7 @@ def _test(nodeid: str = "t.py::a", outcome: str = "passed", **properties: Any) -
         nodeid=nodeid,
         outcome=outcome,
         message=None,
-        duration=0.2,  # type: ignore[arg-type]
+        duration=0.2,
         phases=(_phase("setup", "passed"),),
         properties=payload,
     )

@@ -127,7 +127,7 @@ _FILLER = st.text(alphabet=" \t\n!?#*^~%&$ÄöüßéЖ中😀", max_size=12)
 _SEPARATOR = st.sampled_from([" ", "\n", "\t", '"', "'", "(", ")", ",", "=", ";", "[", "]", "é"])
 
 
-def _ipv6_with_two_groups(address: ipaddress.IPv6Address) -> bool:
+def _ipv6_with_two_groups(address: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     return not address.is_loopback and sum(1 for group in str(address).split(":") if group) >= 2
 
 
@@ -198,7 +198,12 @@ def _unwrap(tree: Any, cores: list[str]) -> Any:
     return tree
 
 
-_planted_structure = _PLANTED_TREE.map(lambda tree: (_unwrap(tree, cores := []), cores))
+def _with_cores(tree: Any) -> tuple[Any, list[str]]:
+    cores: list[str] = []
+    return _unwrap(tree, cores), cores
+
+
+_planted_structure = _PLANTED_TREE.map(_with_cores)
 
 
 def _strings(value: Any) -> list[str]:

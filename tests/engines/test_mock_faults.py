@@ -167,3 +167,27 @@ def test_cancelled_stream_frees_its_slot(boot_mock: BootMock) -> None:
     stream.close()
     assert wait_until(lambda: slots(engine)["active"] == 0)
     assert slots(engine)["cancelled_total"] == 1 and slots(engine)["freed_total"] == 1
+
+
+def test_crash_fault_configured_in_thread_mode_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(pytest.UsageError, match="would end this pytest process"):
+        boot(mock_config(faults=("crash",)), tmp_path)
+
+
+def test_admin_actions_and_fired_faults_are_in_the_engine_log(boot_mock: BootMock) -> None:
+    engine = boot_mock()
+    engine.inject_fault("error-500")
+    with pytest.raises(EngineHTTPError):
+        engine.chat(user("x"), **GREEDY)
+    engine.roll()
+    engine.swap("other-target")
+    assert engine.log_path is not None
+    log = engine.log_path.read_text()
+    for line in (
+        "started target=specgate-mock-target",
+        "fault armed",
+        "fault fired: error-500",
+        "roll: closed window",
+        "swap: specgate-mock-target -> other-target",
+    ):
+        assert line in log

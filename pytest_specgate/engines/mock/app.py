@@ -8,13 +8,15 @@ server well above 500 requests/s on two cores.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, TypeVar
 
+import anyio
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
@@ -50,6 +52,7 @@ from pytest_specgate.engines.protocol import EngineStartupRefused, acceptance_ra
 
 __all__ = ["CRASH_EXIT_CODE", "MockState", "create_app"]
 
+T = TypeVar("T")
 CRASH_EXIT_CODE = 70
 _DEFAULT_STALL_S = 30.0
 _DEFAULT_LATE_S = 1.0
@@ -123,10 +126,19 @@ class Slots:
 class MockState:
     """Mutable server state: current models, telemetry window, faults, violations, slots."""
 
-    def __init__(self, settings: MockSettings, *, allow_crash: bool) -> None:
+    def __init__(
+        self,
+        settings: MockSettings,
+        *,
+        allow_crash: bool,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
         check_startup(settings)
+        if not allow_crash and any(fault.kind == "crash" for fault in settings.faults):
+            raise ValueError("the crash fault needs a mock engine in its own process")
         self.settings = settings
         self.allow_crash = allow_crash
+        self._log = log
         self.vocab: Vocabulary = vocabulary_named(settings.vocab)
         self.target = TargetModel(settings.target, self.vocab, settings.seed, settings.eos_one_in)
         self.draft: DraftModel | None = (
@@ -145,6 +157,17 @@ class MockState:
         self.created = int(time.time())
         self._next_id = 0
         self._sample_seed = settings.seed
+        self.event(
+            f"started target={settings.target} draft={settings.draft} gamma={settings.num_draft_tokens} "
+            f"alpha={settings.alpha} target_step_ms={settings.target_step_ms} "
+            f"draft_step_ms={settings.draft_step_ms} violations={sorted(self.violations)} "
+            f"faults={[fault.to_dict() for fault in settings.faults]}"
+        )
+
+    def event(self, message: str) -> None:
+        """Record an admin action, fault or start-up line in the engine log (never per request)."""
+        if self._log is not None:
+            self._log(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} mock-engine {message}")
 
     def next_id(self, prefix: str) -> str:
         self._next_id += 1
@@ -189,8 +212,8 @@ class MockState:
 
     def status(self) -> dict[str, object]:
         window = self.telemetry.status_window()
-        drafted = int(str(window["drafted"]))
-        accepted = self.reported_accepted(int(str(window["accepted"])))
+        drafted = self.telemetry.window.drafted
+        accepted = self.reported_accepted(self.telemetry.window.accepted)
         body: dict[str, object] = {
             "object": "status",
             "model": self.target.model_id,
@@ -247,31 +270,55 @@ class MockState:
             lines.append(f"# TYPE {name} {kind}")
             lines.extend(f"{name}{{{labels}}} {value}" for labels, value in samples)
 
-        metric("vllm:num_requests_running", "gauge", "Requests being generated.",
-               [(label, self.slots.active)])  # fmt: skip
-        metric("vllm:prompt_tokens_total", "counter", "Prefill tokens processed.",
-               [(label, totals.prompt_tokens)])  # fmt: skip
-        metric("vllm:generation_tokens_total", "counter", "Generation tokens processed.",
-               [(label, totals.completion_tokens)])  # fmt: skip
-        metric("vllm:request_success_total", "counter", "Requests admitted.",
-               [(label, totals.requests)])  # fmt: skip
+        metric(
+            "vllm:num_requests_running", "gauge", "Requests being generated.", [(label, self.slots.active)]
+        )
+        metric(
+            "vllm:prompt_tokens_total",
+            "counter",
+            "Prefill tokens processed.",
+            [(label, totals.prompt_tokens)],
+        )
+        metric(
+            "vllm:generation_tokens_total",
+            "counter",
+            "Generation tokens processed.",
+            [(label, totals.completion_tokens)],
+        )
+        metric("vllm:request_success_total", "counter", "Requests admitted.", [(label, totals.requests)])
         if self.draft is not None:
-            metric("vllm:spec_decode_num_drafts_total", "counter", "Speculative drafts.",
-                   [(label, totals.drafts)])  # fmt: skip
-            metric("vllm:spec_decode_num_draft_tokens_total", "counter", "Draft tokens.",
-                   [(label, totals.drafted)])  # fmt: skip
-            metric("vllm:spec_decode_num_accepted_tokens_total", "counter", "Accepted tokens.",
-                   [(label, self.reported_accepted(totals.accepted))])  # fmt: skip
+            metric(
+                "vllm:spec_decode_num_drafts_total",
+                "counter",
+                "Speculative drafts.",
+                [(label, totals.drafts)],
+            )
+            metric(
+                "vllm:spec_decode_num_draft_tokens_total",
+                "counter",
+                "Draft tokens.",
+                [(label, totals.drafted)],
+            )
+            metric(
+                "vllm:spec_decode_num_accepted_tokens_total",
+                "counter",
+                "Accepted tokens.",
+                [(label, self.reported_accepted(totals.accepted))],
+            )
             metric(
                 "vllm:spec_decode_num_accepted_tokens_per_pos_total",
                 "counter",
                 "Accepted tokens per draft position.",
                 [
-                    (f'{label},position="{position}"', totals.accepted_per_position[position]
-                     if position < len(totals.accepted_per_position) else 0)
+                    (
+                        f'{label},position="{position}"',
+                        totals.accepted_per_position[position]
+                        if position < len(totals.accepted_per_position)
+                        else 0,
+                    )
                     for position in range(self.settings.num_draft_tokens)
                 ],
-            )  # fmt: skip
+            )
         return "\n".join(lines) + "\n"
 
 
@@ -328,11 +375,23 @@ class _AbortConnection(Exception):
 
 
 class AbortableStreamingResponse(StreamingResponse):
+    """A stream that can drop its connection, and always closes its generator.
+
+    Closing the generator (shielded from the cancel that a client disconnect
+    causes) runs its ``finally`` at once, so a cancelled stream frees its slot
+    immediately rather than whenever the generator is garbage-collected.
+    """
+
     async def stream_response(self, send: Send) -> None:
         try:
             await super().stream_response(send)
         except _AbortConnection:
             return
+        finally:
+            aclose = getattr(self.body_iterator, "aclose", None)
+            if aclose is not None:
+                with anyio.CancelScope(shield=True):
+                    await aclose()
 
 
 class TruncatedResponse(Response):
@@ -369,10 +428,7 @@ class Generation:
         request = self.request
         params = request.params
         if choice:
-            params = type(params)(
-                params.max_tokens, params.temperature,
-                (params.sample_seed or 0) + choice, params.logit_bias,
-            )  # fmt: skip
+            params = dataclasses.replace(params, sample_seed=(params.sample_seed or 0) + choice)
         settings = self.state.settings
         if not self.speculative or self.draft is None:
             return baseline_rounds(self.target, request.prompt_ids, params, settings.target_step_ms / 1000)
@@ -502,11 +558,18 @@ async def _wait_for_disconnect(receive: Receive) -> None:
         continue
 
 
-async def _unless_disconnected(receive: Receive, work: Any) -> Any:
-    """Run ``work`` (a coroutine) but give up as soon as the client goes away.
+class _Disconnected:
+    """Marker returned when the client went away before the work finished."""
 
-    Returns ``_DISCONNECTED`` in that case, so a stalled or slow request frees its
-    slot when the client times out instead of holding it to the end.
+
+DISCONNECTED: Final = _Disconnected()
+
+
+async def _unless_disconnected(receive: Receive, work: Coroutine[Any, Any, T]) -> T | _Disconnected:
+    """Run ``work`` but give up as soon as the client goes away.
+
+    A stalled or slow request then frees its slot when the client times out
+    instead of holding it until the work would have finished.
     """
     task = asyncio.ensure_future(work)
     watcher = asyncio.ensure_future(_wait_for_disconnect(receive))
@@ -517,10 +580,7 @@ async def _unless_disconnected(receive: Receive, work: Any) -> Any:
     if task in done:
         return task.result()
     task.cancel()
-    return _DISCONNECTED
-
-
-_DISCONNECTED = object()
+    return DISCONNECTED
 
 
 class MockEngineApp:
@@ -561,6 +621,8 @@ class MockEngineApp:
             return _api_error(error)
         state = self.state
         fault = state.faults.take()
+        if fault is not None:
+            state.event(f"fault fired: {fault.kind}")
         if fault is not None and fault.kind == "crash":
             os._exit(CRASH_EXIT_CODE)
         if fault is not None and fault.kind == "error-500":
@@ -584,7 +646,7 @@ class MockEngineApp:
                 outcomes = await self._late(request, generation, fault)
             else:
                 result = await _unless_disconnected(request.receive, self._timed_outcomes(generation, fault))
-                if result is _DISCONNECTED:
+                if isinstance(result, _Disconnected):
                     cancelled = True
                     return Response(status_code=499)
                 outcomes = result
@@ -636,9 +698,12 @@ class MockEngineApp:
             if request.return_token_ids:
                 choice["token_ids"] = ids
             event = {
-                "id": chunk_id, "object": object_name, "created": created,
-                "model": request.model, "choices": [choice],
-            }  # fmt: skip
+                "id": chunk_id,
+                "object": object_name,
+                "created": created,
+                "model": request.model,
+                "choices": [choice],
+            }
             return b"data: " + _dumps(event) + b"\n\n"
 
         state.slots.acquire()
@@ -648,11 +713,20 @@ class MockEngineApp:
         try:
             for index in range(request.n):
                 if request.chat:
-                    role = {"id": chunk_id, "object": object_name, "created": created,
-                            "model": request.model,
-                            "choices": [{"index": index, "delta": {"role": "assistant",
-                                         "content": ""}, "logprobs": None,
-                                         "finish_reason": None}]}  # fmt: skip
+                    role = {
+                        "id": chunk_id,
+                        "object": object_name,
+                        "created": created,
+                        "model": request.model,
+                        "choices": [
+                            {
+                                "index": index,
+                                "delta": {"role": "assistant", "content": ""},
+                                "logprobs": None,
+                                "finish_reason": None,
+                            }
+                        ],
+                    }
                     yield b"data: " + _dumps(role) + b"\n\n"
                 assembler = TextAssembler(state.vocab, request.stop)
                 last: Round | None = None
@@ -686,9 +760,14 @@ class MockEngineApp:
                 finish = generation.finish_reason(assembler, last)
                 yield chunk(index, None if request.chat else "", finish, pending)
             if request.include_usage:
-                usage = {"id": chunk_id, "object": object_name, "created": created,
-                         "model": request.model, "choices": [],
-                         "usage": _usage(len(request.prompt_ids), completion_tokens)}  # fmt: skip
+                usage = {
+                    "id": chunk_id,
+                    "object": object_name,
+                    "created": created,
+                    "model": request.model,
+                    "choices": [],
+                    "usage": _usage(len(request.prompt_ids), completion_tokens),
+                }
                 yield b"data: " + _dumps(usage) + b"\n\n"
             yield b"data: [DONE]\n\n"
             completed = True
@@ -735,7 +814,9 @@ class MockEngineApp:
         )
 
     async def roll(self, request: Request) -> Response:
-        return _json({"closed": self.state.telemetry.roll(), "rolls": self.state.telemetry.rolls})
+        closed = self.state.telemetry.roll()
+        self.state.event(f"roll: closed window drafted={closed['drafted']} accepted={closed['accepted']}")
+        return _json({"closed": closed, "rolls": self.state.telemetry.rolls})
 
     async def swap(self, request: Request) -> Response:
         try:
@@ -745,7 +826,9 @@ class MockEngineApp:
             vocab = body.get("vocab")
             if vocab is not None and not isinstance(vocab, str):
                 raise ApiError(400, "'vocab' must be a vocabulary name", param="vocab")
-            return _json(self.state.swap_target(body["target"], vocab))
+            swapped = self.state.swap_target(body["target"], vocab)
+            self.state.event(f"swap: {swapped['previous']} -> {swapped['target']}")
+            return _json(swapped)
         except ApiError as error:
             return _api_error(error)
         except ValueError as exc:
@@ -759,7 +842,9 @@ class MockEngineApp:
             state.faults.clear()
         elif request.method == "POST":
             try:
-                state.faults.arm(self._fault_from(await self._body(request)))
+                fault = self._fault_from(await self._body(request))
+                state.faults.arm(fault)
+                state.event(f"fault armed: {fault.to_dict()}")
             except ApiError as error:
                 return _api_error(error)
         return _json({"armed": state.faults.describe(), "fired": dict(state.faults.fired)})
@@ -770,9 +855,11 @@ class MockEngineApp:
         kind = str(body["kind"])
         if kind == "crash" and not self.state.allow_crash:
             raise ApiError(
-                409, "the crash fault needs a mock engine in its own process "
-                "(isolation='subprocess' or `specgate mock-engine`)", param="kind",
-            )  # fmt: skip
+                409,
+                "the crash fault needs a mock engine in its own process "
+                "(isolation='subprocess' or `specgate mock-engine`)",
+                param="kind",
+            )
         count, seconds, after = body.get("count", 1), body.get("seconds"), body.get("after_chunks", 2)
         if isinstance(count, bool) or not isinstance(count, int) or count < 1:
             raise ApiError(400, "'count' must be a positive integer", param="count")
@@ -790,12 +877,14 @@ class MockEngineApp:
                 names = body.get("violations") if isinstance(body, dict) else None
                 if not isinstance(names, list) or any(n not in VIOLATIONS for n in names):
                     raise ApiError(
-                        400, f"violations must be a list drawn from {list(VIOLATIONS)}",
+                        400,
+                        f"violations must be a list drawn from {list(VIOLATIONS)}",
                         param="violations",
-                    )  # fmt: skip
+                    )
             except ApiError as error:
                 return _api_error(error)
             state.violations = {str(n) for n in names}
+            state.event(f"violations: {sorted(state.violations)}")
         return _json({"violations": sorted(state.violations)})
 
 

@@ -35,11 +35,13 @@ __all__ = ["InProcessServer", "MockEngine", "boot", "boot_settings", "build_app"
 _STOP_GRACE_S = 5.0
 
 
-def build_app(settings: MockSettings, *, allow_crash: bool) -> Starlette:
+def build_app(
+    settings: MockSettings, *, allow_crash: bool, log: Callable[[str], None] | None = None
+) -> Starlette:
     """The Starlette app for ``settings`` (raises EngineStartupRefused first if refused)."""
     from pytest_specgate.engines.mock.app import MockState, create_app
 
-    return create_app(MockState(settings, allow_crash=allow_crash))
+    return create_app(MockState(settings, allow_crash=allow_crash, log=log))
 
 
 def _uvicorn_config(app: Starlette, *, in_process: bool) -> uvicorn.Config:
@@ -71,12 +73,19 @@ def _loopback_socket(port: int) -> socket.socket:
 class InProcessServer:
     """uvicorn serving the mock app on a daemon thread, bound to a kernel-chosen port."""
 
-    def __init__(self, settings: MockSettings) -> None:
+    def __init__(self, settings: MockSettings, workdir: Path) -> None:
         import uvicorn
 
-        app = build_app(settings, allow_crash=False)
         self._socket = _loopback_socket(0)
         self.port: int = self._socket.getsockname()[1]
+        self.log_path = workdir / f"mock-engine-{self.port}.log"
+        self._log = self.log_path.open("a", encoding="utf-8", buffering=1)
+        try:
+            app = build_app(settings, allow_crash=False, log=self._write_log)
+        except BaseException:
+            self._log.close()
+            self._socket.close()
+            raise
         self._server = uvicorn.Server(_uvicorn_config(app, in_process=True))
         self.thread = threading.Thread(
             target=self._server.run,
@@ -84,6 +93,9 @@ class InProcessServer:
             name=f"specgate-mock-engine-{self.port}",
             daemon=True,
         )
+
+    def _write_log(self, line: str) -> None:
+        self._log.write(line + "\n")
 
     @property
     def base_url(self) -> str:
@@ -95,6 +107,7 @@ class InProcessServer:
         while not self._server.started:
             if not self.thread.is_alive():
                 self._socket.close()
+                self._log.close()
                 raise EngineBootError(f"mock engine thread on port {self.port} exited during start-up")
             if time.monotonic() > give_up:
                 self.stop()
@@ -109,6 +122,7 @@ class InProcessServer:
             self._server.force_exit = True
             self.thread.join(_STOP_GRACE_S)
         self._socket.close()
+        self._log.close()
 
 
 class MockEngine(ClientEngine):
@@ -122,6 +136,7 @@ class MockEngine(ClientEngine):
         close: Callable[[], object],
         process: ManagedProcess | None,
         thread: threading.Thread | None,
+        log_path: Path | None,
     ) -> None:
         super().__init__(
             backend="mock",
@@ -135,6 +150,7 @@ class MockEngine(ClientEngine):
         self.settings = settings
         self.process = process
         self.thread = thread
+        self.log_path = log_path
 
     @property
     def pid(self) -> int | None:
@@ -198,8 +214,8 @@ def _client_for(base_url: str, settings: MockSettings) -> OpenAIClient:
     return OpenAIClient(base_url, timeout_s=settings.request_timeout_s)
 
 
-def _boot_thread(settings: MockSettings) -> MockEngine:
-    server = InProcessServer(settings).start(settings.boot_timeout_s)
+def _boot_thread(settings: MockSettings, workdir: Path) -> MockEngine:
+    server = InProcessServer(settings, workdir).start(settings.boot_timeout_s)
     try:
         return MockEngine(
             settings,
@@ -207,6 +223,7 @@ def _boot_thread(settings: MockSettings) -> MockEngine:
             close=server.stop,
             process=None,
             thread=server.thread,
+            log_path=server.log_path,
         )
     except BaseException:
         server.stop()
@@ -240,6 +257,7 @@ def _boot_subprocess(settings: MockSettings, workdir: Path) -> MockEngine:
             close=process.terminate,
             process=process,
             thread=None,
+            log_path=log_path,
         )
     except BaseException:
         process.terminate()
@@ -251,7 +269,8 @@ def boot_settings(settings: MockSettings, workdir: Path) -> MockEngine:
     check_startup(settings)
     if settings.isolation == "subprocess":
         return _boot_subprocess(settings, workdir)
-    return _boot_thread(settings)
+    workdir.mkdir(parents=True, exist_ok=True)
+    return _boot_thread(settings, workdir)
 
 
 def boot(config: EngineConfig, workdir: Path) -> MockEngine:
@@ -263,7 +282,7 @@ def serve_forever(settings: MockSettings, port: int) -> None:
     """Serve in the foreground until SIGINT/SIGTERM (the ``specgate mock-engine`` command)."""
     import uvicorn
 
-    app = build_app(settings, allow_crash=True)
+    app = build_app(settings, allow_crash=True, log=lambda line: print(line, file=sys.stderr, flush=True))
     sock = _loopback_socket(port)
     try:
         uvicorn.Server(_uvicorn_config(app, in_process=False)).run(sockets=[sock])

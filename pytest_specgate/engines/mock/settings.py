@@ -81,7 +81,19 @@ class FaultSpec:
 
 @dataclass(frozen=True)
 class MockSettings:
-    """Everything the mock server needs; see README/issue 4 for each option's meaning."""
+    """Everything the mock server needs, each field settable as an engine option.
+
+    alpha: per-position draft agreement (the acceptance *rate* is lower: it counts
+    only the agreeing prefix); num_draft_tokens: gamma; target_step_ms: simulated
+    cost of one target forward pass (a verification round or a baseline token);
+    draft_step_ms: cost per drafted token; vocab/draft_vocab: vocabulary names
+    (different -> draft_model_tokenizer_mismatch); memory_budget_gb with
+    target_size_gb + draft_size_gb + kv_cache_gb (short -> capacity refusal);
+    gated_features: request features that force the baseline path; faults: a
+    mix of violations (persistent) and transient faults ``kind[:count[:seconds]]``;
+    roll_period_s: telemetry window period; speculation_support=False models a
+    build without speculative decoding; isolation: "thread" or "subprocess".
+    """
 
     target: str = DEFAULT_TARGET
     draft: str | None = None
@@ -280,11 +292,17 @@ def settings_from_config(config: EngineConfig) -> MockSettings:
     import pytest
 
     try:
-        return settings_from_options(
+        settings = settings_from_options(
             config.target, config.draft, config.num_draft_tokens, dict(config.options)
         )
     except ValueError as exc:
         raise pytest.UsageError(f"mock engine ({config.describe()}): {exc}") from exc
+    if settings.isolation == "thread" and any(fault.kind == "crash" for fault in settings.faults):
+        raise pytest.UsageError(
+            f"mock engine ({config.describe()}): the crash fault would end this pytest process; "
+            "add isolation='subprocess'"
+        )
+    return settings
 
 
 def check_startup(settings: MockSettings) -> None:

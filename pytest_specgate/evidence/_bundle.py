@@ -9,7 +9,7 @@ checks every file against the manifest, ``evidence.md`` included.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -191,22 +191,12 @@ def read_ac_record(bundle: Bundle, ac_id: str) -> Mapping[str, JsonValue]:
     path = bundle.path / ac_file_name(ac_id)
     record = _read_json(path)
     problems = schema_problems(record)
-    if problems:
-        raise BundleError(f"{path}: not a valid specgate.evidence/v1 record: {problems[0]}")
-    assert isinstance(record, Mapping)
+    if problems or not isinstance(record, Mapping):
+        raise BundleError(
+            f"{path}: not a valid specgate.evidence/v1 record: {(problems or ['not an object'])[0]}"
+        )
     return record
 
 
 def read_records(bundle: Bundle) -> dict[str, Mapping[str, JsonValue]]:
     return {ac_id: read_ac_record(bundle, ac_id) for ac_id in bundle.ac_ids()}
-
-
-def describe_bundles(bundles: Sequence[Bundle]) -> str:
-    return ", ".join(f"{bundle.run_id} (bundle-sha256 {bundle.digest[:12]}…)" for bundle in bundles) or "none"
-
-
-def unique_paths(paths: Iterable[Path]) -> list[Path]:
-    seen: dict[Path, None] = {}
-    for path in paths:
-        seen.setdefault(path.resolve(), None)
-    return list(seen)

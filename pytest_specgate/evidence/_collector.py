@@ -104,15 +104,15 @@ class EvidenceCollector:
         self.redactor: Redactor = build_redactor(rootdir, redact_patterns, self._environ)
         started = dt.datetime.now(dt.UTC)
         self.run_id = new_run_id(started)
-        self.evidence_dir = evidence_dir
-        self.run_dir = evidence_dir / self.run_id
+        self.evidence_dir = evidence_dir.absolute()
+        self.run_dir = self.evidence_dir / self.run_id
         self._started_at = utc_timestamp(started)
         self._host_facts = dict(host_facts)
         self._host_summary = host_summary or "host summary not probed"
         self._diagnostic = diagnostic
         self._allow_dirty = allow_dirty
         self._session_reasons = tuple(session_reasons)
-        self._source = probe_source(rootdir, exclude=evidence_dir)
+        self._source = probe_source(rootdir, exclude=self.evidence_dir)
         self._phases: dict[str, dict[str, PhaseResult]] = {}
         self._properties: dict[str, Mapping[str, JsonValue]] = {}
         self._running: dict[str, None] = {}

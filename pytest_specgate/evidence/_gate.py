@@ -143,6 +143,9 @@ def _check_ac(
         record = read_ac_record(bundle, ac_id)
     except BundleError as error:
         raise GateInputError(str(error)) from None
+    recorded_id = _as_mapping(record.get("ac")).get("id")
+    if recorded_id != ac_id:
+        return [f"{ac_file_name(ac_id)} in bundle {bundle.run_id} is the record of {recorded_id}"]
     return _record_problems(record, commit, gate)
 
 

@@ -41,9 +41,8 @@ class WrittenBundle:
 
 
 def _ac_id(record: Mapping[str, JsonValue]) -> str:
-    ac = record["ac"]
-    assert isinstance(ac, Mapping)
-    return str(ac["id"])
+    ac = record.get("ac")
+    return str(ac.get("id")) if isinstance(ac, Mapping) else "<no AC id>"
 
 
 def run_verdict(records: Sequence[Mapping[str, JsonValue]]) -> tuple[str, list[str]]:

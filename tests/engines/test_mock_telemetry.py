@@ -106,6 +106,13 @@ def test_roll_closes_the_window_and_starts_from_zero(boot_mock: BootMock) -> Non
     )
 
 
+def test_reset_telemetry_is_a_roll(boot_mock: BootMock) -> None:
+    engine = boot_mock(alpha=0.6)
+    _run(engine, PROMPTS[:1])
+    engine.reset_telemetry()
+    assert engine.telemetry().drafted == 0 and engine.status()["rolls"] == 1
+
+
 def test_window_rolls_on_its_configured_period(boot_mock: BootMock) -> None:
     engine = boot_mock(alpha=0.6, roll_period_s=0.2)
     _run(engine, PROMPTS[:1])

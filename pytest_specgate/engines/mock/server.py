@@ -181,6 +181,10 @@ class MockEngine(ClientEngine):
         """Close the telemetry window; returns the closed window's summary."""
         return self.client.post_json("/admin/roll")
 
+    def reset_telemetry(self) -> None:
+        """Start a fresh telemetry window (same name as on the vLLM engine)."""
+        self.roll()
+
     def swap(self, target: str, *, vocab: str | None = None) -> dict[str, object]:
         """Warm-swap the target model; since-last counters restart at zero."""
         body: dict[str, object] = {"target": target}

@@ -124,6 +124,7 @@ def test_boots_on_loopback_chats_streams_and_reports_versions(speculative: VllmE
     streamed = speculative.stream([{"role": "user", "content": PROMPTS[0]}], max_tokens=8, temperature=0)
     assert streamed.text == result.text
     versions = speculative.versions()
+    print(f"versions: {versions}")
     assert versions["vllm"] != "unknown" and versions["torch"] != "unknown"
     assert versions["vllm_server"] == versions["vllm"]
 
@@ -148,6 +149,8 @@ def test_telemetry_counts_drafts_and_acceptances_in_the_window(speculative: Vllm
 
     telemetry = speculative.telemetry()
     window = speculative.spec_decode_window()
+    print(f"telemetry: {telemetry.to_dict()}")
+    print(f"window: {window.to_dict()}")
     assert telemetry.available and telemetry.enabled and telemetry.source == "/metrics"
     assert telemetry.drafted is not None and telemetry.accepted is not None
     assert telemetry.drafted > 0 and 0 < telemetry.accepted <= telemetry.drafted

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import socket
 import threading
 from pathlib import Path
@@ -72,10 +73,12 @@ def _without_ids(body: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in body.items() if key not in {"id", "created"}}
 
 
-def _raw_stream(engine: MockEngine, path: str, body: dict[str, object]) -> list[str]:
+def _raw_stream(engine: MockEngine, path: str, body: dict[str, object]) -> list[dict[str, Any]]:
+    """Every SSE event of a streamed answer, minus id/created, plus the exact [DONE] ending."""
     with httpx.stream("POST", f"{engine.base_url}{path}", json={**body, "stream": True}) as response:
-        lines = [line for line in response.iter_lines() if line.startswith("data: {")]
-    return [line.replace(line[line.index('"id"') : line.index('"object"')], "") for line in lines]
+        lines = [line for line in response.iter_lines() if line.startswith("data: ")]
+    assert lines[-1] == "data: [DONE]"
+    return [_without_ids(json.loads(line[6:])) for line in lines[:-1]]
 
 
 def test_disabled_mode_answers_like_a_build_without_speculation(boot_mock: BootMock) -> None:

@@ -58,6 +58,7 @@ from pytest_specgate.measure.statistics import (
     identity_report,
     median_speedup,
     per_prompt_speedups,
+    pooled_speedup,
 )
 from pytest_specgate.measure.sustained import (
     SustainedArtifacts,
@@ -117,6 +118,7 @@ __all__ = [
     "paired_schedule",
     "pairs_in_last_window",
     "per_prompt_speedups",
+    "pooled_speedup",
     "repo_fixtures_dir",
     "run_paired",
     "run_sustained",

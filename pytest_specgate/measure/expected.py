@@ -134,7 +134,11 @@ class MeasuredVsExpected:
 def compare_to_expected(
     measured_speedup: float, acceptance_rate: float, gamma: int, cost_ratio: float
 ) -> MeasuredVsExpected:
-    """Record a measured speedup against the expectation for the measured acceptance rate."""
+    """Record a measured speedup against the expectation for the measured acceptance rate.
+
+    Pass the pooled speedup of the same requests the acceptance rate was counted
+    over (``PairedRun.pooled_speedup``) for a like-for-like comparison.
+    """
     return MeasuredVsExpected(
         measured_speedup,
         expectation_for_acceptance_rate(acceptance_rate, gamma, cost_ratio),

@@ -28,6 +28,7 @@ from pytest_specgate.measure.statistics import (
     identity_report,
     median_speedup,
     per_prompt_speedups,
+    pooled_speedup,
 )
 
 PromptRunner = Callable[[Prompt], RequestSample]
@@ -131,6 +132,11 @@ class PairedRun:
         """Median over prompts of each prompt's speedup, with a bootstrap interval over prompts."""
         return median_speedup([prompt.speedup for prompt in self.per_prompt()], seed=seed)
 
+    @property
+    def pooled_speedup(self) -> float:
+        """All candidate tokens/s over all baseline tokens/s; see ``statistics.pooled_speedup``."""
+        return pooled_speedup(self.pairs)
+
     def identity(self) -> IdentityReport:
         return identity_report(self.pairs)
 
@@ -140,6 +146,7 @@ class PairedRun:
             "warmup_pairs_discarded": self.warmup_pairs_discarded,
             "elapsed_s": self.elapsed_s,
             "speedup": self.speedup().to_dict(),
+            "pooled_speedup": self.pooled_speedup,
             "per_prompt": [prompt.to_dict() for prompt in self.per_prompt()],
             "acceptance": None if self.acceptance is None else self.acceptance.to_dict(),
             "identity": self.identity().to_dict(),

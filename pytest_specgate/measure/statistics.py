@@ -6,6 +6,7 @@ function that resamples, so importing this module stays cheap.
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -43,6 +44,27 @@ def per_prompt_speedups(pairs: Sequence[SamplePair]) -> tuple[PromptSpeedup, ...
         PromptSpeedup(prompt_id, statistics.median(values), tuple(values))
         for prompt_id, values in grouped.items()
     )
+
+
+def pooled_speedup(pairs: Sequence[SamplePair]) -> float:
+    """Total candidate throughput over total baseline throughput (all tokens / all wall time).
+
+    This is the figure the analytic expectation for a pooled acceptance rate
+    predicts: tokens per verification round are 1 + gamma * accepted / drafted
+    over the same requests. The median of per-prompt speedups weighs prompts
+    equally instead, so it drifts from that expectation when acceptance differs
+    between prompts; both are recorded.
+    """
+    if not pairs:
+        raise ValueError("pooled speedup: no pairs were measured")
+    baseline_tokens = sum(pair.baseline.sample.output_tokens for pair in pairs)
+    if baseline_tokens == 0:
+        raise ValueError("pooled speedup: the baseline produced no output tokens")
+    baseline_tps = baseline_tokens / math.fsum(pair.baseline.sample.wall_s for pair in pairs)
+    candidate_tps = sum(pair.candidate.sample.output_tokens for pair in pairs) / math.fsum(
+        pair.candidate.sample.wall_s for pair in pairs
+    )
+    return candidate_tps / baseline_tps
 
 
 BootstrapMethod = Literal["BCa", "percentile", "basic"]

@@ -164,6 +164,7 @@ def test_paired_run_to_dict_is_json(clock: FakeClock) -> None:
                      make_prompts(3), rounds=2, warmup=1, clock=clock)
     data = json.loads(json.dumps(run.to_dict(), allow_nan=False))
     assert data["speedup"]["median"] == 2.0
+    assert data["pooled_speedup"] == 2.0
     assert data["identity"] == {"identical": True, "checked": 6, "mismatched": 0,
                                 "mismatches": []}
     assert len(data["pairs"]) == 6

@@ -13,6 +13,7 @@ from pytest_specgate.measure.statistics import (
     identity_report,
     median_speedup,
     per_prompt_speedups,
+    pooled_speedup,
 )
 
 
@@ -210,3 +211,15 @@ def test_identity_report_lists_only_mismatches() -> None:
     mismatches = data["mismatches"]
     assert isinstance(mismatches, list)
     assert [mismatch["prompt_id"] for mismatch in mismatches] == ["b"]
+
+
+def test_pooled_speedup_weighs_tokens_not_prompts() -> None:
+    pairs = [_pair("a", 0, 2.0, 1.0), _pair("b", 0, 4.0, 3.0)]
+    # baseline 200 tokens / 6 s, candidate 200 tokens / 4 s; per-pair 2.0 and 4/3
+    assert pooled_speedup(pairs) == pytest.approx(1.5)
+    assert median_speedup([pair.speedup for pair in pairs]).median == pytest.approx(5 / 3)
+
+
+def test_pooled_speedup_needs_pairs() -> None:
+    with pytest.raises(ValueError, match="no pairs were measured"):
+        pooled_speedup([])

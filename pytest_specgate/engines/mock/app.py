@@ -562,7 +562,7 @@ class _Disconnected:
     """Marker returned when the client went away before the work finished."""
 
 
-DISCONNECTED: Final = _Disconnected()
+_DISCONNECTED: Final = _Disconnected()
 
 
 async def _unless_disconnected(receive: Receive, work: Coroutine[Any, Any, T]) -> T | _Disconnected:
@@ -580,7 +580,7 @@ async def _unless_disconnected(receive: Receive, work: Coroutine[Any, Any, T]) -
     if task in done:
         return task.result()
     task.cancel()
-    return DISCONNECTED
+    return _DISCONNECTED
 
 
 class MockEngineApp:
@@ -662,21 +662,21 @@ class MockEngineApp:
             await asyncio.sleep(fault.seconds or _DEFAULT_STALL_S)
         return [await generation.run_async(i) for i in range(generation.request.n)]
 
-    async def _late(self, request: Request, generation: Generation, fault: FaultSpec) -> list[ChoiceOutcome]:
-        """Reply after a delay that deliberately ignores a client cancel."""
+    async def _wait_late(self, request: Request, fault: FaultSpec) -> None:
+        """Delay the reply, deliberately ignoring a client cancel, and count who was still there."""
         await asyncio.sleep(fault.seconds if fault.seconds is not None else _DEFAULT_LATE_S)
         self.state.late_replies += 1
         if await request.is_disconnected():
             self.state.late_replies_after_disconnect += 1
+
+    async def _late(self, request: Request, generation: Generation, fault: FaultSpec) -> list[ChoiceOutcome]:
+        await self._wait_late(request, fault)
         return [await generation.run_async(i) for i in range(generation.request.n)]
 
     async def _stream(self, request: Request, generation: Generation) -> Response:
         fault = generation.fault
         if fault is not None and fault.kind == "late-reply":
-            await asyncio.sleep(fault.seconds if fault.seconds is not None else _DEFAULT_LATE_S)
-            self.state.late_replies += 1
-            if await request.is_disconnected():
-                self.state.late_replies_after_disconnect += 1
+            await self._wait_late(request, fault)
         return AbortableStreamingResponse(self._events(generation), media_type="text/event-stream")
 
     async def _events(self, generation: Generation) -> AsyncIterator[bytes]:

@@ -91,6 +91,13 @@ def build_parser() -> argparse.ArgumentParser:
     hosts.add_argument("--pyproject", metavar="FILE",
                        help="pyproject.toml declaring [tool.specgate.hosts] (default: nearest)")
     hosts.set_defaults(handler=_run_hosts)
+
+    from pytest_specgate.engines import mock_cli
+
+    mock = commands.add_parser("mock-engine",
+                               help="serve the mock OpenAI-compatible engine on 127.0.0.1")
+    mock_cli.configure_parser(mock)
+    mock.set_defaults(handler=mock_cli.run)
     return parser
 
 

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
 from pytest_specgate import settings as opts
+from pytest_specgate.engines.config import ENGINE_MARKER_DOC
 from pytest_specgate.hardware import (
     HARDWARE_MARKER_DOC,
     HardwareVerdict,
@@ -21,6 +23,9 @@ from pytest_specgate.hardware import (
 from pytest_specgate.host import HostFacts, HostFactsError, host_facts_from_dict, load_host_facts
 from pytest_specgate.properties import SPEC_PROPERTY, payload_of, spec_payload
 from pytest_specgate.runmode import RunAction, RunDecision, decide_run
+
+if TYPE_CHECKING:
+    from pytest_specgate.engines import Engine, EngineConfig, EnginePool
 
 SETTINGS_KEY: Final = pytest.StashKey["opts.SpecgateSettings"]()
 PROFILES_KEY: Final = pytest.StashKey[dict[str, HostProfile]]()
@@ -58,7 +63,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     default=None, help=opts.ENDPOINT_HELP)
     group.addoption("--specgate-duration-scale", dest="specgate_duration_scale",
                     metavar="FACTOR", default=None, help=opts.DURATION_SCALE_HELP)
+    group.addoption("--specgate-vllm-python", dest="specgate_vllm_python", metavar="PYTHON",
+                    default=None, help=opts.VLLM_PYTHON_HELP)
     parser.addini("specgate_evidence", opts.EVIDENCE_HELP, default=None)
+    parser.addini("specgate_vllm_python", opts.VLLM_PYTHON_HELP, default=None)
     parser.addini("specgate_engine", opts.ENGINE_HELP, default=None)
     parser.addini("specgate_endpoint", opts.ENDPOINT_HELP, default=None)
     parser.addini("specgate_duration_scale", opts.DURATION_SCALE_HELP, default=None)
@@ -67,6 +75,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", HARDWARE_MARKER_DOC)
     config.addinivalue_line("markers", AC_MARKER_DOC)
+    config.addinivalue_line("markers", ENGINE_MARKER_DOC)
     config.stash[SETTINGS_KEY] = opts.resolve_settings(config)
     try:
         config.stash[PROFILES_KEY] = load_host_profiles(_pyproject(config))
@@ -170,6 +179,11 @@ def _ac_payload(item: pytest.Item) -> dict[str, Any] | None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     decision = item.stash.get(DECISION_KEY, None)
+    if (decision is not None and decision.action is RunAction.SKIP and report.skipped
+            and isinstance(report.longrepr, tuple)):
+        # Point the skip at the spec, as pytest's skipping plugin does for skip markers.
+        path, line, _ = item.reportinfo()
+        report.longrepr = (str(path), (line or 0) + 1, report.longrepr[2])
     verdict = item.stash.get(VERDICT_KEY, None)
     ac = _ac_payload(item)
     if ac is not None or verdict is not None:
@@ -205,3 +219,51 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         "ran on a host that does not match)",
         yellow=True,
     )
+
+
+# ---------------------------------------------------------------------------
+# Engine fixtures: one pool per session (per xdist worker), torn down in finally.
+
+
+@pytest.fixture(scope="session")
+def specgate_engine_pool() -> Iterator[EnginePool]:
+    """Every engine booted in this session; closed at session end, also on Ctrl-C."""
+    from pytest_specgate.engines.config import EnginePool
+
+    pool = EnginePool()
+    try:
+        yield pool
+    finally:
+        pool.close_all()
+
+
+@pytest.fixture(scope="session")
+def tiny_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where ``tiny:<role>`` model references are built (once per content hash)."""
+    return tmp_path_factory.getbasetemp() / "specgate-tiny-models"
+
+
+@pytest.fixture
+def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> EngineConfig:
+    """The engine this test asks for: ``@pytest.mark.engine`` over the command line."""
+    from pytest_specgate.engines.config import engine_config_for_node
+
+    settings = request.config.stash[SETTINGS_KEY]
+    node = request.node
+    assert isinstance(node, pytest.Item)
+    config = engine_config_for_node(node, {"engine": settings.engine, "endpoint": settings.endpoint})
+    if config.backend in ("mlx", "vllm") and config.option("model_cache") is None:
+        config = config.with_options(model_cache=str(tiny_model_cache))
+    if config.backend == "vllm" and settings.vllm_python and config.option("python") is None:
+        config = config.with_options(python=settings.vllm_python)
+    return config
+
+
+@pytest.fixture
+def engine(engine_config: EngineConfig, specgate_engine_pool: EnginePool,
+           tmp_path_factory: pytest.TempPathFactory) -> Engine:
+    """A booted engine (mock, mlx, vllm or endpoint), shared by tests with equal configuration."""
+    from pytest_specgate.engines.config import engine_workdir
+
+    workdir = engine_workdir(tmp_path_factory.getbasetemp() / "specgate-engines", engine_config)
+    return specgate_engine_pool.get(engine_config, workdir)

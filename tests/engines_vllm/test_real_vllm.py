@@ -3,7 +3,8 @@
 Skipped unless vLLM is installed in this interpreter or in the one named by
 ``--specgate-vllm-python`` (``tox -e real-vllm`` builds such an environment).
 Each boot takes 40-140 s on two cores, so the engines are shared per module:
-one speculative (draft model, gamma 3), one baseline, one n-gram. Teardown is checked by PID and port after each engine closes.
+one speculative (draft model, gamma 3), one baseline, one n-gram. Teardown is
+checked by PID and port after each engine closes.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -25,17 +26,31 @@ from pytest_specgate.properties import SPEC_PROPERTY, payload_of, spec_payload
 from pytest_specgate.runmode import RunAction, RunDecision, decide_run
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines import Engine, EngineConfig, EnginePool
+    from collections.abc import Callable
 
-SETTINGS_KEY: Final = pytest.StashKey["opts.SpecgateSettings"]()
+    from pytest_specgate.engines import Engine, EngineConfig, EnginePool
+    from pytest_specgate.evidence import (
+        AcceptanceCriterion,
+        EvidenceCollector,
+        EvidenceRecorder,
+        Redactor,
+    )
+    from pytest_specgate.qualification import QualificationFactory
+
+SETTINGS_KEY: Final = pytest.StashKey[opts.SpecgateSettings]()
 PROFILES_KEY: Final = pytest.StashKey[dict[str, HostProfile]]()
 HOST_FACTS_KEY: Final = pytest.StashKey[HostFacts]()
 DECISION_KEY: Final = pytest.StashKey[RunDecision]()
 VERDICT_KEY: Final = pytest.StashKey[HardwareVerdict]()
+AC_KEY: Final[pytest.StashKey[AcceptanceCriterion]] = pytest.StashKey()
+COLLECTOR_KEY: Final[pytest.StashKey[EvidenceCollector]] = pytest.StashKey()
+REDACTOR_KEY: Final[pytest.StashKey[Redactor]] = pytest.StashKey()
+RECORDER_KEY: Final[pytest.StashKey[EvidenceRecorder]] = pytest.StashKey()
 
 AC_MARKER_DOC: Final = (
     "ac(id, *, spec=None, title=None, waived_to=None, reason=None): the acceptance criterion "
-    "this spec proves; evidence is grouped by it."
+    "(AC-<n>[a-z] or FR-<n>[.<n>]) this test is evidence for; several tests may share one. "
+    "waived_to=PR-<letters>|PR-<n> moves it to a later merge gate and needs reason="
 )
 
 
@@ -81,6 +96,64 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[PROFILES_KEY] = load_host_profiles(_pyproject(config))
     except RequirementError as exc:
         raise pytest.UsageError(str(exc)) from None
+    settings = config.stash[SETTINGS_KEY]
+    if settings.evidence_dir is not None and not hasattr(config, "workerinput"):
+        collector = _evidence_collector(config, settings)
+        config.stash[COLLECTOR_KEY] = collector
+        config.pluginmanager.register(collector, "specgate-evidence")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    collector = config.stash.get(COLLECTOR_KEY, None)
+    if collector is not None:
+        del config.stash[COLLECTOR_KEY]
+        config.pluginmanager.unregister(collector)
+
+
+def _evidence_collector(config: pytest.Config, settings: opts.SpecgateSettings) -> EvidenceCollector:
+    """The bundle writer of this run: created on the controller only, never on xdist workers."""
+    from pytest_specgate.evidence import EvidenceCollector
+
+    facts = session_host_facts(config)
+    scale = settings.duration_scale
+    return EvidenceCollector(
+        evidence_dir=_evidence_dir(config) or Path("."),
+        host_facts=facts.to_dict(),
+        diagnostic=settings.run.diagnostic,
+        allow_dirty=settings.allow_dirty,
+        rootdir=config.rootpath,
+        redact_patterns=_redact_patterns(config),
+        host_summary=facts.summary(),
+        session_reasons=[] if scale == 1 else [f"--specgate-duration-scale {scale:g} is not 1: "
+                                               "durations were shortened"],
+    )
+
+
+def _evidence_dir(config: pytest.Config) -> Path | None:
+    """Absolute, so xdist workers and tests that chdir agree on it."""
+    directory = config.stash[SETTINGS_KEY].evidence_dir
+    return None if directory is None else config.invocation_params.dir / directory
+
+
+def _redact_patterns(config: pytest.Config) -> list[str]:
+    """Extra redaction patterns from ``[tool.specgate.redact] patterns = [...]``."""
+    path = _pyproject(config)
+    if path is None:
+        return []
+    table = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("specgate", {})
+    patterns = table.get("redact", {}).get("patterns", [])
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise pytest.UsageError(f"{path}: [tool.specgate.redact] patterns must be a list of strings")
+    return patterns
+
+
+def session_redactor(config: pytest.Config) -> Redactor:
+    """The one redaction function every evidence write of this process goes through."""
+    if REDACTOR_KEY not in config.stash:
+        from pytest_specgate.evidence import build_redactor
+
+        config.stash[REDACTOR_KEY] = build_redactor(config.rootpath, _redact_patterns(config))
+    return config.stash[REDACTOR_KEY]
 
 
 def _pyproject(config: pytest.Config) -> Path | None:
@@ -124,6 +197,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     settings = config.stash[SETTINGS_KEY].run
     profiles = config.stash[PROFILES_KEY]
     for item in items:
+        ac_marker = item.get_closest_marker("ac")
+        if ac_marker is not None:
+            from pytest_specgate.evidence import ac_from_marker
+
+            item.stash[AC_KEY] = ac_from_marker(ac_marker.args, ac_marker.kwargs, item.nodeid)
         marker = item.get_closest_marker("hardware")
         required = settings.is_required(_ac_id(item))
         if required and settings.diagnostic:
@@ -167,14 +245,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         pytest.fail(f"specgate: {item.nodeid}: {decision.message}", pytrace=False)
 
 
-def _ac_payload(item: pytest.Item) -> dict[str, Any] | None:
-    marker = item.get_closest_marker("ac")
-    if marker is None:
-        return None
-    return {"id": _ac_id(item), **{k: marker.kwargs.get(k)
-                                   for k in ("spec", "title", "waived_to", "reason")}}
-
-
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
@@ -185,9 +255,16 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         path, line, _ = item.reportinfo()
         report.longrepr = (str(path), (line or 0) + 1, report.longrepr[2])
     verdict = item.stash.get(VERDICT_KEY, None)
-    ac = _ac_payload(item)
-    if ac is not None or verdict is not None:
-        payload = spec_payload(item.nodeid, ac=ac, verdict=verdict, decision=decision)
+    criterion = item.stash.get(AC_KEY, None)
+    recorder = item.stash.get(RECORDER_KEY, None)
+    if criterion is not None or verdict is not None or recorder is not None:
+        payload = spec_payload(
+            item.nodeid,
+            ac=criterion.to_dict() if criterion is not None else None,
+            verdict=verdict,
+            decision=decision,
+            recorded=recorder.to_properties() if recorder is not None else None,
+        )
         report.user_properties = [*report.user_properties, (SPEC_PROPERTY, payload)]
     return report
 
@@ -219,6 +296,18 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         "ran on a host that does not match)",
         yellow=True,
     )
+
+
+@pytest.fixture
+def evidence(request: pytest.FixtureRequest) -> EvidenceRecorder:
+    """Record measurements (``measure``), artifacts (``attach``) and context (``note``)."""
+    from pytest_specgate.evidence import EvidenceRecorder, staging_dir
+
+    directory = _evidence_dir(request.config)
+    recorder = EvidenceRecorder(request.node.nodeid, session_redactor(request.config),
+                                None if directory is None else staging_dir(directory))
+    request.node.stash[RECORDER_KEY] = recorder
+    return recorder
 
 
 # ---------------------------------------------------------------------------
@@ -267,3 +356,36 @@ def engine(engine_config: EngineConfig, specgate_engine_pool: EnginePool,
 
     workdir = engine_workdir(tmp_path_factory.getbasetemp() / "specgate-engines", engine_config)
     return specgate_engine_pool.get(engine_config, workdir)
+
+
+@pytest.fixture
+def boot_engine(engine_config: EngineConfig,
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Engine]]:
+    """``boot_engine(**changes)``: a new, unshared engine like ``engine``, closed after the test.
+
+    For a baseline next to the speculative engine (``boot_engine(draft=None)``),
+    an engine a spec may break, or one that must not boot before a budget is priced.
+    """
+    from pytest_specgate.engines.config import fresh_engines
+
+    with fresh_engines(engine_config, tmp_path_factory.mktemp) as boot:
+        yield boot
+
+
+@pytest.fixture
+def qualification(request: pytest.FixtureRequest, tmp_path: Path,
+                  evidence: EvidenceRecorder) -> Iterator[QualificationFactory]:
+    """Ordered-gate qualification sessions whose receipt always names the running gate."""
+    from pytest_specgate.qualification import qualification_factory
+
+    collector = request.config.stash.get(COLLECTOR_KEY, None)
+    with qualification_factory(
+        nodeid=request.node.nodeid,
+        tmp_path=tmp_path,
+        evidence_dir=collector.evidence_dir if collector is not None else None,
+        run_id=collector.run_id if collector is not None else None,
+        redactor=session_redactor(request.config),
+        rootdir=request.config.rootpath,
+        recorder=evidence,
+    ) as factory:
+        yield factory

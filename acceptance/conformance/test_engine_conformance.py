@@ -95,9 +95,9 @@ def test_stream_delivers_the_same_text_as_chat(engine: Engine) -> None:
 
 
 def test_greedy_speculative_output_equals_greedy_baseline(
-    engine: Engine, engine_like: Callable[..., Engine]
+    engine: Engine, boot_engine: Callable[..., Engine]
 ) -> None:
-    baseline = engine_like(draft=None, num_draft_tokens=None)
+    baseline = boot_engine(draft=None, num_draft_tokens=None)
     assert baseline.telemetry().enabled is False
     for prompt in PROMPTS:
         speculative = engine.chat(_messages(prompt), max_tokens=MAX_TOKENS, temperature=0)
@@ -140,8 +140,8 @@ def test_telemetry_has_the_normalized_shape(engine: Engine) -> None:
     assert json.loads(json.dumps(as_dict)) == as_dict
 
 
-def test_close_tears_the_engine_down(engine: Engine, engine_like: Callable[..., Engine]) -> None:
-    another = engine_like()
+def test_close_tears_the_engine_down(engine: Engine, boot_engine: Callable[..., Engine]) -> None:
+    another = boot_engine()
     assert another.chat(_messages(PROMPTS[0]), max_tokens=4, temperature=0).text
     assert _port_accepts(another.base_url)
     another.close()

@@ -6,8 +6,10 @@ once per session (once per xdist worker) and share it between tests.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
@@ -28,6 +30,7 @@ __all__ = [
     "engine_config_from",
     "engine_workdir",
     "freeze_option",
+    "fresh_engines",
 ]
 
 BACKENDS: dict[str, str] = {
@@ -237,3 +240,35 @@ class EnginePool:
                 errors.append(exc)
         if errors:
             raise ExceptionGroup("closing engines failed", cast(list[Exception], errors))
+
+
+@contextmanager
+def fresh_engines(base: EngineConfig, workdir_for: Callable[[str], Path]) -> Iterator[Callable[..., Engine]]:
+    """``boot(**changes)`` boots a new, unshared engine like ``base``; all are closed at exit.
+
+    ``changes`` replace the named fields (``draft=None`` turns speculation off) or
+    set backend options. For specs that need a second engine (a baseline next to
+    the speculative one), one they may break, or one that must not boot before a
+    budget is priced.
+    """
+    booted: list[Engine] = []
+
+    def boot(**changes: object) -> Engine:
+        named = {key: value for key, value in changes.items() if key in _NAMED_FIELDS}
+        options = {key: value for key, value in changes.items() if key not in _NAMED_FIELDS}
+        config = dataclasses.replace(base, **named).with_options(**options)  # type: ignore[arg-type]
+        engine = boot_function(config.backend)(config, workdir_for(config.backend))
+        booted.append(engine)
+        return engine
+
+    try:
+        yield boot
+    finally:
+        errors: list[Exception] = []
+        for engine in reversed(booted):
+            try:
+                engine.close()
+            except Exception as exc:
+                errors.append(exc)
+        if errors:
+            raise ExceptionGroup("closing engines booted by boot_engine failed", errors)

@@ -42,7 +42,6 @@ from pytest_specgate.qualification._faults import (
 from pytest_specgate.qualification._fixtures import (
     QUALIFICATION_DIR_NAME,
     QualificationFactory,
-    engine_booter,
     qualification_directories,
     qualification_factory,
 )
@@ -92,7 +91,6 @@ __all__ = [
     "QualificationVerdict",
     "RecoveryNotEvidenced",
     "compare_greedy",
-    "engine_booter",
     "eos_gate",
     "fault_gate_specs",
     "injector_for",

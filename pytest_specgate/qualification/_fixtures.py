@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
@@ -19,15 +19,12 @@ from pytest_specgate.qualification._budget import DEFAULT_HOLD_LIMIT_S, GateSpec
 from pytest_specgate.qualification._session import CHECKPOINTS_NAME, NoteTaker, QualificationSession
 
 if TYPE_CHECKING:
-    import pytest
 
-    from pytest_specgate.engines.protocol import Engine
     from pytest_specgate.evidence import Redactor
 
 __all__ = [
     "QUALIFICATION_DIR_NAME",
     "QualificationFactory",
-    "engine_booter",
     "qualification_directories",
     "qualification_factory",
 ]
@@ -140,46 +137,3 @@ def qualification_factory(
         yield factory
     finally:
         factory.close()
-
-
-def _engine_marker(node: pytest.Item) -> tuple[tuple[object, ...], dict[str, object]]:
-    """The closest ``engine`` marker's arguments, as the ``engine`` fixture reads them."""
-    marker = node.get_closest_marker("engine")
-    return (tuple(marker.args), dict(marker.kwargs)) if marker is not None else ((), {})
-
-
-@contextmanager
-def engine_booter(
-    node: pytest.Item,
-    option_values: Mapping[str, object],
-    workdir_for: Callable[[str], Path],
-) -> Iterator[Callable[..., Engine]]:
-    """``boot(**changes)`` boots an engine from the test's engine marker; all are closed at exit."""
-    from pytest_specgate.engines import boot_function, engine_config_from
-
-    booted: list[Engine] = []
-    marker_args, marker_kwargs = _engine_marker(node)
-
-    def boot(**changes: object) -> Engine:
-        merged = {**marker_kwargs, **changes}
-        config = engine_config_from(
-            {key: value for key, value in merged.items() if value is not None},
-            option_values,
-            marker_args,
-            where=node.nodeid,
-        )
-        engine = boot_function(config.backend)(config, workdir_for(config.backend))
-        booted.append(engine)
-        return engine
-
-    try:
-        yield boot
-    finally:
-        errors: list[Exception] = []
-        for engine in reversed(booted):
-            try:
-                engine.close()
-            except Exception as exc:
-                errors.append(exc)
-        if errors:
-            raise ExceptionGroup("closing engines booted by boot_engine failed", errors)

@@ -19,29 +19,6 @@ from pytest_specgate.qualification import (
     qualification_factory,
 )
 
-FIXTURES = """
-import pytest
-
-from pytest_specgate.qualification import engine_booter, qualification_factory
-
-
-def pytest_configure(config):
-    config.addinivalue_line("markers", "engine(backend=None, **options): engine for the test")
-
-
-@pytest.fixture
-def boot_engine(request, tmp_path_factory):
-    options = {"engine": None, "endpoint": None}
-    with engine_booter(request.node, options, tmp_path_factory.mktemp) as boot:
-        yield boot
-
-
-@pytest.fixture
-def qualification(request, tmp_path):
-    with qualification_factory(nodeid=request.node.nodeid, tmp_path=tmp_path) as factory:
-        yield factory
-"""
-
 SPECS = """
 import json
 
@@ -84,7 +61,6 @@ def test_over_budget_never_boots(qualification, boot_engine):
 def test_fixture_glue_runs_a_qualification_against_the_mock_in_a_pytest_run(
     pytester: pytest.Pytester,
 ) -> None:
-    pytester.makeconftest(FIXTURES)
     pytester.makepyfile(test_glue=SPECS)
     result = pytester.runpytest("-p", "no:cacheprovider", "-q")
     result.assert_outcomes(passed=2)

@@ -12,7 +12,9 @@ import pytest
 import yaml
 
 from pytest_specgate.engines.boot import free_loopback_port
+from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.protocol import EngineStartupRefused
+from pytest_specgate.engines.vllm import boot, profile_from_config
 from pytest_specgate.engines.vllm.compose import (
     COMPOSE_FILE_NAME,
     ComposeRefused,
@@ -356,3 +358,54 @@ def test_boot_compose_keeps_the_project_up_until_the_engine_closes(tmp_path: Pat
     finally:
         engine.close()
     assert runner.verbs == ["up", "down"]
+
+
+def compose_config(**options: object) -> EngineConfig:
+    base: dict[str, object] = {"mode": "compose", "image": IMAGE.reference, "weights_dir": "/srv/m"}
+    return EngineConfig(backend="vllm", target="Org/Model-7B").with_options(**{**base, **options})
+
+
+def test_profile_from_engine_options() -> None:
+    config = EngineConfig(
+        backend="vllm", target="Org/Model-7B", draft="/srv/d", num_draft_tokens=5
+    ).with_options(
+        mode="compose", image=IMAGE.reference, weights_dir="/srv/m", weight_format="awq",
+        compute_dtype="float16", kv_cache_dtype="fp8_e5m2", tensor_parallel_size=2,
+        gpu_indices=[2, 3], max_model_len=2048, gpu_memory_utilization=0.8, max_num_seqs=8,
+        trust_remote_code=True, required_gpu_memory_bytes=10,
+    )
+
+    assert profile_from_config(config, host_port=18555) == EngineProfile(
+        slug="Org/Model-7B", weights_dir="/srv/m", weight_format="awq",
+        image=EngineImage(IMAGE.reference), compute_dtype="float16", kv_cache_dtype="fp8_e5m2",
+        tensor_parallel_size=2, gpu_indices=(2, 3), max_model_len=2048,
+        gpu_memory_utilization=0.8, max_num_seqs=8, host_port=18555, trust_remote_code=True,
+        draft=DraftSpec(method="draft_model", num_speculative_tokens=5, weights_dir="/srv/d",
+                        slug="/srv/d"),
+        required_gpu_memory_bytes=10,
+    )
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        (compose_config(image=None), "needs image="),
+        (compose_config(gpu_indices="0"), "gpu_indices must be a list of ints"),
+        (compose_config(tensor_parallel_size="2"), "tensor_parallel_size must be an integer"),
+        (compose_config(speculative_method="ngram"), "needs num_draft_tokens"),
+    ],
+)
+def test_bad_compose_options_are_usage_errors(config: EngineConfig, message: str) -> None:
+    with pytest.raises(pytest.UsageError, match=message):
+        profile_from_config(config, host_port=1)
+
+
+def test_compose_mode_on_a_host_without_gpus_refuses_before_writing(tmp_path: Path) -> None:
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"os": "linux", "arch": "x86_64", "memory_bytes": None, "gpus": []}))
+
+    with pytest.raises(EngineStartupRefused) as caught:
+        boot(compose_config(host_facts=str(facts)), tmp_path / "work").close()
+
+    assert caught.value.code == "tensor_parallel_exceeds_visible_gpus"
+    assert not (tmp_path / "work" / "compose").exists()

@@ -202,3 +202,10 @@ def test_tokenizer_mismatch_refuses_before_any_process_starts(
     assert caught.value.code == "draft_model_tokenizer_mismatch"
     assert pids_in(fake_vllm) == []
     assert not (tmp_path / "vllm-server.log").exists()
+
+
+def test_a_missing_interpreter_is_a_boot_error_naming_it(pair: TinyModelPair, tmp_path: Path) -> None:
+    config = vllm_config(python=str(tmp_path / "no-python"), model_cache=str(pair.root.parent))
+
+    with pytest.raises(EngineBootError, match=r"cannot run the vLLM interpreter .*no-python"):
+        boot(config, tmp_path).close()

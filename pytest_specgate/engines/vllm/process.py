@@ -39,7 +39,7 @@ import pytest
 from pytest_specgate.engines.boot import ManagedProcess, free_loopback_port, wait_for_health
 from pytest_specgate.engines.client import ClientEngine, OpenAIClient
 from pytest_specgate.engines.config import EngineConfig
-from pytest_specgate.engines.protocol import Telemetry
+from pytest_specgate.engines.protocol import EngineBootError, Telemetry
 from pytest_specgate.engines.vllm.metrics import (
     SpecDecodeCounters,
     SpecDecodeWindow,
@@ -252,9 +252,12 @@ class VllmTelemetry:
 
 def probe_versions(python: str) -> dict[str, str]:
     """vLLM and torch versions of the interpreter that runs the server (metadata only)."""
-    completed = subprocess.run(
-        [python, "-c", _VERSION_PROBE], capture_output=True, text=True, timeout=60, check=False
-    )
+    try:
+        completed = subprocess.run(
+            [python, "-c", _VERSION_PROBE], capture_output=True, text=True, timeout=60, check=False
+        )
+    except OSError as exc:
+        raise EngineBootError(f"cannot run the vLLM interpreter {python!r} (option python): {exc}") from exc
     if completed.returncode != 0:
         return {"vllm": "unknown", "torch": "unknown"}
     found = json.loads(completed.stdout)

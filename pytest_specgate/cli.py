@@ -82,7 +82,10 @@ def _run_hosts(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="specgate", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="specgate",
+        description="Inspect hosts, render and gate evidence bundles, run the mock engine.",
+    )
     parser.add_argument("--version", action="version", version=f"pytest-specgate {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     hosts = commands.add_parser("hosts", help="print this host's facts and the profiles it matches")
@@ -91,6 +94,18 @@ def build_parser() -> argparse.ArgumentParser:
     hosts.add_argument("--pyproject", metavar="FILE",
                        help="pyproject.toml declaring [tool.specgate.hosts] (default: nearest)")
     hosts.set_defaults(handler=_run_hosts)
+
+    from pytest_specgate.evidence import cli_commands as evidence_cli
+
+    for name, help_text in (
+        ("render", "print a bundle's markdown evidence blocks"),
+        ("merge", "merge bundles from several hosts into one"),
+        ("gate", "check a PR body against evidence bundles (exit 0 only when it may merge)"),
+        ("waivers", "list open waivers and the gate each AC moves to"),
+    ):
+        command = commands.add_parser(name, help=help_text)
+        getattr(evidence_cli, f"configure_{name}_parser")(command)
+        command.set_defaults(handler=getattr(evidence_cli, f"run_{name}"))
 
     from pytest_specgate.engines import mock_cli
 

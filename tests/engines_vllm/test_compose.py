@@ -373,11 +373,14 @@ def test_profile_from_engine_options() -> None:
         compute_dtype="float16", kv_cache_dtype="fp8_e5m2", tensor_parallel_size=2,
         gpu_indices=[2, 3], max_model_len=2048, gpu_memory_utilization=0.8, max_num_seqs=8,
         trust_remote_code=True, required_gpu_memory_bytes=10,
+        image_platforms=["linux/arm64"], image_min_compute_capability="12.1",
     )
 
     assert profile_from_config(config, host_port=18555) == EngineProfile(
         slug="Org/Model-7B", weights_dir="/srv/m", weight_format="awq",
-        image=EngineImage(IMAGE.reference), compute_dtype="float16", kv_cache_dtype="fp8_e5m2",
+        image=EngineImage(IMAGE.reference, platforms=frozenset({"linux/arm64"}),
+                          min_compute_capability="12.1"),
+        compute_dtype="float16", kv_cache_dtype="fp8_e5m2",
         tensor_parallel_size=2, gpu_indices=(2, 3), max_model_len=2048,
         gpu_memory_utilization=0.8, max_num_seqs=8, host_port=18555, trust_remote_code=True,
         draft=DraftSpec(method="draft_model", num_speculative_tokens=5, weights_dir="/srv/d",
@@ -393,6 +396,7 @@ def test_profile_from_engine_options() -> None:
         (compose_config(gpu_indices="0"), "gpu_indices must be a list of ints"),
         (compose_config(tensor_parallel_size="2"), "tensor_parallel_size must be an integer"),
         (compose_config(speculative_method="ngram"), "needs num_draft_tokens"),
+        (compose_config(image_platforms="linux/arm64"), "image_platforms must be a list"),
     ],
 )
 def test_bad_compose_options_are_usage_errors(config: EngineConfig, message: str) -> None:

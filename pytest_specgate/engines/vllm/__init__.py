@@ -11,7 +11,8 @@ Compose-mode options: ``image`` (pinned reference, required), ``weights_dir``
 ``kv_cache_dtype``, ``tensor_parallel_size``, ``gpu_indices``, ``max_model_len``,
 ``gpu_memory_utilization``, ``max_num_seqs``, ``trust_remote_code``,
 ``required_gpu_memory_bytes``, ``speculative_method``, ``host_facts`` (a facts
-file; default: probe this host), ``boot_timeout_s``.
+file; default: probe this host), ``boot_timeout_s``, and what the image can run:
+``image_platforms`` (default ``["linux/amd64"]``), ``image_min_compute_capability``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from pytest_specgate.engines.config import EngineConfig
 
 if TYPE_CHECKING:
     from pytest_specgate.engines.protocol import Engine
-    from pytest_specgate.engines.vllm.profile import EngineProfile
+    from pytest_specgate.engines.vllm.profile import EngineImage, EngineProfile
 
 __all__ = ["MODES", "boot", "host_facts_for", "profile_from_config"]
 
@@ -49,7 +50,7 @@ def _int_option(config: EngineConfig, name: str, default: int | None) -> int | N
 
 def profile_from_config(config: EngineConfig, host_port: int) -> EngineProfile:
     """The compose-mode profile an ``engine("vllm", mode="compose", ...)`` marker describes."""
-    from pytest_specgate.engines.vllm.profile import DraftSpec, EngineImage, EngineProfile
+    from pytest_specgate.engines.vllm.profile import DraftSpec, EngineProfile
 
     image = _str_option(config, "image", None)
     if not image:
@@ -78,7 +79,7 @@ def profile_from_config(config: EngineConfig, host_port: int) -> EngineProfile:
         slug=config.target,
         weights_dir=weights_dir,
         weight_format=_str_option(config, "weight_format", "bfloat16") or "bfloat16",
-        image=EngineImage(reference=image),
+        image=_image_from_config(config, image),
         compute_dtype=_str_option(config, "compute_dtype", None),
         kv_cache_dtype=_str_option(config, "kv_cache_dtype", "auto") or "auto",
         tensor_parallel_size=_int_option(config, "tensor_parallel_size", 1) or 1,
@@ -90,6 +91,19 @@ def profile_from_config(config: EngineConfig, host_port: int) -> EngineProfile:
         trust_remote_code=config.option("trust_remote_code", False) is True,
         draft=draft,
         required_gpu_memory_bytes=_int_option(config, "required_gpu_memory_bytes", None),
+    )
+
+
+def _image_from_config(config: EngineConfig, reference: str) -> EngineImage:
+    from pytest_specgate.engines.vllm.profile import EngineImage
+
+    platforms = config.option("image_platforms", ("linux/amd64",))
+    if not isinstance(platforms, tuple) or not all(isinstance(p, str) for p in platforms):
+        raise pytest.UsageError(f"vllm option image_platforms must be a list of strings, got {platforms!r}")
+    return EngineImage(
+        reference=reference,
+        platforms=frozenset(platforms),
+        min_compute_capability=_str_option(config, "image_min_compute_capability", None),
     )
 
 

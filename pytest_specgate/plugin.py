@@ -42,6 +42,10 @@ PROFILES_KEY: Final = pytest.StashKey[dict[str, HostProfile]]()
 HOST_FACTS_KEY: Final = pytest.StashKey[HostFacts]()
 DECISION_KEY: Final = pytest.StashKey[RunDecision]()
 VERDICT_KEY: Final = pytest.StashKey[HardwareVerdict]()
+REAL_ENGINE_MARKER_DOC: Final = (
+    "real_engine: boots a real inference engine (mlx-lm, vLLM); slow, deselect with "
+    "-m 'not real_engine'"
+)
 AC_KEY: Final[pytest.StashKey[AcceptanceCriterion]] = pytest.StashKey()
 COLLECTOR_KEY: Final[pytest.StashKey[EvidenceCollector]] = pytest.StashKey()
 REDACTOR_KEY: Final[pytest.StashKey[Redactor]] = pytest.StashKey()
@@ -78,6 +82,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     default=None, help=opts.ENDPOINT_HELP)
     group.addoption("--specgate-duration-scale", dest="specgate_duration_scale",
                     metavar="FACTOR", default=None, help=opts.DURATION_SCALE_HELP)
+    group.addoption("--specgate-engine-option", action="append", dest="specgate_engine_option",
+                    metavar="KEY=VALUE", default=[], help=opts.ENGINE_OPTION_HELP)
     group.addoption("--specgate-vllm-python", dest="specgate_vllm_python", metavar="PYTHON",
                     default=None, help=opts.VLLM_PYTHON_HELP)
     parser.addini("specgate_evidence", opts.EVIDENCE_HELP, default=None)
@@ -91,6 +97,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", HARDWARE_MARKER_DOC)
     config.addinivalue_line("markers", AC_MARKER_DOC)
     config.addinivalue_line("markers", ENGINE_MARKER_DOC)
+    config.addinivalue_line("markers", REAL_ENGINE_MARKER_DOC)
     config.stash[SETTINGS_KEY] = opts.resolve_settings(config)
     try:
         config.stash[PROFILES_KEY] = load_host_profiles(_pyproject(config))
@@ -345,6 +352,8 @@ def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> Eng
         config = config.with_options(model_cache=str(tiny_model_cache))
     if config.backend == "vllm" and settings.vllm_python and config.option("python") is None:
         config = config.with_options(python=settings.vllm_python)
+    if settings.engine_options:
+        config = config.with_options(**dict(settings.engine_options))
     return config
 
 

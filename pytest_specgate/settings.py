@@ -6,6 +6,7 @@ Each option's help text is one constant shared by ``addoption`` and
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, final
@@ -20,11 +21,13 @@ __all__ = [
     "DURATION_SCALE_HELP",
     "ENDPOINT_HELP",
     "ENGINE_HELP",
+    "ENGINE_OPTION_HELP",
     "EVIDENCE_HELP",
     "HOST_FACTS_HELP",
     "REQUIRE_HELP",
     "VLLM_PYTHON_HELP",
     "SpecgateSettings",
+    "parse_engine_options",
     "resolve_settings",
 ]
 
@@ -46,6 +49,10 @@ DURATION_SCALE_HELP: Final = (
     "multiply the durations of long specs (e.g. AC-10's 5-minute sustained window) by this "
     "factor; any value other than 1 makes the run non-qualifying."
 )
+ENGINE_OPTION_HELP: Final = (
+    "KEY=VALUE (repeatable): a backend option set on every engine of the run, over the "
+    "engine marker; VALUE is read as JSON when it parses (e.g. faults='[\"corrupt-spec\"]')."
+)
 VLLM_PYTHON_HELP: Final = (
     "Python interpreter that has vLLM installed, for the vllm backend (default: this one)."
 )
@@ -63,6 +70,7 @@ class SpecgateSettings:
     endpoint: str | None
     duration_scale: float
     vllm_python: str | None
+    engine_options: tuple[tuple[str, object], ...] = ()
 
 
 def _ini_or(config: pytest.Config, name: str) -> str | None:
@@ -110,4 +118,20 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         endpoint=endpoint,
         duration_scale=scale,
         vllm_python=config.getoption("specgate_vllm_python") or _ini_or(config, "specgate_vllm_python"),
+        engine_options=parse_engine_options(config.getoption("specgate_engine_option") or []),
     )
+
+
+def parse_engine_options(pairs: list[str]) -> tuple[tuple[str, object], ...]:
+    """``["alpha=0.3", "faults=[\"corrupt-spec\"]"]`` -> sorted (key, value) pairs."""
+    options: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, text = pair.partition("=")
+        if not sep or not key.strip():
+            raise pytest.UsageError(f"--specgate-engine-option: expected KEY=VALUE, got {pair!r}")
+        try:
+            value: object = json.loads(text)
+        except json.JSONDecodeError:
+            value = text
+        options[key.strip()] = value
+    return tuple(sorted(options.items()))

@@ -357,19 +357,27 @@ def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> Eng
     return config
 
 
+def engine_record(engine: Engine, config: EngineConfig) -> dict[str, Any]:
+    """What evidence says about an engine: backend, model, configuration, versions."""
+    return {"backend": engine.backend, "model": engine.model_id, "config": config.describe(),
+            "versions": engine.versions()}
+
+
 @pytest.fixture
 def engine(engine_config: EngineConfig, specgate_engine_pool: EnginePool,
-           tmp_path_factory: pytest.TempPathFactory) -> Engine:
+           tmp_path_factory: pytest.TempPathFactory, evidence: EvidenceRecorder) -> Engine:
     """A booted engine (mock, mlx, vllm or endpoint), shared by tests with equal configuration."""
     from pytest_specgate.engines.config import engine_workdir
 
     workdir = engine_workdir(tmp_path_factory.getbasetemp() / "specgate-engines", engine_config)
-    return specgate_engine_pool.get(engine_config, workdir)
+    booted = specgate_engine_pool.get(engine_config, workdir)
+    evidence.note_engine(engine_record(booted, engine_config))
+    return booted
 
 
 @pytest.fixture
-def boot_engine(engine_config: EngineConfig,
-                tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Engine]]:
+def boot_engine(engine_config: EngineConfig, tmp_path_factory: pytest.TempPathFactory,
+                evidence: EvidenceRecorder) -> Iterator[Callable[..., Engine]]:
     """``boot_engine(**changes)``: a new, unshared engine like ``engine``, closed after the test.
 
     For a baseline next to the speculative engine (``boot_engine(draft=None)``),
@@ -378,7 +386,13 @@ def boot_engine(engine_config: EngineConfig,
     from pytest_specgate.engines.config import fresh_engines
 
     with fresh_engines(engine_config, tmp_path_factory.mktemp) as boot:
-        yield boot
+
+        def boot_and_record(**changes: object) -> Engine:
+            booted = boot(**changes)
+            evidence.note_engine({**engine_record(booted, engine_config), "changes": repr(changes)})
+            return booted
+
+        yield boot_and_record
 
 
 @pytest.fixture

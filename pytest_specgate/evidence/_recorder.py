@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
@@ -161,6 +162,16 @@ class EvidenceRecorder:
         if not isinstance(key, str) or not key:
             raise TypeError(f"evidence.note: key must be a non-empty string, found {key!r}")
         self._notes[key] = self._redactor.value(value)
+
+    def note_engine(self, engine: Mapping[str, object]) -> None:
+        """Record an engine this test used (backend, model, configuration, versions).
+
+        Appended under ``notes["engines"]``; evidence from the built-in mock never qualifies.
+        """
+        engines = self._notes.get("engines")
+        listed = list(engines) if isinstance(engines, list) else []
+        listed.append(self._redactor.value(dict(engine)))
+        self._notes["engines"] = listed
 
     @property
     def measurements(self) -> tuple[Measurement, ...]:

@@ -234,6 +234,11 @@ def not_qualifying_reasons(
             detail = "; ".join(str(r) for r in why) if isinstance(why, list) and why else "no reason given"
             reasons.append(f"{result.nodeid}: hardware requirement not met: {detail}")
     for result in results:
+        simulated = sorted(_simulated_engines(result))
+        if simulated:
+            reasons.append(f"{result.nodeid}: ran on the built-in mock engine ({', '.join(simulated)}), "
+                           "a simulation: only a real engine's evidence qualifies")
+    for result in results:
         if result.outcome != "passed":
             reasons.append(
                 f"{result.nodeid}: {result.outcome}" + (f": {result.message}" if result.message else "")
@@ -244,6 +249,14 @@ def not_qualifying_reasons(
             reasons.append(f"{row['nodeid']}: {row['name']} = {_shown(row['value'], row['unit'])} {missed}")
     reasons += [f"attachment {name} is missing from the staging area" for name in missing_attachments]
     return reasons
+
+
+def _simulated_engines(result: ExecutedTest) -> set[str]:
+    notes = result.properties.get("notes")
+    engines = notes.get("engines") if isinstance(notes, Mapping) else None
+    if not isinstance(engines, list):
+        return set()
+    return {str(e.get("model")) for e in engines if isinstance(e, Mapping) and e.get("backend") == "mock"}
 
 
 def declared_fields(results: Sequence[ExecutedTest]) -> tuple[dict[str, JsonValue], list[str]]:

@@ -1,0 +1,331 @@
+"""What each backend needs to express the SPEC-028 situations, in one place.
+
+The spec modules say *what* must hold ("a draft with another tokenizer is
+refused"); this module says *how* a backend is put into that situation (a mock
+option, a tiny checkpoint with another vocabulary, a memory limit). A backend
+that cannot be put into a situation, or cannot observe something (mlx-lm has no
+acceptance counters and no warm swap), says so here with a reason, and the spec
+skips naming the backend: it never passes without having checked.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_specgate.engines import Engine
+    from pytest_specgate.measure import ModelPair
+
+EngineChanges = Mapping[str, object]
+DraftCounter = Callable[["Engine", list[dict[str, object]], int, Sequence[int]], tuple[int, int]]
+
+GREEDY_MAX_TOKENS = 24
+"""Completion length of the functional specs: long enough for several draft rounds."""
+
+
+@dataclass(frozen=True)
+class Ac10Plan:
+    """How AC-10 is measured on a backend: engines, request length, rounds, cost ratio."""
+
+    candidate: EngineChanges
+    baseline: EngineChanges
+    max_tokens: int | None
+    rounds: int
+    warmup: int
+    cost_ratio: float
+    cost_ratio_source: str
+
+
+@dataclass(frozen=True)
+class Ac11Plan:
+    candidate: EngineChanges
+    max_tokens_cap: int | None
+
+
+@dataclass(frozen=True)
+class BackendProfile:
+    """The SPEC-028 configuration of one backend.
+
+    ``*_changes`` are ``boot_engine(**changes)`` arguments; ``no_*`` fields hold
+    the reason a capability is missing (None: the backend has it).
+    """
+
+    backend: str
+    speculative: EngineChanges
+    counted: EngineChanges
+    timed: EngineChanges
+    disabled: EngineChanges
+    pre_feature_build: EngineChanges
+    pre_feature_note: str
+    mismatched_tokenizer: EngineChanges
+    too_little_memory: EngineChanges
+    gated_requests: Mapping[str, Mapping[str, object]]
+    seeded_sampling: bool
+    no_counters: str | None
+    no_independent_count: str | None
+    no_roll: str | None
+    no_warm_swap: str | None
+    no_fault_injection: str | None
+    swap_target: str | None = None
+    extra: Mapping[str, object] = field(default_factory=dict)
+
+    def require(self, missing: str | None, what: str) -> None:
+        """Skip, naming the backend and why, when a capability is missing."""
+        if missing is not None:
+            pytest.skip(f"{what} cannot be checked on the {self.backend} backend: {missing}")
+
+
+GATED_REQUESTS: dict[str, dict[str, object]] = {
+    "temperature": {"temperature": 0.8, "seed": 11},
+    "logprobs": {"temperature": 0, "logprobs": True, "top_logprobs": 2},
+    "n": {"temperature": 0, "n": 2},
+    "logit_bias": {"temperature": 0, "logit_bias": {"3": 5.0}},
+    "tools": {
+        "temperature": 0,
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "parse_iso8601",
+                    "description": "Parse an ISO-8601 timestamp.",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"text": {"type": "string"}},
+                        "required": ["text"],
+                    },
+                },
+            }
+        ],
+    },
+    "response_format": {"temperature": 0, "response_format": {"type": "json_object"}},
+}
+"""One request per FR-5 gate: sampling, and each feature the verifier cannot check."""
+
+_MOCK_TARGET = "tiny:target"
+_MOCK_DRAFT = "tiny:draft"
+_MOCK_GAMMA = 4
+_MOCK_SPECULATIVE: dict[str, object] = {
+    "target": _MOCK_TARGET, "draft": _MOCK_DRAFT, "num_draft_tokens": _MOCK_GAMMA,
+}
+_MOCK_TARGET_STEP_MS = 4.0
+_MOCK_COST_RATIO = 0.1
+
+MOCK = BackendProfile(
+    backend="mock",
+    speculative=_MOCK_SPECULATIVE,
+    # No EOS, so every answer runs to max_tokens and the draft rounds can be replayed.
+    counted={**_MOCK_SPECULATIVE, "eos_one_in": 0},
+    timed={**_MOCK_SPECULATIVE, "eos_one_in": 0, "target_step_ms": 3.0, "draft_step_ms": 0.3},
+    disabled={"target": _MOCK_TARGET, "draft": None, "num_draft_tokens": None},
+    pre_feature_build={"target": _MOCK_TARGET, "draft": None, "num_draft_tokens": None,
+                       "speculation_support": False},
+    pre_feature_note="the mock built without speculative decoding (speculation_support=False)",
+    mismatched_tokenizer={**_MOCK_SPECULATIVE, "draft_vocab": "words-v2"},
+    too_little_memory={**_MOCK_SPECULATIVE, "memory_budget_gb": 1.0, "target_size_gb": 0.6,
+                       "draft_size_gb": 0.25, "kv_cache_gb": 0.3},
+    gated_requests=GATED_REQUESTS,
+    seeded_sampling=True,
+    no_counters=None,
+    no_independent_count=None,
+    no_roll=None,
+    no_warm_swap=None,
+    no_fault_injection=None,
+    swap_target="tiny:target-b",
+)
+
+_MLX_SPECULATIVE: dict[str, object] = {
+    "target": "tiny:target", "draft": "tiny:draft", "num_draft_tokens": 3,
+}
+_MLX_NO_COUNTERS = (
+    "mlx_lm.server reports no drafted/accepted counters (Telemetry.available=False), "
+    "so what was drafted for a request is not observable from outside the server"
+)
+
+MLX = BackendProfile(
+    backend="mlx",
+    speculative=_MLX_SPECULATIVE,
+    counted=_MLX_SPECULATIVE,
+    timed=_MLX_SPECULATIVE,
+    disabled={"target": "tiny:target", "draft": None, "num_draft_tokens": None},
+    pre_feature_build={"target": "tiny:target", "draft": None, "num_draft_tokens": None},
+    pre_feature_note=(
+        "a second mlx_lm.server without a draft: mlx-lm has no build without speculative "
+        "decoding, so this checks that the draft-capable server is deterministic and unchanged "
+        "when no draft is configured"
+    ),
+    mismatched_tokenizer={**_MLX_SPECULATIVE, "draft": "tiny:mismatch"},
+    too_little_memory={**_MLX_SPECULATIVE, "memory_limit_bytes": 1000},
+    gated_requests={
+        name: request for name, request in GATED_REQUESTS.items()
+        # mlx_lm.server 0.32 has no n > 1 and no response_format.
+        if name not in ("n", "response_format")
+    },
+    seeded_sampling=False,
+    no_counters=_MLX_NO_COUNTERS,
+    no_independent_count=_MLX_NO_COUNTERS,
+    no_roll=_MLX_NO_COUNTERS,
+    no_warm_swap="mlx_lm.server cannot swap its target model while running",
+    no_fault_injection="mlx_lm.server has no way to make the draft model fail mid-request",
+)
+
+PROFILES: dict[str, BackendProfile] = {"mock": MOCK, "mlx": MLX}
+
+
+def profile_for(backend: str) -> BackendProfile:
+    """The backend's profile; a backend without one skips every SPEC-028 spec, saying so."""
+    profile = PROFILES.get(backend)
+    if profile is None:
+        pytest.skip(
+            f"SPEC-028 specs have no configuration for the {backend} backend "
+            f"(configured: {sorted(PROFILES)}); add one to acceptance/spec028/spec028_backends.py"
+        )
+    return profile
+
+
+def ac10_plan(profile: BackendProfile, pair: ModelPair) -> Ac10Plan:
+    """AC-10 on the mock: timings that honestly give c = 0.1; on mlx: the pinned pair."""
+    if profile.backend == "mock":
+        timing = {"eos_one_in": 0, "alpha": 0.8, "target_step_ms": _MOCK_TARGET_STEP_MS,
+                  "draft_step_ms": _MOCK_TARGET_STEP_MS * _MOCK_COST_RATIO}
+        return Ac10Plan(
+            candidate={**_MOCK_SPECULATIVE, **timing},
+            baseline={**_MOCK_SPECULATIVE, **timing, "draft": None, "num_draft_tokens": None},
+            max_tokens=32, rounds=1, warmup=2, cost_ratio=_MOCK_COST_RATIO,
+            cost_ratio_source="mock draft_step_ms / target_step_ms",
+        )
+    pinned = {"target": pair.target.repo_id, "draft": pair.draft.repo_id,
+              "num_draft_tokens": pair.num_draft_tokens}
+    return Ac10Plan(
+        candidate=pinned,
+        baseline={**pinned, "draft": None, "num_draft_tokens": None},
+        max_tokens=None, rounds=3, warmup=2,
+        cost_ratio=pair.draft.approx_weight_gb / pair.target.approx_weight_gb,
+        cost_ratio_source=(
+            "draft/target weight size (decoding is memory-bound on Apple silicon): "
+            f"{pair.draft.approx_weight_gb} GB / {pair.target.approx_weight_gb} GB"
+        ),
+    )
+
+
+def ac11_plan(profile: BackendProfile, pair: ModelPair) -> Ac11Plan:
+    if profile.backend == "mock":
+        return Ac11Plan(candidate=_MOCK_SPECULATIVE, max_tokens_cap=None)
+    return Ac11Plan(
+        candidate={"target": pair.target.repo_id, "draft": pair.draft.repo_id,
+                   "num_draft_tokens": pair.num_draft_tokens},
+        max_tokens_cap=None,
+    )
+
+
+def chat_prompt_ids(engine: Engine, messages: list[dict[str, object]]) -> tuple[int, ...]:
+    """The prompt ids the mock derives from chat messages (its documented encoding)."""
+    from pytest_specgate.engines.mock.model import vocabulary_named
+
+    vocab = vocabulary_named(str(getattr(engine, "settings").vocab))
+    text = " ".join(f"{m['role']} {m['content']}" for m in messages)
+    return vocab.encode(text)
+
+
+def mock_draft_rounds(
+    engine: Engine, messages: list[dict[str, object]], max_tokens: int, tokens: Sequence[int]
+) -> tuple[int, int]:
+    """(drafted, accepted) for one greedy answer, replayed from its tokens, not from counters.
+
+    The mock's draft agrees with the target at a context exactly when its
+    published agreement hash says so; walking the answer's own tokens round by
+    round (draft ``min(gamma, remaining - 1)``, keep the agreeing prefix plus one
+    target token) gives what an honest counter must show. Needs EOS off, so every
+    answer runs to ``max_tokens``.
+    """
+    from pytest_specgate.engines.mock.model import DraftModel, TargetModel, vocabulary_named
+
+    settings = getattr(engine, "settings")
+    if len(tokens) != max_tokens:
+        raise AssertionError(
+            f"replay needs an answer of exactly max_tokens={max_tokens} tokens (EOS off), "
+            f"found {len(tokens)}"
+        )
+    vocab = vocabulary_named(settings.vocab)
+    target = TargetModel(engine.model_id, vocab, settings.seed, settings.eos_one_in)
+    draft = DraftModel(str(settings.draft), vocab, settings.alpha, settings.seed)
+    states = [target.initial_state(chat_prompt_ids(engine, messages))]
+    for token in tokens:
+        states.append(target.advance(states[-1], token))
+    drafted = accepted = position = 0
+    remaining = max_tokens
+    while remaining > 1:
+        k = min(settings.num_draft_tokens, remaining - 1)
+        agreeing = 0
+        while agreeing < k and draft.agrees(states[position + agreeing]):
+            agreeing += 1
+        drafted += k
+        accepted += agreeing
+        position += agreeing + 1
+        remaining -= agreeing + 1
+    return drafted, accepted
+
+
+def draft_counter(profile: BackendProfile) -> DraftCounter:
+    profile.require(profile.no_independent_count, "an independent drafted/accepted count")
+    return mock_draft_rounds
+
+
+def roll_window(profile: BackendProfile, engine: Engine) -> None:
+    """Close the telemetry window (the mock's metrics roll)."""
+    profile.require(profile.no_roll, "a telemetry window roll")
+    getattr(engine, "roll")()
+
+
+def warm_swap(profile: BackendProfile, engine: Engine, target: str) -> None:
+    profile.require(profile.no_warm_swap, "a warm swap")
+    getattr(engine, "swap")(target)
+
+
+def status_field(engine: Engine, name: str) -> object:
+    """A field of the backend's raw status (the mock's ``/v1/status``)."""
+    return getattr(engine, "status")()[name]
+
+
+def in_flight(engine: Engine) -> int:
+    slots = status_field(engine, "slots")
+    assert isinstance(slots, dict)
+    return int(slots["active"])
+
+
+def swaps_done(engine: Engine) -> int:
+    return int(str(status_field(engine, "swaps")))
+
+
+def draft_failures(engine: Engine) -> int:
+    return int(str(status_field(engine, "spec_decode_draft_failures_since_last")))
+
+
+def inject_draft_failure(profile: BackendProfile, engine: Engine) -> None:
+    profile.require(profile.no_fault_injection, "a draft failure mid-request")
+    getattr(engine, "inject_fault")("draft-failure")
+
+
+def engine_pid(engine: Engine) -> tuple[int, str]:
+    """The process serving ``engine`` and what that process is."""
+    process = getattr(engine, "process", None)
+    pid = getattr(process, "pid", None)
+    if isinstance(pid, int):
+        return pid, f"{engine.backend} engine process"
+    return os.getpid(), f"this pytest process ({engine.backend} engine runs on one of its threads)"
+
+
+def engine_log(engine: Engine) -> Path | None:
+    path = getattr(engine, "log_path", None)
+    return path if isinstance(path, Path) else None
+
+
+def raw_status(engine: Engine) -> Mapping[str, object] | None:
+    """The backend's own status body, where it has one (the FR-8 field names live there)."""
+    status = getattr(engine, "status", None)
+    return status() if callable(status) else None

@@ -1,0 +1,285 @@
+"""Checks the SPEC-028 specs share: requirement-named figures, output identity, "nothing served".
+
+Every failure message starts with the requirement id (``FR-8: ...``), so a red
+run says which part of SPEC-028 broke without opening the spec.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_specgate.engines import ChatResult
+    from pytest_specgate.evidence import EvidenceRecorder
+
+_VOLATILE_FIELDS = frozenset({"id", "created"})
+_OOM_PATTERN = re.compile(
+    r"out of memory|insufficient memory|OutOfMemory|kIOGPUCommandBufferCallbackErrorOutOfMemory",
+    re.IGNORECASE,
+)
+
+
+class RequirementChecks:
+    """Record every figure with its threshold, then fail once, naming the requirement.
+
+    ``evidence.measure`` fails at the first missed bound; collecting the misses
+    here keeps every later figure in the bundle too.
+    """
+
+    def __init__(self, evidence: EvidenceRecorder, requirement: str) -> None:
+        self.evidence = evidence
+        self.requirement = requirement
+        self.misses: list[str] = []
+
+    def measure(self, name: str, value: float, unit: str | None = None, *,
+                at_least: float | None = None, at_most: float | None = None) -> None:
+        try:
+            self.evidence.measure(name, value, unit, at_least=at_least, at_most=at_most)
+        except pytest.fail.Exception as exc:
+            self.misses.append(str(exc.msg))
+
+    def expect(self, condition: bool, message: str) -> None:
+        if not condition:
+            self.misses.append(message)
+
+    def finish(self) -> None:
+        if self.misses:
+            pytest.fail(f"{self.requirement}: " + f"\n{self.requirement}: ".join(self.misses),
+                        pytrace=False)
+
+    def __enter__(self) -> RequirementChecks:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if exc_type is None:
+            self.finish()
+
+
+def first_difference(left: Sequence[object], right: Sequence[object]) -> int | None:
+    for index, (a, b) in enumerate(zip(left, right, strict=False)):
+        if a != b:
+            return index
+    return None if len(left) == len(right) else min(len(left), len(right))
+
+
+def output_difference(requirement: str, what: str, candidate: ChatResult,
+                      reference: ChatResult) -> str | None:
+    """Why two greedy answers differ (first differing token and both sequences), or None."""
+    if candidate.token_ids is not None and reference.token_ids is not None:
+        at = first_difference(candidate.token_ids, reference.token_ids)
+        if at is not None:
+            return (f"{requirement}: {what}: tokens differ from the baseline at position {at}: "
+                    f"candidate {list(candidate.token_ids)}, baseline {list(reference.token_ids)}")
+    at = first_difference(candidate.text, reference.text)
+    if at is not None:
+        return (f"{requirement}: {what}: text differs from the baseline at character {at}: "
+                f"candidate {candidate.text!r}, baseline {reference.text!r}")
+    return None
+
+
+def assert_same_output(requirement: str, what: str, candidate: ChatResult,
+                       reference: ChatResult) -> None:
+    difference = output_difference(requirement, what, candidate, reference)
+    assert difference is None, difference
+
+
+def choice_texts(result: ChatResult) -> list[str]:
+    """Every choice's text (n > 1 answers have several)."""
+    choices = result.raw.get("choices")
+    assert isinstance(choices, list), f"no choices in {result.raw}"
+    texts: list[str] = []
+    for choice in choices:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        texts.append(content if isinstance(content, str) else "")
+    return texts
+
+
+def without_volatile(body: Mapping[str, object]) -> dict[str, object]:
+    """A response body minus what legitimately differs per response (id, created)."""
+    return {key: value for key, value in body.items() if key not in _VOLATILE_FIELDS}
+
+
+def listening_loopback_ports() -> frozenset[int] | None:
+    """TCP ports in LISTEN state on this host (Linux ``/proc/net``), or None when unreadable."""
+    ports: set[int] = set()
+    found_any = False
+    for table in (Path("/proc/net/tcp"), Path("/proc/net/tcp6")):
+        try:
+            lines = table.read_text(encoding="ascii").splitlines()[1:]
+        except OSError:
+            continue
+        found_any = True
+        for line in lines:
+            columns = line.split()
+            if len(columns) > 3 and columns[3] == "0A":
+                ports.add(int(columns[1].rsplit(":", 1)[1], 16))
+    if found_any:
+        return frozenset(ports)
+    return _lsof_listening_ports()
+
+
+def _lsof_listening_ports() -> frozenset[int] | None:
+    try:
+        out = subprocess.run(["lsof", "-nP", "-iTCP", "-sTCP:LISTEN", "-Fn"], capture_output=True,
+                             text=True, timeout=10, check=False).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return frozenset(int(line.rsplit(":", 1)[1]) for line in out.splitlines()
+                     if line.startswith("n") and line.rsplit(":", 1)[-1].isdigit())
+
+
+def child_processes() -> frozenset[int]:
+    """Live child processes of this pytest process (via ``ps``, which Linux and macOS share)."""
+    out = subprocess.run(["ps", "-A", "-o", "pid=,ppid=,stat="], capture_output=True, text=True,
+                         timeout=10, check=True).stdout
+    me = os.getpid()
+    children: set[int] = set()
+    for line in out.splitlines():
+        parts = line.split()
+        if len(parts) >= 3 and int(parts[1]) == me and not parts[2].startswith("Z"):
+            children.add(int(parts[0]))
+    return frozenset(children)
+
+
+@dataclass(frozen=True)
+class ServingSnapshot:
+    """What was listening and running before a refused start-up, to compare after it."""
+
+    ports: frozenset[int] | None
+    children: frozenset[int]
+
+
+def serving_snapshot() -> ServingSnapshot:
+    return ServingSnapshot(listening_loopback_ports(), child_processes())
+
+
+def rss_bytes(pid: int) -> tuple[int | None, str]:
+    """Resident memory of ``pid``: psutil, else ``/proc/<pid>/status``, else ``ps``."""
+    try:
+        import psutil
+    except ImportError:
+        pass
+    else:
+        try:
+            return int(psutil.Process(pid).memory_info().rss), "psutil rss"
+        except psutil.Error:
+            return None, "psutil: process gone"
+    status = Path(f"/proc/{pid}/status")
+    if status.exists():
+        return _proc_status_kib(status, "VmRSS"), "/proc VmRSS"
+    try:
+        out = subprocess.run(["ps", "-o", "rss=", "-p", str(pid)], capture_output=True, text=True,
+                             timeout=10, check=False).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None, "unreadable"
+    return (int(out) * 1024, "ps rss") if out.isdigit() else (None, "unreadable")
+
+
+def _proc_status_kib(path: Path, key: str) -> int | None:
+    try:
+        for line in path.read_text(encoding="ascii").splitlines():
+            if line.startswith(f"{key}:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
+
+
+@dataclass
+class PeakMemory:
+    """Peak resident memory of one process, sampled while a block runs."""
+
+    pid: int
+    peak_bytes: int | None = None
+    method: str = "unknown"
+    samples: int = 0
+    high_water_bytes: int | None = field(default=None)
+
+    def sample(self) -> None:
+        value, method = rss_bytes(self.pid)
+        if value is not None:
+            self.samples += 1
+            self.method = method
+            self.peak_bytes = value if self.peak_bytes is None else max(self.peak_bytes, value)
+
+    def to_dict(self) -> dict[str, object]:
+        return {"pid": self.pid, "peak_rss_bytes": self.peak_bytes, "method": self.method,
+                "samples": self.samples, "kernel_high_water_bytes": self.high_water_bytes}
+
+
+@contextmanager
+def sampling_peak_memory(pid: int, interval_s: float = 0.2) -> Iterator[PeakMemory]:
+    """Sample ``pid``'s RSS on a thread; the kernel's own high-water mark is added where readable."""
+    peak = PeakMemory(pid)
+    stop = threading.Event()
+
+    def run() -> None:
+        while not stop.is_set():
+            peak.sample()
+            stop.wait(interval_s)
+
+    sampler = threading.Thread(target=run, name="spec028-peak-memory", daemon=True)
+    sampler.start()
+    try:
+        yield peak
+    finally:
+        stop.set()
+        sampler.join(5.0)
+        peak.sample()
+        peak.high_water_bytes = _proc_status_kib(Path(f"/proc/{pid}/status"), "VmHWM")
+        if peak.high_water_bytes is not None and peak.peak_bytes is not None:
+            peak.peak_bytes = max(peak.peak_bytes, peak.high_water_bytes)
+
+
+def out_of_memory_lines(log: Path | None) -> list[str] | None:
+    """Lines of an engine log that report running out of (Metal) memory; None without a log."""
+    if log is None or not log.exists():
+        return None
+    return [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
+            if _OOM_PATTERN.search(line)]
+
+
+class TerminalLines:
+    """A ProgressReporter sink writing whole lines to pytest's terminal (visible under capture)."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self._reporter = config.pluginmanager.get_plugin("terminalreporter")
+
+    def write(self, text: str, /) -> object:
+        if self._reporter is not None:
+            self._reporter.write_line(text.rstrip("\n"))
+        elif sys.__stderr__ is not None:
+            sys.__stderr__.write(text)
+        return None
+
+    def flush(self) -> object:
+        if self._reporter is not None:
+            self._reporter.flush()
+        elif sys.__stderr__ is not None:
+            sys.__stderr__.flush()
+        return None
+
+
+def wait_until(predicate: object, timeout_s: float, what: str) -> None:
+    """Poll ``predicate()`` until true; fails naming ``what`` on timeout."""
+    assert callable(predicate)
+    give_up = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > give_up:
+            pytest.fail(f"timed out after {timeout_s}s waiting for {what}", pytrace=False)
+        time.sleep(0.005)

@@ -76,25 +76,24 @@ def first_difference(left: Sequence[object], right: Sequence[object]) -> int | N
     return None if len(left) == len(right) else min(len(left), len(right))
 
 
-def output_difference(requirement: str, what: str, candidate: ChatResult,
-                      reference: ChatResult) -> str | None:
+def output_difference(what: str, candidate: ChatResult, reference: ChatResult) -> str | None:
     """Why two greedy answers differ (first differing token and both sequences), or None."""
     if candidate.token_ids is not None and reference.token_ids is not None:
         at = first_difference(candidate.token_ids, reference.token_ids)
         if at is not None:
-            return (f"{requirement}: {what}: tokens differ from the baseline at position {at}: "
+            return (f"{what}: tokens differ from the baseline at position {at}: "
                     f"candidate {list(candidate.token_ids)}, baseline {list(reference.token_ids)}")
     at = first_difference(candidate.text, reference.text)
     if at is not None:
-        return (f"{requirement}: {what}: text differs from the baseline at character {at}: "
+        return (f"{what}: text differs from the baseline at character {at}: "
                 f"candidate {candidate.text!r}, baseline {reference.text!r}")
     return None
 
 
 def assert_same_output(requirement: str, what: str, candidate: ChatResult,
                        reference: ChatResult) -> None:
-    difference = output_difference(requirement, what, candidate, reference)
-    assert difference is None, difference
+    difference = output_difference(what, candidate, reference)
+    assert difference is None, f"{requirement}: {difference}"
 
 
 def choice_texts(result: ChatResult) -> list[str]:
@@ -145,13 +144,15 @@ def _lsof_listening_ports() -> frozenset[int] | None:
 
 def child_processes() -> frozenset[int]:
     """Live child processes of this pytest process (via ``ps``, which Linux and macOS share)."""
-    out = subprocess.run(["ps", "-A", "-o", "pid=,ppid=,stat="], capture_output=True, text=True,
-                         timeout=10, check=True).stdout
+    with subprocess.Popen(["ps", "-A", "-o", "pid=,ppid=,stat="], stdout=subprocess.PIPE,
+                          text=True) as ps:
+        out, _ = ps.communicate(timeout=10)
     me = os.getpid()
     children: set[int] = set()
     for line in out.splitlines():
         parts = line.split()
-        if len(parts) >= 3 and int(parts[1]) == me and not parts[2].startswith("Z"):
+        if (len(parts) >= 3 and int(parts[1]) == me and int(parts[0]) != ps.pid
+                and not parts[2].startswith("Z")):
             children.add(int(parts[0]))
     return frozenset(children)
 

@@ -23,7 +23,7 @@ from pytest_specgate.hardware import (
 )
 from pytest_specgate.host import HostFacts, HostFactsError, host_facts_from_dict, load_host_facts
 from pytest_specgate.properties import SPEC_PROPERTY, payload_of, spec_payload
-from pytest_specgate.runmode import RunAction, RunDecision, decide_run
+from pytest_specgate.runmode import RunAction, RunDecision, RunMode, decide_run
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -201,34 +201,50 @@ def _ac_id(item: pytest.Item) -> str | None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    settings = config.stash[SETTINGS_KEY].run
-    profiles = config.stash[PROFILES_KEY]
+    # On an xdist worker a UsageError would crash the worker, not stop the run: there
+    # the problem becomes a setup ERROR of the tests it concerns, failing just as closed.
+    on_worker = hasattr(config, "workerinput")
     for item in items:
-        ac_marker = item.get_closest_marker("ac")
-        if ac_marker is not None:
-            from pytest_specgate.evidence import ac_from_marker
+        try:
+            _prepare_item(item, config)
+        except pytest.UsageError as exc:
+            if not on_worker:
+                raise
+            item.stash[DECISION_KEY] = RunDecision(RunAction.ERROR, RunMode.DEFAULT, f"usage error: {exc}")
+    try:
+        _check_required_present(config.stash[SETTINGS_KEY].run.required - {"all"}, items)
+    except pytest.UsageError as exc:
+        if not on_worker:
+            raise
+        for item in items:
+            item.stash[DECISION_KEY] = RunDecision(RunAction.ERROR, RunMode.DEFAULT, f"usage error: {exc}")
 
-            item.stash[AC_KEY] = ac_from_marker(ac_marker.args, ac_marker.kwargs, item.nodeid)
-        marker = item.get_closest_marker("hardware")
-        required = settings.is_required(_ac_id(item))
-        if required and settings.diagnostic:
-            raise pytest.UsageError(
-                f"{item.nodeid}: --specgate-require and --specgate-diagnostic both apply; a "
-                "required spec must qualify, a diagnostic run never does: choose one"
-            )
-        verdict = None
-        if marker is not None:
-            try:
-                requirement = requirement_from_marker(marker.args, marker.kwargs, profiles)
-            except RequirementError as exc:
-                raise pytest.UsageError(
-                    f"{item.nodeid}: @pytest.mark.hardware: {exc}"
-                ) from None
-            verdict = evaluate_requirement(requirement, session_host_facts(config), os.environ)
-            item.stash[VERDICT_KEY] = verdict
-        item.stash[DECISION_KEY] = decide_run(verdict, required=required,
-                                              diagnostic=settings.diagnostic)
-    _check_required_present(settings.required - {"all"}, items)
+
+def _prepare_item(item: pytest.Item, config: pytest.Config) -> None:
+    """Validate a test's markers and store its AC, hardware verdict and run decision."""
+    settings = config.stash[SETTINGS_KEY].run
+    ac_marker = item.get_closest_marker("ac")
+    if ac_marker is not None:
+        from pytest_specgate.evidence import ac_from_marker
+
+        item.stash[AC_KEY] = ac_from_marker(ac_marker.args, ac_marker.kwargs, item.nodeid)
+    required = settings.is_required(_ac_id(item))
+    if required and settings.diagnostic:
+        raise pytest.UsageError(
+            f"{item.nodeid}: --specgate-require and --specgate-diagnostic both apply; a "
+            "required spec must qualify, a diagnostic run never does: choose one"
+        )
+    verdict = None
+    marker = item.get_closest_marker("hardware")
+    if marker is not None:
+        profiles = config.stash[PROFILES_KEY]
+        try:
+            requirement = requirement_from_marker(marker.args, marker.kwargs, profiles)
+        except RequirementError as exc:
+            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.hardware: {exc}") from None
+        verdict = evaluate_requirement(requirement, session_host_facts(config), os.environ)
+        item.stash[VERDICT_KEY] = verdict
+    item.stash[DECISION_KEY] = decide_run(verdict, required=required, diagnostic=settings.diagnostic)
 
 
 def _check_required_present(required: frozenset[str], items: list[pytest.Item]) -> None:

@@ -254,3 +254,27 @@ def test_the_probe_is_used_without_a_facts_file(pytester: pytest.Pytester) -> No
     result = pytester.runpytest("-rs")
     result.stdout.fnmatch_lines(["*host has * GB*"])
     result.assert_outcomes(passed=1, skipped=1)
+
+
+def test_under_xdist_bad_input_errors_the_tests_instead_of_crashing_workers(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile("""
+        import pytest
+
+        @pytest.mark.hardware(min_memory_gb="lots")
+        def test_bad():
+            pass
+
+        @pytest.mark.ac("AC-10")
+        def test_good():
+            pass
+    """)
+    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", f"--specgate-host-facts={LINUX}")
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*usage error: test_*.py::test_bad: @pytest.mark.hardware: min_memory_gb must "
+                                 "be a number of GB, got 'lots'*"])
+    missing = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "--specgate-require", "AC-99",
+                                            f"--specgate-host-facts={LINUX}")
+    missing.assert_outcomes(errors=2)
+    missing.stdout.fnmatch_lines(["*usage error: --specgate-require AC-99: no selected test has*"])

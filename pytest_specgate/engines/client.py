@@ -15,6 +15,7 @@ from typing import Self
 
 import httpx
 
+from pytest_specgate.engines.prometheus import metric_totals as parse_prometheus
 from pytest_specgate.engines.protocol import (
     ChatResult,
     StreamResult,
@@ -25,7 +26,6 @@ from pytest_specgate.engines.protocol import (
 __all__ = [
     "ClientEngine",
     "EngineHTTPError",
-    "MetricsWindow",
     "OpenAIClient",
     "chat_result_from",
     "parse_prometheus",
@@ -209,71 +209,6 @@ def telemetry_from_status(status: Mapping[str, object], *, source: str = "/v1/st
         window="since_last_roll",
         source=source,
     )
-
-
-def parse_prometheus(text: str) -> dict[str, float]:
-    """Sum samples per metric name (labels dropped): enough for counter deltas."""
-    totals: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        name_part, _, value_part = line.rpartition(" ")
-        name = name_part.split("{", 1)[0].strip()
-        try:
-            value = float(value_part)
-        except ValueError:
-            continue
-        totals[name] = totals.get(name, 0.0) + value
-    return totals
-
-
-_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
-_ACCEPTED_TOKENS = "vllm:spec_decode_num_accepted_tokens_total"
-
-
-class MetricsWindow:
-    """Telemetry as deltas of vLLM ``/metrics`` counters since the last :meth:`reset`.
-
-    Cumulative totals would mix earlier runs into a measurement; deltas around
-    a window do not.
-    """
-
-    def __init__(
-        self,
-        fetch_text: Callable[[], str],
-        *,
-        draft_model_id: str | None,
-        num_draft_tokens: int | None,
-    ) -> None:
-        self._fetch = fetch_text
-        self._draft_model_id = draft_model_id
-        self._num_draft_tokens = num_draft_tokens
-        self._baseline = parse_prometheus(fetch_text())
-
-    def reset(self) -> None:
-        self._baseline = parse_prometheus(self._fetch())
-
-    def telemetry(self) -> Telemetry:
-        now = parse_prometheus(self._fetch())
-        if _DRAFT_TOKENS not in now or _ACCEPTED_TOKENS not in now:
-            return Telemetry.unavailable(
-                enabled=self._draft_model_id is not None,
-                draft_model_id=self._draft_model_id,
-                num_draft_tokens=self._num_draft_tokens,
-            )
-        drafted = int(now[_DRAFT_TOKENS] - self._baseline.get(_DRAFT_TOKENS, 0.0))
-        accepted = int(now[_ACCEPTED_TOKENS] - self._baseline.get(_ACCEPTED_TOKENS, 0.0))
-        return Telemetry(
-            available=True,
-            enabled=True,
-            draft_model_id=self._draft_model_id,
-            num_draft_tokens=self._num_draft_tokens,
-            drafted=drafted,
-            accepted=accepted,
-            acceptance_rate=acceptance_rate_of(drafted, accepted),
-            window="delta:/metrics",
-            source="/metrics",
-        )
 
 
 class ClientEngine:

@@ -14,12 +14,13 @@ from pytest_specgate.engines.boot import wait_for_health
 from pytest_specgate.engines.client import (
     ClientEngine,
     EngineHTTPError,
-    MetricsWindow,
     OpenAIClient,
     telemetry_from_status,
 )
 from pytest_specgate.engines.config import EngineConfig
+from pytest_specgate.engines.prometheus import MetricsParseError
 from pytest_specgate.engines.protocol import EngineBootError, Telemetry
+from pytest_specgate.engines.spec_decode_metrics import SpecDecodeTelemetry
 
 __all__ = ["boot", "choose_telemetry"]
 
@@ -46,7 +47,11 @@ def _served_model(client: OpenAIClient, wanted: str | None) -> str:
 
 
 def choose_telemetry(client: OpenAIClient, config: EngineConfig) -> Callable[[], Telemetry]:
-    """The best telemetry source this endpoint offers (probed once at boot)."""
+    """The best telemetry source this endpoint offers (probed once at boot).
+
+    A ``/metrics`` that is missing or not Prometheus text means no counters,
+    not a failed boot: the endpoint still serves, its telemetry is unavailable.
+    """
     try:
         status = client.get_json("/v1/status")
     except (EngineHTTPError, ValueError):
@@ -54,12 +59,13 @@ def choose_telemetry(client: OpenAIClient, config: EngineConfig) -> Callable[[],
     if "spec_decode_enabled" in status:
         return lambda: telemetry_from_status(client.get_json("/v1/status"))
     try:
-        window = MetricsWindow(
+        window = SpecDecodeTelemetry(
             lambda: client.get_text("/metrics"),
+            enabled=config.draft is not None,
             draft_model_id=config.draft,
             num_draft_tokens=config.num_draft_tokens,
         )
-    except EngineHTTPError:
+    except (EngineHTTPError, MetricsParseError):
         unavailable = Telemetry.unavailable(
             enabled=config.draft is not None,
             draft_model_id=config.draft,

@@ -12,8 +12,10 @@ import pytest
 from engines_testkit import GREEDY, BootMock, user
 
 from pytest_specgate.engines.boot import ManagedProcess, free_loopback_port, wait_for_health
+from pytest_specgate.engines.client import OpenAIClient
 from pytest_specgate.engines.config import EngineConfig, EnginePool, engine_config_from
 from pytest_specgate.engines.endpoint import boot as endpoint_boot
+from pytest_specgate.engines.endpoint import choose_telemetry
 from pytest_specgate.engines.mock import MockEngine
 from pytest_specgate.engines.mock_cli import EXIT_BAD_OPTIONS, EXIT_REFUSED, configure_parser, run
 from pytest_specgate.engines.protocol import EngineBootError
@@ -47,6 +49,46 @@ def test_endpoint_without_spec_counters_reports_unavailable(boot_mock: BootMock,
         engine.chat(user("x"), max_tokens=3, **GREEDY)
         telemetry = engine.telemetry()
     assert telemetry.available is False and telemetry.drafted is None and telemetry.source == "unavailable"
+
+
+def _vllm_metrics(drafts: int, draft_tokens: int, accepted: int) -> str:
+    return (
+        "# TYPE vllm:spec_decode_num_drafts_total counter\n"
+        f'vllm:spec_decode_num_drafts_total{{engine="0",model_name="m"}} {drafts}\n'
+        f'vllm:spec_decode_num_drafts_created{{engine="0",model_name="m"}} 1.7e9\n'
+        f'vllm:spec_decode_num_draft_tokens_total{{engine="0",model_name="m"}} {draft_tokens}\n'
+        f'vllm:spec_decode_num_accepted_tokens_total{{engine="0",model_name="m"}} {accepted}\n'
+    )
+
+
+def _fake_vllm(metrics: list[str]) -> OpenAIClient:
+    """A client whose server has no ``/v1/status`` and answers ``/metrics`` from ``metrics`` in turn."""
+    answers = iter(metrics)
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/metrics":
+            return httpx.Response(200, text=next(answers))
+        return httpx.Response(404, json={"error": {"message": "not found"}})
+
+    return OpenAIClient("http://127.0.0.1:9", transport=httpx.MockTransport(handle))
+
+
+def test_endpoint_without_status_fields_reads_metrics_deltas_like_the_vllm_backend() -> None:
+    client = _fake_vllm([_vllm_metrics(5, 15, 9), _vllm_metrics(8, 24, 13), _vllm_metrics(2, 6, 1)])
+    config = EngineConfig(backend="endpoint", draft="d", num_draft_tokens=3)
+    read = choose_telemetry(client, config)
+
+    telemetry = read()
+    assert (telemetry.drafted, telemetry.accepted, telemetry.source) == (9, 4, "/metrics")
+    assert telemetry.enabled and telemetry.draft_model_id == "d" and telemetry.num_draft_tokens == 3
+    with pytest.raises(ValueError, match="restarted"):
+        read()
+
+
+def test_endpoint_whose_metrics_are_not_prometheus_text_has_unavailable_telemetry() -> None:
+    client = _fake_vllm(["<html>metrics dashboard</html>"])
+    telemetry = choose_telemetry(client, EngineConfig(backend="endpoint", draft="d"))()
+    assert telemetry.available is False and telemetry.enabled and telemetry.source == "unavailable"
 
 
 def test_endpoint_for_a_model_the_server_lacks_fails_to_boot(spec_engine: MockEngine, tmp_path: Path) -> None:

@@ -13,7 +13,6 @@ from pytest_specgate.engines.boot import ManagedProcess, free_loopback_port, wai
 from pytest_specgate.engines.client import (
     EngineHTTPError,
     chat_result_from,
-    parse_prometheus,
     telemetry_from_status,
 )
 from pytest_specgate.engines.protocol import EngineBootError, StreamResult, Telemetry
@@ -95,11 +94,6 @@ def test_status_with_spec_fields_is_normalized() -> None:
         }
     )
     assert empty.acceptance_rate is None
-
-
-def test_prometheus_samples_are_summed_over_labels() -> None:
-    text = '# HELP a x\n# TYPE a counter\na{p="0"} 2\na{p="1"} 3.5\nb 7\nbroken line\n'
-    assert parse_prometheus(text) == {"a": 5.5, "b": 7.0}
 
 
 def test_chat_result_reads_chat_and_completions_bodies() -> None:

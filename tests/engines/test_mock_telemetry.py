@@ -8,8 +8,9 @@ import httpx
 import pytest
 from engines_testkit import GREEDY, BootMock, expected_counts, user
 
-from pytest_specgate.engines.client import MetricsWindow, parse_prometheus
 from pytest_specgate.engines.mock import MockEngine
+from pytest_specgate.engines.prometheus import metric_totals
+from pytest_specgate.engines.spec_decode_metrics import SpecDecodeTelemetry
 
 PROMPTS = ("count the drafts", "and the accepted ones", "then divide", "x")
 MAX_TOKENS = 40
@@ -67,7 +68,7 @@ def test_metrics_use_vllm_names_and_match_the_independent_count(boot_mock: BootM
     _run(engine)
     drafts, drafted, accepted, per_position = _expected(0.6, 3)
     text = engine.metrics_text()
-    totals = parse_prometheus(text)
+    totals = metric_totals(text)
     assert totals["vllm:spec_decode_num_drafts_total"] == drafts
     assert totals["vllm:spec_decode_num_draft_tokens_total"] == drafted
     assert totals["vllm:spec_decode_num_accepted_tokens_total"] == accepted
@@ -79,7 +80,9 @@ def test_metrics_use_vllm_names_and_match_the_independent_count(boot_mock: BootM
 def test_metrics_window_reads_deltas_not_totals(boot_mock: BootMock) -> None:
     engine = boot_mock(alpha=0.6, num_draft_tokens=3)
     _run(engine)
-    window = MetricsWindow(engine.metrics_text, draft_model_id=engine.settings.draft, num_draft_tokens=3)
+    window = SpecDecodeTelemetry(
+        engine.metrics_text, enabled=True, draft_model_id=engine.settings.draft, num_draft_tokens=3
+    )
     _run(engine, PROMPTS[:1])
     expected = expected_counts(PROMPTS[0], MAX_TOKENS, gamma=3, alpha=0.6)
     telemetry = window.telemetry()
@@ -101,7 +104,7 @@ def test_roll_closes_the_window_and_starts_from_zero(boot_mock: BootMock) -> Non
     _run(engine, PROMPTS[:1])
     expected = expected_counts(PROMPTS[0], MAX_TOKENS, gamma=3, alpha=0.6)
     assert engine.telemetry().drafted == expected.drafted
-    assert parse_prometheus(engine.metrics_text())["vllm:spec_decode_num_draft_tokens_total"] == (
+    assert metric_totals(engine.metrics_text())["vllm:spec_decode_num_draft_tokens_total"] == (
         drafted + expected.drafted
     )
 
@@ -155,7 +158,7 @@ def test_telemetry_off_by_one_violation_is_visible_against_the_count(boot_mock: 
     telemetry = engine.telemetry()
     assert telemetry.drafted == drafted and telemetry.accepted == accepted + 1
     assert (
-        parse_prometheus(engine.metrics_text())["vllm:spec_decode_num_accepted_tokens_total"] == accepted + 1
+        metric_totals(engine.metrics_text())["vllm:spec_decode_num_accepted_tokens_total"] == accepted + 1
     )
 
 

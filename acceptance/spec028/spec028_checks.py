@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -256,24 +256,33 @@ def out_of_memory_lines(log: Path | None) -> list[str] | None:
 
 
 class TerminalLines:
-    """A ProgressReporter sink writing whole lines to pytest's terminal (visible under capture)."""
+    """A ProgressReporter sink writing whole lines to pytest's terminal, past output capture."""
 
     def __init__(self, config: pytest.Config) -> None:
         self._reporter = config.pluginmanager.get_plugin("terminalreporter")
+        self._capture = config.pluginmanager.get_plugin("capturemanager")
 
     def write(self, text: str, /) -> object:
-        if self._reporter is not None:
-            self._reporter.write_line(text.rstrip("\n"))
-        elif sys.__stderr__ is not None:
-            sys.__stderr__.write(text)
+        with self._uncaptured():
+            if self._reporter is not None:
+                self._reporter.write_line(text.rstrip("\n"))
+            elif sys.__stderr__ is not None:
+                sys.__stderr__.write(text)
         return None
 
     def flush(self) -> object:
-        if self._reporter is not None:
-            self._reporter.flush()
-        elif sys.__stderr__ is not None:
-            sys.__stderr__.flush()
+        with self._uncaptured():
+            if self._reporter is not None:
+                self._reporter.flush()
+            elif sys.__stderr__ is not None:
+                sys.__stderr__.flush()
         return None
+
+    def _uncaptured(self) -> AbstractContextManager[object]:
+        if self._capture is None:
+            return nullcontext()
+        disabled: AbstractContextManager[object] = self._capture.global_and_fixture_disabled()
+        return disabled
 
 
 def wait_until(predicate: object, timeout_s: float, what: str) -> None:

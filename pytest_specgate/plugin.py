@@ -22,7 +22,7 @@ from pytest_specgate.hardware import (
     requirement_from_marker,
 )
 from pytest_specgate.host import HostFacts, HostFactsError, host_facts_from_dict, load_host_facts
-from pytest_specgate.properties import SPEC_PROPERTY, payload_of, spec_payload
+from pytest_specgate.properties import SPEC_PROPERTY, mismatched_hardware_runs, spec_payload
 from pytest_specgate.runmode import RunAction, RunDecision, RunMode, decide_run
 
 if TYPE_CHECKING:
@@ -297,23 +297,15 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if not (settings.run.required or settings.run.diagnostic or settings.host_facts_file):
         return None
     facts = session_host_facts(config)
-    mode = ("diagnostic" if settings.run.diagnostic
-            else f"require {', '.join(sorted(settings.run.required))}")
-    return [f"specgate: host {facts.summary()} ({facts.source}); mode: "
-            f"{mode if settings.run.required or settings.run.diagnostic else 'default'}"]
+    return [f"specgate: host {facts.summary()} ({facts.source}); mode: {settings.run.label}"]
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
     if not config.stash[SETTINGS_KEY].run.diagnostic:
         return
-    mismatched = {
-        report.nodeid
-        for reports in terminalreporter.stats.values()
-        for report in reports
-        if getattr(report, "when", None) == "call"
-        and (payload := payload_of(getattr(report, "user_properties", ()))) is not None
-        and payload["hardware"] is not None and not payload["hardware"]["matched"]
-    }
+    mismatched = mismatched_hardware_runs(
+        report for reports in terminalreporter.stats.values() for report in reports
+    )
     terminalreporter.write_line(
         f"specgate: DIAGNOSTIC run: nothing here qualifies ({len(mismatched)} hardware spec(s) "
         "ran on a host that does not match)",

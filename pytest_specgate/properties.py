@@ -6,13 +6,13 @@ controller that writes evidence, so it holds plain JSON data only.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from pytest_specgate.hardware import HardwareVerdict
 from pytest_specgate.runmode import RunDecision
 
-__all__ = ["SPEC_PROPERTY", "payload_of", "spec_payload"]
+__all__ = ["SPEC_PROPERTY", "mismatched_hardware_runs", "payload_of", "spec_payload"]
 
 SPEC_PROPERTY: Final = "specgate"
 
@@ -47,3 +47,15 @@ def payload_of(user_properties: Any) -> dict[str, Any] | None:
             value = entry[1]
             return value if isinstance(value, dict) else None
     return None
+
+
+def mismatched_hardware_runs(reports: Iterable[Any]) -> set[str]:
+    """Node ids whose call phase ran although the host did not match their hardware marker."""
+    return {
+        report.nodeid
+        for report in reports
+        if getattr(report, "when", None) == "call"
+        and (payload := payload_of(getattr(report, "user_properties", ()))) is not None
+        and payload["hardware"] is not None
+        and not payload["hardware"]["matched"]
+    }

@@ -44,6 +44,13 @@ class RunSettings:
     def require_all(self) -> bool:
         return REQUIRE_ALL in self.required
 
+    @property
+    def label(self) -> str:
+        """The mode as the report header shows it."""
+        if self.diagnostic:
+            return "diagnostic"
+        return f"require {', '.join(sorted(self.required))}" if self.required else "default"
+
     def is_required(self, ac_id: str | None) -> bool:
         return self.require_all or (ac_id is not None and ac_id in self.required)
 

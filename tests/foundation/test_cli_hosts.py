@@ -24,17 +24,22 @@ def test_hosts_json_on_this_machine_prints_probed_facts(capsys: pytest.CaptureFi
 
 
 def test_hosts_text_with_a_facts_file_names_matches(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["hosts", "--host-facts", str(HOSTS / "gb10.json"),
-                 "--pyproject", str(ROOT / "pyproject.toml")])
+    code = main(
+        ["hosts", "--host-facts", str(HOSTS / "gb10.json"), "--pyproject", str(ROOT / "pyproject.toml")]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert "host: Linux aarch64, no Apple chip, 119.7 GB, NVIDIA GB10 (SM 12.1, unified memory)" in out
     assert "profile gb10             MATCH" in out
-    assert "profile m4-16gb          no match (needs Apple M4, memory ≥ 16 GB): Apple M4 (host has no Apple chip)" in out
+    assert (
+        "profile m4-16gb          no match (needs Apple M4, memory ≥ 16 GB): "
+        "Apple M4 (host has no Apple chip)" in out
+    )
 
 
-def test_hosts_bad_facts_file_exits_2_naming_the_file(tmp_path: Path,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_hosts_bad_facts_file_exits_2_naming_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     bad = tmp_path / "facts.json"
     bad.write_text('{"os": "linux"}')
     assert main(["hosts", "--host-facts", str(bad)]) == 2
@@ -42,7 +47,12 @@ def test_hosts_bad_facts_file_exits_2_naming_the_file(tmp_path: Path,
 
 
 def test_console_script_is_installed() -> None:
-    done = subprocess.run([sys.executable, "-m", "pytest_specgate.cli", "hosts"],
-                          capture_output=True, text=True, cwd=ROOT, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_specgate.cli", "hosts"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("host: ")

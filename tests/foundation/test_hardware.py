@@ -24,8 +24,7 @@ def host(name: str) -> HostFacts:
 
 
 PROFILES = {
-    "m4-16gb": HostProfile("m4-16gb", HardwareRequirement(profile="m4-16gb", apple="M4",
-                                                          min_memory_gb=16)),
+    "m4-16gb": HostProfile("m4-16gb", HardwareRequirement(profile="m4-16gb", apple="M4", min_memory_gb=16)),
 }
 
 
@@ -57,8 +56,7 @@ def test_apple_family_model_and_any() -> None:
 
 def test_memory_bounds_and_unknown_memory_fails_closed() -> None:
     assert verdict("m1-8gb-air-macos26", None, max_memory_gb=12).matched
-    assert verdict("m4-16gb", None, max_memory_gb=12).reasons == (
-        "memory ≤ 12 GB (host has 16.0 GB)",)
+    assert verdict("m4-16gb", None, max_memory_gb=12).reasons == ("memory ≤ 12 GB (host has 16.0 GB)",)
     unknown = HostFacts(os="linux", arch="x86_64", memory_bytes=None)
     result = evaluate_requirement(HardwareRequirement(min_memory_gb=1), unknown, {})
     assert result.reasons == ("memory ≥ 1 GB (host memory unknown)",)
@@ -75,8 +73,12 @@ def test_gb10_sm_and_unified_memory_fallback() -> None:
 
 
 def test_discrete_gpu_with_unknown_memory_fails_closed() -> None:
-    box = HostFacts(os="linux", arch="x86_64", memory_bytes=64 * GIB,
-                    gpus=(GpuFacts(name="NVIDIA GeForce RTX 4090", compute_capability="8.9"),))
+    box = HostFacts(
+        os="linux",
+        arch="x86_64",
+        memory_bytes=64 * GIB,
+        gpus=(GpuFacts(name="NVIDIA GeForce RTX 4090", compute_capability="8.9"),),
+    )
     result = evaluate_requirement(HardwareRequirement(min_gpu_memory_gb=16), box, {})
     assert not result.matched
     assert "memory unknown" in result.reasons[0]
@@ -90,7 +92,8 @@ def test_no_gpu_host_reports_none() -> None:
 def test_macos_bounds_compare_on_the_bound_precision() -> None:
     assert verdict("m4-16gb", None, macos_max="15").matched  # 15.5 <= 15
     assert verdict("m1-8gb-air-macos26", None, macos_max="15").reasons == (
-        "macOS ≤ 15 (host has macOS 26.3.1)",)
+        "macOS ≤ 15 (host has macOS 26.3.1)",
+    )
     assert verdict("m1-8gb-air-macos26", None, macos_min="26.3").matched
     assert verdict("gb10", None, macos_min="14").reasons == ("macOS ≥ 14 (host runs Linux)",)
     assert verdict("m4-16gb", None, os="macos").matched
@@ -100,10 +103,10 @@ def test_macos_bounds_compare_on_the_bound_precision() -> None:
 def test_env_opt_in_must_equal_one() -> None:
     name = "SPEC028_RUN_SMALL_AIR_CANARY"
     assert verdict("m1-8gb-air-macos26", {name: "1"}, env=name).matched
-    assert verdict("m1-8gb-air-macos26", {}, env=name).reasons == (
-        f"opt-in {name}=1 (host has it unset)",)
+    assert verdict("m1-8gb-air-macos26", {}, env=name).reasons == (f"opt-in {name}=1 (host has it unset)",)
     assert verdict("m1-8gb-air-macos26", {name: "yes"}, env=name).reasons == (
-        f"opt-in {name}=1 (host has 'yes')",)
+        f"opt-in {name}=1 (host has 'yes')",
+    )
 
 
 def test_marker_keywords_refine_a_profile() -> None:
@@ -129,8 +132,7 @@ def test_marker_keywords_refine_a_profile() -> None:
         (("a", "b"), {}, "takes at most one positional profile name, got 2"),
     ],
 )
-def test_bad_arguments_are_named(args: tuple[str, ...], kwargs: dict[str, object],
-                                 message: str) -> None:
+def test_bad_arguments_are_named(args: tuple[str, ...], kwargs: dict[str, object], message: str) -> None:
     with pytest.raises(RequirementError) as info:
         requirement_from_marker(args, kwargs, PROFILES)
     assert message in str(info.value)
@@ -140,7 +142,7 @@ def test_profiles_load_from_pyproject_and_errors_name_the_table(tmp_path: Path) 
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text(
         '[tool.specgate.hosts.gb10]\ndescription = "DGX Spark"\ncuda_sm = "12.1"\n'
-        '[tool.specgate.hosts.big]\nmin_memory_gb = 64\n'
+        "[tool.specgate.hosts.big]\nmin_memory_gb = 64\n"
     )
     profiles = load_host_profiles(pyproject)
     assert profiles["gb10"].requirement == HardwareRequirement(profile="gb10", cuda_sm="12.1")
@@ -156,10 +158,10 @@ def test_repository_profiles_match_their_example_hosts() -> None:
     pairs = {"m4-16gb": "m4-16gb", "m1-8gb-air": "m1-8gb-air-macos26", "gb10": "gb10"}
     for profile, host_name in pairs.items():
         matches = {
-            name for name, p in profiles.items()
+            name
+            for name, p in profiles.items()
             if evaluate_requirement(p.requirement, host(host_name), {}).matched
         }
         assert matches == {profile}, host_name
     linux = host("linux-x86_64-24gb-nogpu")
-    assert not any(evaluate_requirement(p.requirement, linux, {}).matched
-                   for p in profiles.values())
+    assert not any(evaluate_requirement(p.requirement, linux, {}).matched for p in profiles.values())

@@ -22,8 +22,15 @@ HOSTS = Path(__file__).resolve().parents[2] / "fixtures" / "hosts"
 
 @pytest.mark.parametrize(
     ("brand", "chip"),
-    [("Apple M4", "M4"), ("Apple M4 Pro", "M4 Pro"), ("Apple M1 Max", "M1 Max"),
-     ("Apple M2 Ultra", "M2 Ultra"), ("Intel(R) Core(TM) i9-9980HK", None), ("", None), (None, None)],
+    [
+        ("Apple M4", "M4"),
+        ("Apple M4 Pro", "M4 Pro"),
+        ("Apple M1 Max", "M1 Max"),
+        ("Apple M2 Ultra", "M2 Ultra"),
+        ("Intel(R) Core(TM) i9-9980HK", None),
+        ("", None),
+        (None, None),
+    ],
 )
 def test_apple_chip_from_brand_string(brand: str | None, chip: str | None) -> None:
     assert parse_apple_chip(brand) == chip
@@ -35,9 +42,7 @@ def test_meminfo_total() -> None:
 
 
 def test_nvidia_smi_csv_with_gb10_na_memory() -> None:
-    gpus = parse_nvidia_smi_csv(
-        "NVIDIA GB10, [N/A], 12.1\nNVIDIA GeForce RTX 4090, 24564, 8.9\n,,\n"
-    )
+    gpus = parse_nvidia_smi_csv("NVIDIA GB10, [N/A], 12.1\nNVIDIA GeForce RTX 4090, 24564, 8.9\n,,\n")
     assert [g.name for g in gpus] == ["NVIDIA GB10", "NVIDIA GeForce RTX 4090"]
     assert gpus[0].memory_bytes is None and gpus[0].unified_memory
     assert gpus[0].compute_capability == "12.1"
@@ -60,8 +65,10 @@ def test_example_files_round_trip() -> None:
         ({"apple_chip": "A18"}, "field 'apple_chip' must look like 'M4' or 'M4 Pro', got 'A18'"),
         ({"ram": 1}, "unknown field(s) ['ram']"),
         ({"schema": "other/v9"}, "field 'schema' must be 'specgate.host-facts/v1'"),
-        ({"gpus": [{"name": "X", "compute_capability": "twelve"}]},
-         "gpus[0]: field 'compute_capability' must look like '12.1', got 'twelve'"),
+        (
+            {"gpus": [{"name": "X", "compute_capability": "twelve"}]},
+            "gpus[0]: field 'compute_capability' must look like '12.1', got 'twelve'",
+        ),
         ({"gpus": [{"memory_bytes": 1}]}, "gpus[0]: missing required field 'name'"),
     ],
 )

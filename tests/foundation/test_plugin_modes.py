@@ -58,17 +58,19 @@ def project(pytester: pytest.Pytester) -> pytest.Pytester:
 def test_default_mode_skips_with_every_mismatch(project: pytest.Pytester) -> None:
     result = project.runpytest("-rs", f"--specgate-host-facts={LINUX}")
     result.assert_outcomes(passed=1, skipped=3)
-    result.stdout.fnmatch_lines([
-        "SKIPPED [[]1[]] test_specs.py:3: specgate: hardware mismatch: needs Apple M4, "
-        "memory ≥ 16 GB [[]m4-16gb[]]; unmet: Apple M4 (host has no Apple chip); "
-        "host has Linux x86_64, no Apple chip, 23.5 GB, no GPU",
-        "*test_specs.py:8: specgate: hardware mismatch: needs Apple M1, memory ≤ 12 GB, "
-        "SPEC028_RUN_SMALL_AIR_CANARY=1 [[]m1-8gb-air[]]; unmet: Apple M1 (host has no Apple "
-        "chip); memory ≤ 12 GB (host has 23.5 GB); opt-in SPEC028_RUN_SMALL_AIR_CANARY=1 "
-        "(host has it unset)*",
-        "*test_specs.py:13: specgate: hardware mismatch: needs 1× NVIDIA GPU (SM 12.1) "
-        "[[]gb10[]]; unmet: 1× NVIDIA GPU (SM 12.1) (host has 0 fitting: no NVIDIA GPU)*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "SKIPPED [[]1[]] test_specs.py:3: specgate: hardware mismatch: needs Apple M4, "
+            "memory ≥ 16 GB [[]m4-16gb[]]; unmet: Apple M4 (host has no Apple chip); "
+            "host has Linux x86_64, no Apple chip, 23.5 GB, no GPU",
+            "*test_specs.py:8: specgate: hardware mismatch: needs Apple M1, memory ≤ 12 GB, "
+            "SPEC028_RUN_SMALL_AIR_CANARY=1 [[]m1-8gb-air[]]; unmet: Apple M1 (host has no Apple "
+            "chip); memory ≤ 12 GB (host has 23.5 GB); opt-in SPEC028_RUN_SMALL_AIR_CANARY=1 "
+            "(host has it unset)*",
+            "*test_specs.py:13: specgate: hardware mismatch: needs 1× NVIDIA GPU (SM 12.1) "
+            "[[]gb10[]]; unmet: 1× NVIDIA GPU (SM 12.1) (host has 0 fitting: no NVIDIA GPU)*",
+        ]
+    )
 
 
 @pytest.mark.parametrize(
@@ -81,8 +83,11 @@ def test_default_mode_skips_with_every_mismatch(project: pytest.Pytester) -> Non
     ],
 )
 def test_each_example_host_runs_exactly_its_specs(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, facts: str,
-    env: dict[str, str], ran: str | None,
+    project: pytest.Pytester,
+    monkeypatch: pytest.MonkeyPatch,
+    facts: str,
+    env: dict[str, str],
+    ran: str | None,
 ) -> None:
     for name, value in env.items():
         monkeypatch.setenv(name, value)
@@ -92,8 +97,9 @@ def test_each_example_host_runs_exactly_its_specs(
     result.assert_outcomes(passed=1 if ran else 0, skipped=2 if ran else 3, deselected=1)
 
 
-def test_m1_spec_skips_without_opt_in_even_on_an_m1(project: pytest.Pytester,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_m1_spec_skips_without_opt_in_even_on_an_m1(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("SPEC028_RUN_SMALL_AIR_CANARY", raising=False)
     result = project.runpytest("-rs", f"--specgate-host-facts={M1}", "-k", "m1")
     result.assert_outcomes(skipped=1, deselected=3)
@@ -106,11 +112,13 @@ def test_m1_spec_skips_without_opt_in_even_on_an_m1(project: pytest.Pytester,
 def test_required_spec_errors_on_mismatch_never_skips(project: pytest.Pytester) -> None:
     result = project.runpytest(f"--specgate-host-facts={LINUX}", "--specgate-require", "AC-10")
     result.assert_outcomes(passed=1, skipped=2, errors=1)
-    result.stdout.fnmatch_lines([
-        "*ERROR at setup of test_m4_canary*",
-        "*specgate: test_specs.py::test_m4_canary: required by --specgate-require but the host "
-        "does not match: needs Apple M4*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at setup of test_m4_canary*",
+            "*specgate: test_specs.py::test_m4_canary: required by --specgate-require but the host "
+            "does not match: needs Apple M4*",
+        ]
+    )
     assert result.ret == pytest.ExitCode.TESTS_FAILED
 
 
@@ -127,18 +135,19 @@ def test_required_spec_runs_on_matching_host(project: pytest.Pytester) -> None:
 def test_require_unknown_ac_is_usage_error(project: pytest.Pytester) -> None:
     result = project.runpytest(f"--specgate-host-facts={M4}", "--specgate-require", "AC-99")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--specgate-require AC-99: no selected test has "
-                                 "@pytest.mark.ac('AC-99')*"])
+    result.stderr.fnmatch_lines(["*--specgate-require AC-99: no selected test has @pytest.mark.ac('AC-99')*"])
 
 
 def test_diagnostic_runs_everything_and_says_so(project: pytest.Pytester) -> None:
     result = project.runpytest(f"--specgate-host-facts={LINUX}", "--specgate-diagnostic")
     result.assert_outcomes(passed=4)
-    result.stdout.fnmatch_lines([
-        "specgate: host Linux x86_64*; mode: diagnostic",
-        "specgate: DIAGNOSTIC run: nothing here qualifies (3 hardware spec(s) ran on a host "
-        "that does not match)",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "specgate: host Linux x86_64*; mode: diagnostic",
+            "specgate: DIAGNOSTIC run: nothing here qualifies (3 hardware spec(s) ran on a host "
+            "that does not match)",
+        ]
+    )
 
 
 def test_diagnostic_mode_is_recorded_on_reports(project: pytest.Pytester) -> None:
@@ -155,26 +164,36 @@ def test_diagnostic_mode_is_recorded_on_reports(project: pytest.Pytester) -> Non
                       f"matched={hw and hw['matched']}")
     """)
     result = project.runpytest("-s", f"--specgate-host-facts={M4}", "--specgate-diagnostic")
-    result.stdout.fnmatch_lines([
-        "*SEEN test_contract mode=diagnostic matched=None",
-        "SEEN test_gb10 mode=diagnostic matched=False",
-        "SEEN test_m1_canary mode=diagnostic matched=False",
-        "SEEN test_m4_canary mode=diagnostic matched=True",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*SEEN test_contract mode=diagnostic matched=None",
+            "SEEN test_gb10 mode=diagnostic matched=False",
+            "SEEN test_m1_canary mode=diagnostic matched=False",
+            "SEEN test_m4_canary mode=diagnostic matched=True",
+        ]
+    )
 
 
 def test_require_and_diagnostic_together_is_usage_error(project: pytest.Pytester) -> None:
-    result = project.runpytest(f"--specgate-host-facts={M4}", "--specgate-diagnostic",
-                               "--specgate-require", "AC-10")
+    result = project.runpytest(
+        f"--specgate-host-facts={M4}", "--specgate-diagnostic", "--specgate-require", "AC-10"
+    )
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*test_specs.py::test_m4_canary: --specgate-require and "
-                                 "--specgate-diagnostic both apply*"])
+    result.stderr.fnmatch_lines(
+        ["*test_specs.py::test_m4_canary: --specgate-require and --specgate-diagnostic both apply*"]
+    )
 
 
 def test_marker_selection(project: pytest.Pytester) -> None:
     selected = project.runpytest("--co", "-q", "-m", "hardware")
-    selected.stdout.fnmatch_lines(["test_specs.py::test_m4_canary", "test_specs.py::test_m1_canary",
-                                   "test_specs.py::test_gb10", "3/4 tests collected (1 deselected)*"])
+    selected.stdout.fnmatch_lines(
+        [
+            "test_specs.py::test_m4_canary",
+            "test_specs.py::test_m1_canary",
+            "test_specs.py::test_gb10",
+            "3/4 tests collected (1 deselected)*",
+        ]
+    )
     rest = project.runpytest("--co", "-q", "-m", "not hardware")
     rest.stdout.fnmatch_lines(["test_specs.py::test_contract", "1/4 tests collected (3 deselected)*"])
 
@@ -182,16 +201,19 @@ def test_marker_selection(project: pytest.Pytester) -> None:
 @pytest.mark.parametrize(
     ("marker", "message"),
     [
-        ('hardware(ram=16)', "@pytest.mark.hardware: unknown argument(s) ram"),
-        ('hardware(min_memory_gb="lots")',
-         "@pytest.mark.hardware: min_memory_gb must be a number of GB, got 'lots'"),
+        ("hardware(ram=16)", "@pytest.mark.hardware: unknown argument(s) ram"),
+        (
+            'hardware(min_memory_gb="lots")',
+            "@pytest.mark.hardware: min_memory_gb must be a number of GB, got 'lots'",
+        ),
         ('hardware("m9-1tb")', "@pytest.mark.hardware: unknown host profile 'm9-1tb'"),
-        ('hardware(min_memory_gb=16, max_memory_gb=8)',
-         "@pytest.mark.hardware: min_memory_gb=16 > max_memory_gb=8: no host can match"),
+        (
+            "hardware(min_memory_gb=16, max_memory_gb=8)",
+            "@pytest.mark.hardware: min_memory_gb=16 > max_memory_gb=8: no host can match",
+        ),
     ],
 )
-def test_bad_marker_is_usage_error_naming_test(pytester: pytest.Pytester, marker: str,
-                                               message: str) -> None:
+def test_bad_marker_is_usage_error_naming_test(pytester: pytest.Pytester, marker: str, message: str) -> None:
     pytester.makepyprojecttoml(PYPROJECT)
     pytester.makepyfile(test_bad=f"import pytest\n\n@pytest.mark.{marker}\ndef test_x():\n    pass\n")
     result = pytester.runpytest(f"--specgate-host-facts={LINUX}")
@@ -204,8 +226,9 @@ def test_bad_host_facts_file_is_usage_error_naming_field(pytester: pytest.Pytest
     pytester.makepyfile("import pytest\n\n@pytest.mark.hardware(min_memory_gb=1)\ndef test_x():\n    pass\n")
     result = pytester.runpytest(f"--specgate-host-facts={facts}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["*--specgate-host-facts: *facts.json: field 'memory_bytes' "
-                                 "must be int, got str 'lots'*"])
+    result.stderr.fnmatch_lines(
+        ["*--specgate-host-facts: *facts.json: field 'memory_bytes' must be int, got str 'lots'*"]
+    )
 
 
 def test_bad_profile_in_pyproject_is_usage_error(pytester: pytest.Pytester) -> None:
@@ -270,11 +293,18 @@ def test_under_xdist_bad_input_errors_the_tests_instead_of_crashing_workers(
         def test_good():
             pass
     """)
-    result = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", f"--specgate-host-facts={LINUX}")
+    result = pytester.runpytest_subprocess(
+        "-n", "2", "-p", "no:cacheprovider", f"--specgate-host-facts={LINUX}"
+    )
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*usage error: test_*.py::test_bad: @pytest.mark.hardware: min_memory_gb must "
-                                 "be a number of GB, got 'lots'*"])
-    missing = pytester.runpytest_subprocess("-n", "2", "-p", "no:cacheprovider", "--specgate-require", "AC-99",
-                                            f"--specgate-host-facts={LINUX}")
+    result.stdout.fnmatch_lines(
+        [
+            "*usage error: test_*.py::test_bad: @pytest.mark.hardware: min_memory_gb must "
+            "be a number of GB, got 'lots'*"
+        ]
+    )
+    missing = pytester.runpytest_subprocess(
+        "-n", "2", "-p", "no:cacheprovider", "--specgate-require", "AC-99", f"--specgate-host-facts={LINUX}"
+    )
     missing.assert_outcomes(errors=2)
     missing.stdout.fnmatch_lines(["*usage error: --specgate-require AC-99: no selected test has*"])

@@ -10,8 +10,12 @@ from pytest_specgate.hardware import HardwareRequirement, HardwareVerdict
 from pytest_specgate.properties import SPEC_PROPERTY, mismatched_hardware_runs, payload_of, spec_payload
 from pytest_specgate.runmode import RunAction, RunMode, RunSettings, decide_run
 
-MISMATCH = HardwareVerdict(HardwareRequirement(apple="M4"), matched=False,
-                           reasons=("Apple M4 (host has no Apple chip)",), host_summary="Linux x86_64")
+MISMATCH = HardwareVerdict(
+    HardwareRequirement(apple="M4"),
+    matched=False,
+    reasons=("Apple M4 (host has no Apple chip)",),
+    host_summary="Linux x86_64",
+)
 MATCH = HardwareVerdict(HardwareRequirement(apple="M4"), matched=True, reasons=(), host_summary="macOS")
 
 
@@ -27,8 +31,9 @@ MATCH = HardwareVerdict(HardwareRequirement(apple="M4"), matched=True, reasons=(
         (None, False, True, RunAction.RUN, RunMode.DIAGNOSTIC),
     ],
 )
-def test_decisions(verdict: HardwareVerdict | None, required: bool, diagnostic: bool,
-                   action: RunAction, mode: RunMode) -> None:
+def test_decisions(
+    verdict: HardwareVerdict | None, required: bool, diagnostic: bool, action: RunAction, mode: RunMode
+) -> None:
     decision = decide_run(verdict, required=required, diagnostic=diagnostic)
     assert (decision.action, decision.mode) == (action, mode)
     if verdict is MISMATCH:
@@ -49,9 +54,13 @@ def test_settings_label_and_require_all() -> None:
 
 
 def test_payload_round_trip_and_mismatch_count() -> None:
-    payload = spec_payload("t.py::a", ac={"id": "AC-10"}, verdict=MISMATCH,
-                           decision=decide_run(MISMATCH, required=False, diagnostic=True),
-                           recorded={"notes": {"k": 1}})
+    payload = spec_payload(
+        "t.py::a",
+        ac={"id": "AC-10"},
+        verdict=MISMATCH,
+        decision=decide_run(MISMATCH, required=False, diagnostic=True),
+        recorded={"notes": {"k": 1}},
+    )
     assert payload["mode"] == "diagnostic" and payload["notes"] == {"k": 1}
     assert payload_of([("other", {}), (SPEC_PROPERTY, payload)]) is payload
     assert payload_of([("other", {})]) is None

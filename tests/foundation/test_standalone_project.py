@@ -22,13 +22,15 @@ def throwaway(pytester: pytest.Pytester) -> pytest.Pytester:
         apple = "M4"
         min_memory_gb = 16
     """)
-    pytester.makepyfile(test_canary="""
+    pytester.makepyfile(
+        test_canary="""
         import pytest
 
         @pytest.mark.hardware("m4-16gb")
         def test_canary():
             pass
-    """)
+    """
+    )
     return pytester
 
 
@@ -38,9 +40,13 @@ def test_profile_from_own_pyproject_skips_here_with_reason(throwaway: pytest.Pyt
         pytest.skip(f"this host is an M4 with ≥16 GB ({here.summary()}): the spec would run")
     result = throwaway.runpytest_subprocess("-rs", "-p", "no:cacheprovider")
     result.assert_outcomes(skipped=1)
-    result.stdout.fnmatch_lines(["*plugins:*specgate*",
-                                 "SKIPPED [[]1[]] test_canary.py:3: specgate: hardware mismatch: "
-                                 "needs Apple M4, memory ≥ 16 GB [[]m4-16gb[]]; unmet: *host has *"])
+    result.stdout.fnmatch_lines(
+        [
+            "*plugins:*specgate*",
+            "SKIPPED [[]1[]] test_canary.py:3: specgate: hardware mismatch: "
+            "needs Apple M4, memory ≥ 16 GB [[]m4-16gb[]]; unmet: *host has *",
+        ]
+    )
 
 
 def test_same_spec_runs_with_m4_host_facts(throwaway: pytest.Pytester) -> None:

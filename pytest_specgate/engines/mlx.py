@@ -4,9 +4,11 @@ mlx-lm is weaker than the spec in two places, so this module enforces the spec
 itself before any process starts:
 
 * a draft whose tokenizer differs from the target's only earns a log warning
-  from the server (it compares vocabulary *sizes*); here the vocabularies are
-  compared token by token and a difference refuses start-up with
-  ``draft_model_tokenizer_mismatch`` (FR-4.4);
+  from the server (it compares vocabulary *sizes*); here the shared
+  :func:`~pytest_specgate.engines.tokenizer_match.check_draft_tokenizer`
+  compares them token by token and a difference refuses start-up with
+  ``draft_model_tokenizer_mismatch`` (FR-4.4), an unreadable tokenizer with
+  ``draft_model_tokenizer_unverifiable``;
 * nothing checks that target plus draft fit in memory; here weights on disk
   plus a KV-cache estimate are compared with a limit and a shortfall refuses
   start-up with ``draft_model_capacity_shortfall`` (FR-4.6). An unknown limit
@@ -37,7 +39,6 @@ Options (``@pytest.mark.engine(..., option=value)``):
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import platform
@@ -60,6 +61,7 @@ from pytest_specgate.engines.protocol import (
     Telemetry,
     acceptance_rate_of,
 )
+from pytest_specgate.engines.tokenizer_match import check_draft_tokenizer
 from pytest_specgate.models import is_tiny_ref, resolve_model_ref
 
 __all__ = [
@@ -67,10 +69,8 @@ __all__ = [
     "BootPlan",
     "MemoryEstimate",
     "MlxEngine",
-    "TokenizerIdentity",
     "boot",
     "check_capacity",
-    "check_tokenizers_match",
     "count_draft_acceptance",
     "estimate_memory",
     "host_memory_bytes",
@@ -79,7 +79,6 @@ __all__ = [
     "plan_boot",
     "server_argv",
     "start_server",
-    "tokenizer_identity",
 ]
 
 BACKEND = "mlx"
@@ -97,26 +96,8 @@ KNOWN_OPTIONS = (
     "prompt_cache_size",
     "request_timeout_s",
 )
-TOKENIZER_MISMATCH = "draft_model_tokenizer_mismatch"
 CAPACITY_SHORTFALL = "draft_model_capacity_shortfall"
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
-
-
-@dataclass(frozen=True)
-class TokenizerIdentity:
-    """What decides whether two checkpoints encode text to the same ids.
-
-    ``vocab`` maps every token (model vocabulary and added tokens) to its id;
-    ``digest`` covers the vocabulary, the merges and the added tokens, so two
-    tokenizers with equal digests encode identically. Embedding-matrix sizes
-    (``config.json`` ``vocab_size``) are deliberately not part of it: model
-    families pad them differently for the same tokenizer.
-    """
-
-    model_dir: Path
-    source: str
-    vocab: tuple[tuple[str, int], ...]
-    digest: str
 
 
 @dataclass(frozen=True)
@@ -131,84 +112,6 @@ class MemoryEstimate:
     @property
     def total_bytes(self) -> int:
         return self.weights_bytes + self.kv_cache_bytes
-
-
-def tokenizer_identity(model_dir: Path) -> TokenizerIdentity | None:
-    """The identity of a checkpoint's tokenizer, or None when it has no readable one."""
-    tokenizer_json = model_dir / "tokenizer.json"
-    if tokenizer_json.is_file():
-        return _identity_from_tokenizer_json(model_dir, tokenizer_json)
-    for names in (("tokenizer.model",), ("vocab.json", "merges.txt")):
-        paths = [model_dir / name for name in names]
-        if all(path.is_file() for path in paths):
-            digest = hashlib.sha256()
-            for path in paths:
-                digest.update(hashlib.sha256(path.read_bytes()).digest())
-            return TokenizerIdentity(model_dir, "+".join(names), (), digest.hexdigest())
-    return None
-
-
-def _identity_from_tokenizer_json(model_dir: Path, path: Path) -> TokenizerIdentity:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    model = data.get("model") or {}
-    raw_vocab = model.get("vocab") or {}
-    if isinstance(raw_vocab, dict):
-        vocab = {str(token): int(index) for token, index in raw_vocab.items()}
-    else:
-        vocab = {str(entry[0]): index for index, entry in enumerate(raw_vocab)}
-    for added in data.get("added_tokens") or []:
-        vocab[str(added["content"])] = int(added["id"])
-    canonical = {
-        "type": model.get("type"),
-        "vocab": sorted(vocab.items()),
-        "merges": model.get("merges") or [],
-    }
-    digest = hashlib.sha256(json.dumps(canonical, sort_keys=True).encode()).hexdigest()
-    return TokenizerIdentity(model_dir, "tokenizer.json", tuple(sorted(vocab.items())), digest)
-
-
-def check_tokenizers_match(target_dir: Path, draft_dir: Path) -> None:
-    """Refuse a draft whose tokenizer is not the target's (FR-4.4), naming the difference."""
-    target, draft = tokenizer_identity(target_dir), tokenizer_identity(draft_dir)
-    if target is None or draft is None:
-        missing = target_dir if target is None else draft_dir
-        raise EngineStartupRefused(
-            TOKENIZER_MISMATCH,
-            f"cannot verify that draft {draft_dir} uses the tokenizer of target {target_dir}: "
-            f"no tokenizer.json, tokenizer.model or vocab.json+merges.txt in {missing}",
-        )
-    if target.digest == draft.digest:
-        return
-    raise EngineStartupRefused(
-        TOKENIZER_MISMATCH,
-        f"draft {draft_dir} does not use the tokenizer of target {target_dir}: "
-        f"{_describe_difference(target, draft)}",
-    )
-
-
-def _describe_difference(target: TokenizerIdentity, draft: TokenizerIdentity) -> str:
-    if target.source != draft.source:
-        return f"target tokenizer from {target.source}, draft tokenizer from {draft.source}"
-    if not target.vocab:
-        return f"{target.source} files differ"
-    target_ids, draft_ids = dict(target.vocab), dict(draft.vocab)
-    figures = f"target vocabulary {len(target_ids)} tokens, draft {len(draft_ids)}"
-    moved = sorted(
-        (token for token in target_ids if draft_ids.get(token, -1) != target_ids[token]),
-        key=target_ids.__getitem__,
-    )
-    if not moved:
-        extra = sorted(set(draft_ids) - set(target_ids), key=draft_ids.__getitem__)
-        if extra:
-            return f"{figures}; draft has {len(extra)} tokens the target lacks, e.g. {extra[0]!r}"
-        return f"{figures}; same token ids but different merges"
-    first = moved[0]
-    found = draft_ids.get(first)
-    where = "missing from the draft" if found is None else f"draft id {found}"
-    return (
-        f"{figures}; {len(moved)} target tokens map to other ids, first {first!r}: "
-        f"target id {target_ids[first]}, {where}"
-    )
 
 
 def estimate_memory(model_dir: Path, context_tokens: int) -> MemoryEstimate:
@@ -480,7 +383,7 @@ def plan_boot(config: EngineConfig, workdir: Path) -> BootPlan:
     gamma = None
     if draft is not None:
         gamma = config.num_draft_tokens or DEFAULT_NUM_DRAFT_TOKENS
-        check_tokenizers_match(target, draft)
+        check_draft_tokenizer(target, draft)
         limit = config.option("memory_limit_bytes")
         if limit is None:
             limit_bytes, limit_source = host_memory_bytes()

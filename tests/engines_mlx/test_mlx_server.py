@@ -265,7 +265,7 @@ def test_tokenizer_mismatch_refuses_before_boot(
     with pytest.raises(EngineStartupRefused) as refused:
         boot(config, tmp_path)
     assert refused.value.code == "draft_model_tokenizer_mismatch"
-    assert f"target vocabulary 512 tokens, {found}" in str(refused.value)
+    assert f"target has 512 tokens, {found}" in str(refused.value)
     assert started == []
     assert list(tmp_path.glob("*.log")) == []
 

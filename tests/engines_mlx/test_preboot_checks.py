@@ -1,4 +1,8 @@
-"""Checks the mlx backend makes before any process starts, and the from_draft accounting."""
+"""Checks the mlx backend makes before any process starts, and the from_draft accounting.
+
+The tokenizer comparison itself is shared with vllm and tested in
+tests/engines/test_tokenizer_match.py; here only that plan_boot applies it.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.mlx import (
     check_capacity,
-    check_tokenizers_match,
     count_draft_acceptance,
     estimate_memory,
     host_memory_bytes,
-    tokenizer_identity,
+    plan_boot,
 )
 from pytest_specgate.engines.protocol import EngineStartupRefused
 from pytest_specgate.models import TinyModelPair, tiny_model_pair
@@ -25,47 +29,26 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> TinyModelPair:
     return tiny_model_pair(tmp_path_factory.mktemp("tiny-cache"))
 
 
-def test_same_tokenizer_passes(pair: TinyModelPair) -> None:
-    check_tokenizers_match(pair.target, pair.draft)
-    check_tokenizers_match(pair.target, pair.identical_draft)
+def _plan(target: Path, draft: Path, workdir: Path) -> None:
+    config = EngineConfig(backend="mlx", target=str(target), draft=str(draft))
+    plan_boot(config.with_options(memory_limit_bytes=10**12), workdir)
 
 
-def test_other_vocabulary_is_refused_with_both_sizes(pair: TinyModelPair) -> None:
+def test_plan_boot_refuses_a_draft_with_another_tokenizer(pair: TinyModelPair, tmp_path: Path) -> None:
+    _plan(pair.target, pair.draft, tmp_path)
     with pytest.raises(EngineStartupRefused) as refused:
-        check_tokenizers_match(pair.target, pair.mismatched_draft)
+        _plan(pair.target, pair.permuted_draft, tmp_path)
     assert refused.value.code == "draft_model_tokenizer_mismatch"
-    message = str(refused.value)
-    assert str(pair.mismatched_draft) in message and str(pair.target) in message
-    assert "target vocabulary 512 tokens, draft 384" in message
+    assert "target has 512 tokens, draft 512" in refused.value.message
 
 
-def test_same_size_but_other_ids_is_refused(pair: TinyModelPair) -> None:
-    """mlx-lm and vLLM compare only sizes; the permuted draft has the same size."""
-    with pytest.raises(EngineStartupRefused) as refused:
-        check_tokenizers_match(pair.target, pair.permuted_draft)
-    assert refused.value.code == "draft_model_tokenizer_mismatch"
-    assert "target vocabulary 512 tokens, draft 512" in str(refused.value)
-    assert "map to other ids" in str(refused.value)
-
-
-def test_different_merges_with_same_ids_are_refused(pair: TinyModelPair, tmp_path: Path) -> None:
-    draft = tmp_path / "draft"
-    shutil.copytree(pair.draft, draft)
-    tokenizer = json.loads((draft / "tokenizer.json").read_text(encoding="utf-8"))
-    tokenizer["model"]["merges"] = tokenizer["model"]["merges"][:-1]
-    (draft / "tokenizer.json").write_text(json.dumps(tokenizer), encoding="utf-8")
-    with pytest.raises(EngineStartupRefused, match="same token ids but different merges"):
-        check_tokenizers_match(pair.target, draft)
-
-
-def test_a_draft_without_tokenizer_files_is_refused(pair: TinyModelPair, tmp_path: Path) -> None:
+def test_plan_boot_refuses_a_draft_whose_tokenizer_is_unreadable(pair: TinyModelPair, tmp_path: Path) -> None:
     draft = tmp_path / "bare"
     shutil.copytree(pair.draft, draft)
     (draft / "tokenizer.json").unlink()
-    assert tokenizer_identity(draft) is None
-    with pytest.raises(EngineStartupRefused, match=r"cannot verify .* no tokenizer\.json") as refused:
-        check_tokenizers_match(pair.target, draft)
-    assert refused.value.code == "draft_model_tokenizer_mismatch"
+    with pytest.raises(EngineStartupRefused, match=r"cannot verify the draft tokenizer") as refused:
+        _plan(pair.target, draft, tmp_path)
+    assert refused.value.code == "draft_model_tokenizer_unverifiable"
 
 
 def test_memory_estimate_counts_weights_and_kv_cache(pair: TinyModelPair) -> None:

@@ -41,7 +41,7 @@ from pytest_specgate.engines.client import ClientEngine, OpenAIClient
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.protocol import EngineBootError
 from pytest_specgate.engines.spec_decode_metrics import SpecDecodeTelemetry, SpecDecodeWindow
-from pytest_specgate.engines.vllm.tokenizer_match import check_draft_tokenizer
+from pytest_specgate.engines.tokenizer_match import check_draft_tokenizer
 
 __all__ = [
     "SPECULATIVE_METHODS",

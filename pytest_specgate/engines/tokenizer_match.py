@@ -1,15 +1,17 @@
-"""Pre-boot check that a draft model tokenizes exactly like its target.
+"""Pre-boot check that a draft model tokenizes exactly like its target, for every backend.
 
-vLLM only compares ``vocab_size``, so two tokenizers of the same size but
-different token-to-id maps pass its check and then accept garbage drafts.
-Speculative decoding is only lossless when both models map every string to the
-same ids, so this compares what determines the ids: the vocabulary and merges,
-the added/special tokens, the normalizer and pre-tokenizer, and the end and
-beginning of sequence tokens.
+vLLM and mlx-lm only compare vocabulary *sizes*, so two tokenizers of the same
+size but different token-to-id maps pass their checks and then accept garbage
+drafts. Speculative decoding is only lossless when both models map every
+string to the same ids, so this compares what determines the ids: the
+vocabulary and merges, the added/special tokens, the normalizer and
+pre-tokenizer, and the beginning/end of sequence tokens. A tokenizer that
+cannot be read cannot be verified, and an unverified draft is refused.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -30,12 +32,19 @@ __all__ = [
 MISMATCH_CODE: Final = "draft_model_tokenizer_mismatch"
 UNVERIFIABLE_CODE: Final = "draft_model_tokenizer_unverifiable"
 _SPECIAL_KEYS: Final = ("bos_token", "eos_token", "unk_token", "pad_token")
+_TOKENIZER_FILES: Final = "tokenizer.json, tokenizer.model or vocab.json"
 
 
 @dataclass(frozen=True)
 class TokenizerFingerprint:
-    """What decides the token ids of a model directory's tokenizer, in canonical JSON."""
+    """What decides the token ids of a model directory's tokenizer, in canonical JSON.
 
+    ``kind`` names the file the ids come from. A sentencepiece ``tokenizer.model``
+    is compared by digest (reading its vocabulary needs sentencepiece), so its
+    ``vocab`` is empty.
+    """
+
+    kind: str
     source: str
     vocab: Mapping[str, int]
     merges: str
@@ -73,6 +82,7 @@ def _from_tokenizer_json(model_dir: Path, path: Path) -> TokenizerFingerprint:
     if isinstance(vocab, list):
         vocab = {str(entry[0]): index for index, entry in enumerate(vocab)}
     return TokenizerFingerprint(
+        kind=path.name,
         source=str(path),
         vocab={str(token): int(index) for token, index in vocab.items()},
         merges=_canonical({"type": model.get("type"), "merges": model.get("merges")}),
@@ -92,11 +102,24 @@ def _from_tokenizer_json(model_dir: Path, path: Path) -> TokenizerFingerprint:
     )
 
 
+def _from_sentencepiece(model_dir: Path, path: Path) -> TokenizerFingerprint:
+    return TokenizerFingerprint(
+        kind=path.name,
+        source=str(path),
+        vocab={},
+        merges=_canonical({"type": "sentencepiece", "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}),
+        added_tokens=_canonical([]),
+        pipeline=_canonical(None),
+        special_tokens=_special_tokens(model_dir),
+    )
+
+
 def _from_vocab_files(model_dir: Path, vocab_path: Path) -> TokenizerFingerprint:
     vocab = json.loads(vocab_path.read_text(encoding="utf-8"))
     merges_path = model_dir / "merges.txt"
     merges = merges_path.read_text(encoding="utf-8") if merges_path.is_file() else ""
     return TokenizerFingerprint(
+        kind=vocab_path.name,
         source=str(vocab_path),
         vocab={str(token): int(index) for token, index in vocab.items()},
         merges=_canonical({"type": "BPE", "merges": merges.splitlines()}),
@@ -108,17 +131,33 @@ def _from_vocab_files(model_dir: Path, vocab_path: Path) -> TokenizerFingerprint
 
 def tokenizer_fingerprint(model_dir: Path) -> TokenizerFingerprint | None:
     """The fingerprint of a local model directory, or None when it has no tokenizer files."""
-    tokenizer_json = model_dir / "tokenizer.json"
-    if tokenizer_json.is_file():
-        return _from_tokenizer_json(model_dir, tokenizer_json)
-    vocab_json = model_dir / "vocab.json"
-    if vocab_json.is_file():
-        return _from_vocab_files(model_dir, vocab_json)
+    readers = (
+        ("tokenizer.json", _from_tokenizer_json),
+        ("tokenizer.model", _from_sentencepiece),
+        ("vocab.json", _from_vocab_files),
+    )
+    for name, read in readers:
+        path = model_dir / name
+        if path.is_file():
+            return read(model_dir, path)
     return None
 
 
+def _first_vocabulary_difference(target: Mapping[str, int], draft: Mapping[str, int]) -> str:
+    """The lowest-id target token the draft maps elsewhere, else the draft's first extra token."""
+    for token, index in sorted(target.items(), key=lambda item: item[1]):
+        found = draft.get(token)
+        if found != index:
+            where = "missing from the draft" if found is None else f"draft id {found}"
+            return f"first {token!r}: target id {index}, {where}"
+    extra = sorted((index, token) for token, index in draft.items() if token not in target)
+    return f"first {extra[0][1]!r}: draft id {extra[0][0]}, not in the target"
+
+
 def tokenizer_differences(target: TokenizerFingerprint, draft: TokenizerFingerprint) -> list[str]:
-    """Human-readable differences; empty means the draft is safe to speculate with."""
+    """Human-readable differences, most telling first; empty means the draft is safe to speculate with."""
+    if target.kind != draft.kind:
+        return [f"target tokenizer from {target.kind}, draft tokenizer from {draft.kind}"]
     differences: list[str] = []
     if target.vocab != draft.vocab:
         remapped = sum(1 for token, i in target.vocab.items() if draft.vocab.get(token, i) != i)
@@ -126,10 +165,14 @@ def tokenizer_differences(target: TokenizerFingerprint, draft: TokenizerFingerpr
         differences.append(
             f"vocabulary differs: target has {len(target.vocab)} tokens, draft "
             f"{len(draft.vocab)}; {missing} target tokens missing from the draft, "
-            f"{remapped} mapped to different ids"
+            f"{remapped} mapped to different ids; "
+            f"{_first_vocabulary_difference(target.vocab, draft.vocab)}"
         )
     if target.merges != draft.merges:
-        differences.append("BPE merges (or tokenizer model type) differ")
+        sentencepiece = target.kind == "tokenizer.model"
+        differences.append(
+            "sentencepiece models differ" if sentencepiece else "BPE merges (or tokenizer model type) differ"
+        )
     if target.added_tokens != draft.added_tokens:
         differences.append("added/special tokens differ")
     if target.pipeline != draft.pipeline:
@@ -141,11 +184,13 @@ def tokenizer_differences(target: TokenizerFingerprint, draft: TokenizerFingerpr
     return differences
 
 
-def check_draft_tokenizer(target: str, draft: str) -> None:
+def check_draft_tokenizer(target: str | Path, draft: str | Path) -> None:
     """Raise ``EngineStartupRefused`` unless ``draft`` tokenizes exactly like ``target``.
 
-    Both must be local model directories: a tokenizer that cannot be read cannot
-    be verified, and an unverified draft is refused rather than trusted.
+    Both must be local model directories (a backend resolves hub ids to its
+    cache first). Code ``draft_model_tokenizer_unverifiable`` when either
+    tokenizer cannot be read, ``draft_model_tokenizer_mismatch`` naming every
+    difference, the first one first, when they differ.
     """
     fingerprints = {}
     for role, name in (("target", target), ("draft", draft)):
@@ -153,14 +198,14 @@ def check_draft_tokenizer(target: str, draft: str) -> None:
         if found is None:
             raise EngineStartupRefused(
                 UNVERIFIABLE_CODE,
-                f"cannot verify the draft tokenizer: {role} model {name!r} is not a local "
-                "directory with tokenizer.json or vocab.json",
+                f"cannot verify the draft tokenizer: {role} model {str(name)!r} is not a local "
+                f"directory with {_TOKENIZER_FILES}",
             )
         fingerprints[role] = found
     differences = tokenizer_differences(fingerprints["target"], fingerprints["draft"])
     if differences:
         raise EngineStartupRefused(
             MISMATCH_CODE,
-            f"draft model {draft!r} does not share the tokenizer of target {target!r}: "
+            f"draft model {str(draft)!r} does not share the tokenizer of target {str(target)!r}: "
             + "; ".join(differences),
         )

@@ -1,0 +1,576 @@
+"""Reliability trials of the fail-closed promises; each row prints trials and failures.
+
+- teardown: a subprocess pytest holding a booted mock engine (its own process) is
+  stopped by SIGINT, by pytest-timeout, or by the engine crashing, at a seeded
+  random moment; afterwards no engine process and no listening port may be left.
+- tamper: every sampled single-byte change to a real bundle makes the gate refuse
+  the PR body that was accepted before the change.
+- redaction soak: hypothesis examples of nested documents with planted secrets
+  (the strategy of tests/evidence/test_evidence_redact.py); no secret may survive.
+- download faults: every failure mode of ``fetch_verified`` against the fake hub
+  leaves no file behind (no staging residue, no destination).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from benchmarks import REPO_ROOT, Row, pytest_argv, quiet_environment
+
+SEED = 20261202
+KILL_MODES = ("sigint", "timeout", "crash")
+_STOP_WAIT_S = 60.0
+
+TEARDOWN_SPEC = '''\
+import json
+import os
+import pathlib
+
+import pytest
+
+TRIAL = json.loads(os.environ["SPECGATE_BENCH_TRIAL"])
+
+
+@pytest.mark.engine("mock", isolation="subprocess")
+def test_serve_until_stopped(engine):
+    with pathlib.Path(TRIAL["pids"]).open("a") as handle:
+        handle.write(json.dumps({"pid": engine.pid, "port": engine.port}) + "\\n")
+    served = 0
+    while True:
+        if TRIAL["mode"] == "crash" and served == TRIAL["crash_after"]:
+            engine.inject_fault("crash")
+        engine.chat([{"role": "user", "content": "keep serving"}], max_tokens=4)
+        served += 1
+'''
+
+TAMPER_SPEC = '''\
+import pytest
+
+
+@pytest.mark.ac("AC-1", spec="SPEC-BENCH", title="speedup canary")
+def test_speedup(evidence):
+    evidence.measure("median_speedup", 1.52, "x", at_least=1.4)
+    evidence.attach("server.log", "ready on 127.0.0.1\\n")
+    evidence.note("engine", "none: a recorded figure")
+
+
+@pytest.mark.ac("AC-2", spec="SPEC-BENCH", title="acceptance rate")
+def test_acceptance(evidence):
+    evidence.measure("acceptance_rate", 0.41, at_least=0.3)
+'''
+
+
+def _row(benchmark: str, trials: int, failures: int, goal: str, detail: str) -> Row:
+    return Row(
+        benchmark=benchmark,
+        measured=f"{failures} failures / {trials} trials",
+        goal=goal,
+        met=trials > 0 and failures == 0,
+        detail=detail,
+    )
+
+
+def _import_from(directory: Path, module: str) -> ModuleType:
+    """A helper module of the project's own tests (not a package), imported by path."""
+    if str(directory) not in sys.path:
+        sys.path.insert(0, str(directory))
+    return importlib.import_module(module)
+
+
+# --- teardown --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TeardownTrial:
+    mode: str
+    stop_after_s: float
+    crash_after: int
+
+
+@dataclass(frozen=True)
+class TeardownOutcome:
+    trial: TeardownTrial
+    engines: tuple[tuple[int, int], ...]
+    live_processes: tuple[int, ...]
+    listening_ports: tuple[int, ...]
+    exit_code: int | None
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.live_processes) or bool(self.listening_ports)
+
+
+def teardown_trials(count: int, rng: random.Random) -> list[TeardownTrial]:
+    return [
+        TeardownTrial(
+            mode=KILL_MODES[index % len(KILL_MODES)],
+            stop_after_s=round(rng.uniform(0.05, 4.0), 3),
+            crash_after=rng.randint(0, 30),
+        )
+        for index in range(count)
+    ]
+
+
+def process_alive(pid: int) -> bool:
+    """Running and not a zombie (an orphan's zombie is dead for our purposes)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return False
+    state = next((line.split()[1] for line in status.splitlines() if line.startswith("State:")), "?")
+    return state not in ("Z", "X")
+
+
+def processes_tagged(tag: bytes) -> set[int]:
+    """Live processes whose environment holds ``tag``: every engine a trial started, also one
+    killed before it could report its PID (engines inherit the pytest environment)."""
+    tagged: set[int] = set()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            environment = (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if tag in environment and process_alive(int(entry.name)):
+            tagged.add(int(entry.name))
+    return tagged
+
+
+def listening_ports() -> set[int]:
+    """Every TCP port in LISTEN state on this host (IPv4 and IPv6), from /proc/net."""
+    ports: set[int] = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = Path(table).read_text().splitlines()[1:]
+        except OSError:
+            continue
+        for line in lines:
+            fields = line.split()
+            if len(fields) > 3 and fields[3] == "0A":
+                ports.add(int(fields[1].rsplit(":", 1)[1], 16))
+    return ports
+
+
+def _wait_for_line(path: Path, process: subprocess.Popen[str], deadline: float) -> bool:
+    while time.monotonic() < deadline and process.poll() is None:
+        if path.exists() and path.read_text().strip():
+            return True
+        time.sleep(0.02)
+    return path.exists() and bool(path.read_text().strip())
+
+
+def _stop_group(process: subprocess.Popen[str]) -> None:
+    """Last resort for a pytest that would not stop: its own session, started here."""
+    if process.poll() is None:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(10)
+
+
+def _stop(process: subprocess.Popen[str], trial: TeardownTrial, pids_file: Path) -> int | None:
+    """Let the trial's stop happen (SIGINT from here; timeout and crash inside the run)."""
+    try:
+        booted = _wait_for_line(pids_file, process, time.monotonic() + _STOP_WAIT_S)
+        if booted and trial.mode == "sigint":
+            time.sleep(trial.stop_after_s)
+            if process.poll() is None:
+                process.send_signal(signal.SIGINT)
+        try:
+            return process.wait(_STOP_WAIT_S)
+        except subprocess.TimeoutExpired:
+            return None
+    finally:
+        _stop_group(process)
+
+
+def _engines_reported(pids_file: Path) -> tuple[tuple[int, int], ...]:
+    if not pids_file.exists():
+        return ()
+    entries = [json.loads(line) for line in pids_file.read_text().splitlines() if line]
+    return tuple((int(entry["pid"]), int(entry["port"])) for entry in entries)
+
+
+def run_teardown_trial(project: Path, trial: TeardownTrial, index: int) -> TeardownOutcome:
+    """One pytest run stopped the trial's way; whatever engine survives it is counted, then
+    killed by PID (every such process was started by this run)."""
+    pids_file = project / f"engines-{index}.jsonl"
+    environment = {
+        "SPECGATE_BENCH_TRIAL": json.dumps(
+            {"mode": trial.mode, "crash_after": trial.crash_after, "pids": str(pids_file)}
+        )
+    }
+    timeout = f"{max(trial.stop_after_s, 0.5):.3f}" if trial.mode == "timeout" else "120"
+    argv = pytest_argv("-q", "-p", "no:cacheprovider", "-p", "no:xdist", f"--timeout={timeout}",
+                       "test_teardown.py")
+    with (project / f"pytest-{index}.log").open("w") as log:
+        process = subprocess.Popen(
+            argv,
+            cwd=project,
+            env=quiet_environment(environment),
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        exit_code = _stop(process, trial, pids_file)
+    engines = _engines_reported(pids_file)
+    time.sleep(0.2)
+    ports_now = listening_ports()
+    live = tuple(sorted({pid for pid, _ in engines if process_alive(pid)}
+                        | processes_tagged(str(pids_file).encode())))
+    for pid in live:
+        os.kill(pid, signal.SIGKILL)
+    return TeardownOutcome(
+        trial=trial,
+        engines=engines,
+        live_processes=live,
+        listening_ports=tuple(port for _, port in engines if port in ports_now),
+        exit_code=exit_code,
+    )
+
+
+def run_teardown(quick: bool) -> Row:
+    trials = teardown_trials(len(KILL_MODES) if quick else 21, random.Random(SEED))
+    outcomes: list[TeardownOutcome] = []
+    with tempfile.TemporaryDirectory(prefix="specgate-bench-teardown-") as tmp:
+        project = Path(tmp)
+        (project / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+        (project / "test_teardown.py").write_text(TEARDOWN_SPEC)
+        for index, trial in enumerate(trials):
+            outcomes.append(run_teardown_trial(project, trial, index))
+    failures = [outcome for outcome in outcomes if outcome.failed]
+    by_mode = ", ".join(
+        f"{mode} {sum(1 for o in outcomes if o.trial.mode == mode)}" for mode in KILL_MODES
+    )
+    left = sum(len(o.live_processes) for o in outcomes)
+    ports = sum(len(o.listening_ports) for o in outcomes)
+    never_booted = sum(1 for o in outcomes if not o.engines)
+    failed = "; ".join(
+        f"{o.trial.mode} after {o.trial.stop_after_s}s: pids {list(o.live_processes)} ports "
+        f"{list(o.listening_ports)}" for o in failures[:3]
+    )
+    exits = sorted({str(o.exit_code) for o in outcomes})
+    return _row(
+        "reliability: teardown (mock engine in its own process)",
+        len(outcomes),
+        len(failures),
+        "0 engine processes / ports left",
+        f"trials by stop: {by_mode}; engine processes left {left}, listening ports left {ports}, "
+        f"runs stopped before the engine reported {never_booted}; pytest exit codes "
+        f"{', '.join(exits)}" + (f"; failed: {failed}" if failed else ""),
+    )
+
+
+# --- tamper ----------------------------------------------------------------------------------
+
+
+def _git(project: Path, *arguments: str) -> str:
+    completed = subprocess.run(
+        ["git", "-c", "user.name=specgate-bench", "-c", "user.email=bench@example.invalid",
+         *arguments],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return completed.stdout.strip()
+
+
+@dataclass(frozen=True)
+class GateCase:
+    """A real bundle, the PR body rendered from it, and the gate's inputs that accept it."""
+
+    bundle: Path
+    pr_body: Path
+    evidence_dir: Path
+    required: tuple[str, ...]
+    commit: str
+
+
+def build_gate_case(project: Path) -> GateCase:
+    """A committed spec project, a real pytest run writing evidence, ``specgate render``."""
+    project.mkdir(parents=True)
+    (project / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    (project / ".gitignore").write_text("__pycache__/\nout/\nPR.md\n")
+    (project / "test_specs.py").write_text(TAMPER_SPEC)
+    _git(project, "init", "-q")
+    _git(project, "add", ".")
+    _git(project, "commit", "-q", "-m", "specs")
+    commit = _git(project, "rev-parse", "HEAD")
+    environment = quiet_environment()
+    subprocess.run(
+        pytest_argv("-q", "-p", "no:cacheprovider", "--specgate-evidence=out"),
+        cwd=project, env=environment, check=True, capture_output=True,
+    )
+    evidence_dir = project / "out"
+    bundles = [path.parent for path in evidence_dir.glob("*/manifest.json")]
+    if len(bundles) != 1:
+        raise RuntimeError(f"tamper: expected one bundle under {evidence_dir}, found {bundles}")
+    pr_body = project / "PR.md"
+    subprocess.run(
+        [sys.executable, "-m", "pytest_specgate.cli", "render", str(bundles[0]), "-o", str(pr_body)],
+        cwd=project, env=environment, check=True, capture_output=True,
+    )
+    return GateCase(bundles[0], pr_body, evidence_dir, ("AC-1", "AC-2"), commit)
+
+
+def gate_accepts(case: GateCase) -> bool:
+    """True only when the gate accepts every required AC with no problem at all."""
+    from pytest_specgate.evidence import GateInputError, evaluate_gate
+
+    try:
+        verdict = evaluate_gate(case.pr_body, [case.evidence_dir], case.required, case.commit)
+    except GateInputError:
+        return False
+    return not verdict.problems and set(verdict.accepted) == set(case.required)
+
+
+@dataclass(frozen=True)
+class Mutation:
+    file: str
+    offset: int
+    new_byte: int
+
+
+def bundle_files(bundle: Path) -> dict[str, bytes]:
+    return {
+        path.relative_to(bundle).as_posix(): path.read_bytes()
+        for path in sorted(bundle.rglob("*"))
+        if path.is_file()
+    }
+
+
+def sample_mutations(files: dict[str, bytes], count: int | None, rng: random.Random) -> list[Mutation]:
+    """Every byte position once (``count`` None) or ``count`` positions, each with a new value."""
+    positions = [(name, offset) for name, data in files.items() for offset in range(len(data))]
+    chosen = positions if count is None or count >= len(positions) else rng.sample(positions, count)
+    return [
+        Mutation(name, offset, (files[name][offset] + rng.randint(1, 255)) % 256)
+        for name, offset in chosen
+    ]
+
+
+@contextmanager
+def mutated(path: Path, original: bytes, mutation: Mutation) -> Iterator[None]:
+    changed = bytearray(original)
+    changed[mutation.offset] = mutation.new_byte
+    path.write_bytes(bytes(changed))
+    try:
+        yield
+    finally:
+        path.write_bytes(original)
+
+
+def _gate_verdict_or_crash(case: GateCase) -> str:
+    try:
+        return "accepted" if gate_accepts(case) else "rejected"
+    except Exception as error:  # noqa: BLE001 - a crash is a finding to report, not to hide
+        return f"crashed: {type(error).__name__}"
+
+
+def run_tamper(quick: bool) -> Row:
+    rng = random.Random(SEED)
+    with tempfile.TemporaryDirectory(prefix="specgate-bench-tamper-") as tmp:
+        case = build_gate_case(Path(tmp) / "project")
+        if not gate_accepts(case):
+            raise RuntimeError(f"tamper: the untouched bundle {case.bundle} is not accepted by the gate")
+        files = bundle_files(case.bundle)
+        mutations = sample_mutations(files, 50 if quick else None, rng)
+        accepted: list[Mutation] = []
+        crashes: dict[str, int] = {}
+        for mutation in mutations:
+            with mutated(case.bundle / mutation.file, files[mutation.file], mutation):
+                verdict = _gate_verdict_or_crash(case)
+            if verdict == "accepted":
+                accepted.append(mutation)
+            elif verdict.startswith("crashed"):
+                crashes[verdict] = crashes.get(verdict, 0) + 1
+        if not gate_accepts(case):
+            raise RuntimeError("tamper: the restored bundle is no longer accepted")
+    sizes = ", ".join(f"{name} {len(data)}B" for name, data in files.items())
+    listed = "; ".join(
+        f"{m.file}@{m.offset} {files[m.file][m.offset]:#04x}->{m.new_byte:#04x}" for m in accepted[:5]
+    )
+    detail = f"files: {sizes}; gate crashed (counted as rejected): {crashes or 'never'}"
+    if accepted:
+        detail += f"; accepted changes (first 5): {listed}"
+    return _row(
+        "reliability: tamper (single-byte changes rejected by the gate)",
+        len(mutations),
+        len(accepted),
+        "100% rejected",
+        detail,
+    )
+
+
+# --- redaction soak --------------------------------------------------------------------------
+
+
+def run_redaction(quick: bool) -> Row:
+    """The redaction property of tests/evidence, with every example counted instead of the
+    first leak stopping the run (no shrinking), so the row can say how many leaked."""
+    from hypothesis import HealthCheck, Phase, given, settings
+
+    redact_tests = _import_from(REPO_ROOT / "tests" / "evidence", "test_evidence_redact")
+    examples = 200 if quick else 10_000
+    seen: list[int] = []
+    leaks: list[list[str]] = []
+    redactor = redact_tests.REDACTOR
+
+    @settings(
+        max_examples=examples,
+        deadline=None,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        derandomize=True,
+    )
+    @given(redact_tests._planted_structure)
+    def soak(planted: tuple[Any, list[str]]) -> None:
+        structure, cores = planted
+        document = json.loads(redactor.json_bytes(structure))
+        seen.append(len(cores))
+        survivors = redact_tests._survivors(document, cores)
+        if survivors:
+            leaks.append(survivors)
+
+    soak()
+    planted = sum(seen)
+    return _row(
+        "reliability: redaction soak (planted secrets in nested JSON)",
+        len(seen),
+        len(leaks),
+        "0 leaks",
+        f"{planted} secrets planted across {len(seen)} hypothesis examples; "
+        f"first leaks: {leaks[:3] or 'none'}",
+    )
+
+
+# --- download faults -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DownloadFault:
+    name: str
+    expected_error: str
+    repo: Callable[[Any, Any], Any]
+    token: str | bool
+    disk_free: Callable[[Path], int] | None = None
+
+
+def download_faults(hubfake: ModuleType) -> list[DownloadFault]:
+    weights = "model.safetensors"
+
+    def faulted(**faults: Any) -> Callable[[Any, Any], Any]:
+        return lambda public, _private: public.with_faults(weights, hubfake.FileFaults(**faults))
+
+    return [
+        DownloadFault("401 private repo, no token", "HubAccessError", lambda _p, private: private, False),
+        DownloadFault("sha256 mismatch", "ChecksumMismatchError", faulted(digest="wrong"), False),
+        DownloadFault("missing x-linked-etag", "MissingChecksumError", faulted(digest="absent"), False),
+        DownloadFault("disk full", "DiskSpaceError", lambda public, _p: public, False, lambda _where: 0),
+        DownloadFault(
+            "connection dropped mid-file",
+            "TransferError",
+            faulted(drop_after_bytes=1000, after_drop="refuse"),
+            False,
+        ),
+    ]
+
+
+def _leftovers(models: Path) -> list[str]:
+    return sorted(path.relative_to(models).as_posix() for path in models.rglob("*"))
+
+
+def run_download_trial(hubfake: ModuleType, fault: DownloadFault, work: Path, seed: int) -> str | None:
+    """None when the fetch failed as expected and left nothing; else what went wrong."""
+    from pytest_specgate.weights import WeightVerificationError, fetch_verified
+
+    public = hubfake.FakeRepo.from_contents("bench/tiny-target", hubfake.tiny_model_files(seed=seed))
+    private = hubfake.FakeRepo.from_contents(
+        "bench/tiny-private", hubfake.tiny_model_files(seed=seed + 1), token="bench-hub-token"
+    )
+    repo = fault.repo(public, private)
+    models = work / "models"
+    models.mkdir()
+    extra: dict[str, Any] = {} if fault.disk_free is None else {"disk_free": fault.disk_free}
+    try:
+        with hubfake.running_fake_hub([repo]) as hub:
+            try:
+                fetch_verified(repo.repo_id, "main", models / "target", token=fault.token,
+                               endpoint=hub.base_url, **extra)
+            except WeightVerificationError as error:
+                if type(error).__name__ != fault.expected_error:
+                    return f"{fault.name}: raised {type(error).__name__}, expected {fault.expected_error}"
+            else:
+                return f"{fault.name}: the fetch succeeded"
+        left = _leftovers(models)
+        return f"{fault.name}: left {left}" if left else None
+    finally:
+        shutil.rmtree(models, ignore_errors=True)
+
+
+@contextmanager
+def isolated_hub_environment(home: Path) -> Iterator[None]:
+    """No stored token or real endpoint may take part, and the retries huggingface_hub logs
+    while a fault plays out stay off the table's output; everything is restored afterwards."""
+    names = ("HF_TOKEN", "HF_ENDPOINT", "HUGGING_FACE_HUB_TOKEN", "HF_HUB_CACHE", "HF_HOME",
+             "HF_HUB_DISABLE_PROGRESS_BARS", "HF_HUB_DISABLE_TELEMETRY")
+    saved = {name: os.environ.get(name) for name in names}
+    for name in names:
+        os.environ.pop(name, None)
+    os.environ.update(
+        {"HF_HOME": str(home), "HF_HUB_DISABLE_PROGRESS_BARS": "1", "HF_HUB_DISABLE_TELEMETRY": "1"}
+    )
+    from huggingface_hub.utils import logging as hub_logging
+
+    verbosity = hub_logging.get_verbosity()
+    hub_logging.set_verbosity_error()
+    try:
+        yield
+    finally:
+        hub_logging.set_verbosity(verbosity)
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def run_download(quick: bool) -> Row:
+    hubfake = _import_from(REPO_ROOT / "tests" / "weights", "hubfake")
+    per_fault = 1 if quick else 10
+    problems: list[str] = []
+    faults = download_faults(hubfake)
+    with tempfile.TemporaryDirectory(prefix="specgate-bench-download-") as tmp:
+        work = Path(tmp)
+        with isolated_hub_environment(work / "hf-home"):
+            for fault in faults:
+                for trial in range(per_fault):
+                    problem = run_download_trial(hubfake, fault, work, seed=trial)
+                    if problem is not None:
+                        problems.append(problem)
+    return _row(
+        "reliability: download faults leave no partial file",
+        per_fault * len(faults),
+        len(problems),
+        "0 partial files",
+        f"{per_fault} trial(s) each of: {', '.join(f.name for f in faults)}; "
+        f"problems: {problems[:3] or 'none'}",
+    )
+

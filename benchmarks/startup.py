@@ -1,0 +1,101 @@
+"""Import and start-up cost: ``pytest --version`` and ``pytest --collect-only -q``, plugin on vs off.
+
+The collect-only runs use the overhead benchmark's generated 2,000-test suite, so
+marker parsing and hardware verdicts of 1,000 marked tests are part of the cost.
+The detail column carries ``-X importtime`` of ``pytest_specgate.plugin`` and its
+heaviest imports, which is where a start-up shortfall would come from.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from benchmarks import REPO_ROOT, Row, alternate, pytest_argv, quiet_environment, run_command
+from benchmarks.overhead import generate_suite, suite_size
+
+GOAL_RATIO = 1.05
+_IMPORTTIME_LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|(\s*)(\S+)")
+
+
+@dataclass(frozen=True)
+class ImportCost:
+    module: str
+    self_us: int
+    cumulative_us: int
+
+
+def plugin_import_costs() -> list[ImportCost]:
+    """Every module imported by ``import pytest_specgate.plugin`` after pytest itself is loaded."""
+    completed = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import pytest; import pytest_specgate.plugin"],
+        cwd=REPO_ROOT,
+        env=quiet_environment(),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    costs: list[ImportCost] = []
+    after_pytest = False
+    for line in completed.stderr.splitlines():
+        match = _IMPORTTIME_LINE.match(line)
+        if match is None:
+            continue
+        self_us, cumulative_us, _, module = match.groups()
+        if after_pytest:
+            costs.append(ImportCost(module, int(self_us), int(cumulative_us)))
+        elif module == "pytest":
+            after_pytest = True
+    return costs
+
+
+def describe_import_costs(costs: list[ImportCost]) -> str:
+    plugin = next((cost for cost in costs if cost.module == "pytest_specgate.plugin"), None)
+    heaviest = sorted(costs, key=lambda cost: cost.self_us, reverse=True)[:4]
+    listed = ", ".join(f"{cost.module} {cost.self_us / 1000:.1f}ms" for cost in heaviest)
+    total = "n/a" if plugin is None else f"{plugin.cumulative_us / 1000:.1f}ms"
+    return f"import pytest_specgate.plugin {total} (heaviest self: {listed})"
+
+
+def _version_arm(plugin: bool) -> float:
+    disabled = () if plugin else ("-p", "no:specgate")
+    return run_command(pytest_argv(*disabled, "--version"), REPO_ROOT)
+
+
+def run_version(quick: bool) -> Row:
+    times = alternate(
+        {"off": lambda: _version_arm(False), "on": lambda: _version_arm(True)}, 1 if quick else 15
+    )
+    ratio = times.median_ratio("on", "off")
+    return Row(
+        benchmark="start-up: pytest --version (plugin on / off)",
+        measured=f"{ratio:.3f}x",
+        goal=f"<= {GOAL_RATIO:.2f}x",
+        met=ratio <= GOAL_RATIO,
+        detail=f"{times.describe('on', 'off')}; {describe_import_costs(plugin_import_costs())}",
+    )
+
+
+def run_collect(quick: bool) -> Row:
+    with tempfile.TemporaryDirectory(prefix="specgate-bench-startup-") as tmp:
+        suite = generate_suite(Path(tmp), suite_size(quick))
+        arms = {
+            "off": lambda: run_command(suite.plain_argv("--collect-only", "tests"), suite.root),
+            "on": lambda: run_command(suite.plugin_argv("--collect-only", "tests"), suite.root),
+        }
+        if not quick:
+            for warm_up in arms.values():
+                warm_up()
+        times = alternate(arms, 1 if quick else 7)
+    ratio = times.median_ratio("on", "off")
+    return Row(
+        benchmark=f"start-up: pytest --collect-only -q, {suite.tests} tests (plugin on / off)",
+        measured=f"{ratio:.3f}x",
+        goal=f"<= {GOAL_RATIO:.2f}x",
+        met=ratio <= GOAL_RATIO,
+        detail=times.describe("on", "off"),
+    )

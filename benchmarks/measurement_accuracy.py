@@ -32,6 +32,7 @@ import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_specgate.engines.config import EngineConfig, boot_function
 from pytest_specgate.engines.mock.settings import DEFAULT_DRAFT, DEFAULT_TARGET
@@ -46,6 +47,9 @@ from pytest_specgate.measure import (
     load_named_prompt_set,
     run_paired,
 )
+
+if TYPE_CHECKING:
+    from benchmarks import Row
 
 
 @dataclass(frozen=True)
@@ -162,8 +166,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
+def measure_all(args: argparse.Namespace) -> list[Cell]:
+    """Every (gamma, alpha) cell against one shared baseline engine, printed as it lands."""
     prompts = load_named_prompt_set("spec028-code-iso8601-v1").prompts[: args.prompts]
     print(
         f"mock engine: target step {args.target_step_ms} ms, c = {args.cost_ratio}, "
@@ -182,12 +186,52 @@ def main(argv: Sequence[str] | None = None) -> int:
                     cell = measure_cell(args, baseline_arm, prompts, alpha, gamma, workdir)
                     print_cell(cell)
                     cells.append(cell)
-    off = [
+    return cells
+
+
+def cells_off(cells: Sequence[Cell], tolerance: float) -> list[Cell]:
+    return [
         cell
         for cell in cells
-        if cell.pooled_over_measured is None
-        or abs(cell.pooled_over_measured - 1.0) > args.tolerance
+        if cell.pooled_over_measured is None or abs(cell.pooled_over_measured - 1.0) > tolerance
     ]
+
+
+def run(quick: bool) -> Row:
+    """The table row of ``python -m benchmarks``: the worst cell's pooled / expected.
+
+    Full mode takes 8 of the 16 prompts so the whole table fits in its time budget;
+    quick mode (CI) runs one small cell only to prove the benchmark works.
+    """
+    from benchmarks import Row
+
+    overrides = (
+        ["--alphas", "0.6", "--gammas", "4", "--prompts", "2", "--max-tokens", "32",
+         "--target-step-ms", "5"]
+        if quick
+        else ["--prompts", "8"]
+    )
+    args = parse_args(overrides)
+    cells = measure_all(args)
+    ratios = [cell.pooled_over_measured for cell in cells]
+    known = [ratio for ratio in ratios if ratio is not None]
+    worst = max(known, key=lambda ratio: abs(ratio - 1.0)) if known else None
+    return Row(
+        benchmark=(
+            f"measurement accuracy: pooled / analytic speedup, alpha {args.alphas} x gamma "
+            f"{args.gammas}, c={args.cost_ratio}"
+        ),
+        measured="n/a" if worst is None else f"worst {worst:.3f}",
+        goal=f"within ±{args.tolerance:.0%}",
+        met=len(known) == len(cells) and not cells_off(cells, args.tolerance),
+        detail="per cell: " + " ".join(_format(ratio, ".3f") for ratio in ratios),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    cells = measure_all(args)
+    off = cells_off(cells, args.tolerance)
     print(
         f"{len(cells) - len(off)}/{len(cells)} cells within ±{args.tolerance:.0%} "
         "(pooled speedup / expectation for the measured acceptance)"

@@ -19,10 +19,16 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.mock import DEFAULT_DRAFT, boot
+
+if TYPE_CHECKING:
+    from benchmarks import Row
 
 _GOAL_RPS = 500.0
 
@@ -88,33 +94,75 @@ def _measure(
     return sum(counts), wall, cpu
 
 
+@dataclass(frozen=True)
+class Cell:
+    """One measured cell: requests/s from the clients, capacity from the server's CPU time."""
+
+    stream: bool
+    clients: int
+    requests_per_s: float
+    per_server_core: float | None
+
+    def describe(self) -> str:
+        kind = "streamed" if self.stream else "non-streamed"
+        capacity = (
+            f"{self.per_server_core:7.1f} req/s per server core"
+            if self.per_server_core
+            else "n/a (thread mode)"
+        )
+        return f"{kind:>13} x{self.clients} clients: {self.requests_per_s:7.1f} req/s | server capacity {capacity}"
+
+
+def measure_cells(seconds: float, isolation: str, report: Callable[[str], None]) -> list[Cell]:
+    """Boot one zero-latency mock and measure non-streamed and streamed at 1 and 8 clients."""
+    config = EngineConfig(
+        backend="mock",
+        draft=DEFAULT_DRAFT,
+        num_draft_tokens=4,
+        options=(("isolation", isolation),),
+    )
+    cells: list[Cell] = []
+    with tempfile.TemporaryDirectory() as workdir, boot(config, Path(workdir)) as engine:
+        report(f"mock engine ({isolation}) at {engine.base_url}, {seconds:.1f}s per cell, {os.cpu_count()} cores")
+        for stream in (False, True):
+            body = _body(engine.model_id, stream)
+            for clients in (1, 8):
+                done, wall, cpu = _measure(engine.port, body, clients, seconds, engine.pid)
+                cell = Cell(stream, clients, done / wall, done / cpu if cpu else None)
+                report(cell.describe())
+                cells.append(cell)
+    return cells
+
+
+def best_non_streamed(cells: list[Cell]) -> float:
+    return max(cell.requests_per_s for cell in cells if not cell.stream)
+
+
+def run(quick: bool) -> Row:
+    """The table row of ``python -m benchmarks`` (quick: 0.5 s per cell).
+
+    Imported here, not at the top, so ``python benchmarks/mock_engine.py`` keeps working.
+    """
+    from benchmarks import Row
+
+    cells = measure_cells(0.5 if quick else 3.0, "subprocess", lambda _line: None)
+    best = best_non_streamed(cells)
+    return Row(
+        benchmark="mock engine throughput, non-streamed, best of 1 and 8 clients",
+        measured=f"{best:.0f} req/s",
+        goal=f">= {_GOAL_RPS:.0f} req/s",
+        met=best >= _GOAL_RPS,
+        detail="; ".join(" ".join(cell.describe().split()) for cell in cells),
+    )
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--isolation", choices=("subprocess", "thread"), default="subprocess")
     args = parser.parse_args()
-    config = EngineConfig(
-        backend="mock",
-        draft=DEFAULT_DRAFT,
-        num_draft_tokens=4,
-        options=(("isolation", args.isolation),),
-    )
-    with tempfile.TemporaryDirectory() as workdir, boot(config, Path(workdir)) as engine:
-        print(
-            f"mock engine ({args.isolation}) at {engine.base_url}, "
-            f"{args.seconds:.1f}s per cell, {os.cpu_count()} cores"
-        )
-        best = 0.0
-        for stream in (False, True):
-            body = _body(engine.model_id, stream)
-            for clients in (1, 8):
-                done, wall, cpu = _measure(engine.port, body, clients, args.seconds, engine.pid)
-                kind = "streamed" if stream else "non-streamed"
-                capacity = f"{done / cpu:7.1f} req/s per server core" if cpu else "n/a (thread mode)"
-                print(f"{kind:>13} x{clients} clients: {done / wall:7.1f} req/s | server capacity {capacity}")
-                if not stream:
-                    best = max(best, done / wall)
-        print(f"non-streamed best / goal {_GOAL_RPS:.0f} req/s = {best / _GOAL_RPS:.2f}")
+    best = best_non_streamed(measure_cells(args.seconds, args.isolation, print))
+    print(f"non-streamed best / goal {_GOAL_RPS:.0f} req/s = {best / _GOAL_RPS:.2f}")
     return 0
 
 

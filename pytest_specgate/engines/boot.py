@@ -22,7 +22,7 @@ import httpx
 
 from pytest_specgate.engines.protocol import EngineBootError
 
-__all__ = ["LOG_TAIL_LINES", "ManagedProcess", "free_loopback_port", "wait_for_health"]
+__all__ = ["LOG_TAIL_LINES", "ManagedProcess", "boot_error", "free_loopback_port", "wait_for_health"]
 
 LOG_TAIL_LINES = 40
 _POLL_S = 0.05
@@ -40,42 +40,48 @@ def wait_for_health(
     url: str,
     deadline_s: float,
     process: ManagedProcess | None = None,
+    *,
+    final_statuses: Mapping[int, str] | None = None,
 ) -> None:
     """Poll ``url`` until it answers 200; raise EngineBootError on timeout or early exit.
 
     ``deadline_s`` is a duration in seconds from now. When ``process`` is given
     and exits first, the error says so with its exit code and log tail.
+    ``final_statuses`` maps a status the server never recovers from to what it
+    means; waiting out the deadline would only hide the cause, which is in the log.
     """
     give_up = time.monotonic() + deadline_s
     last_problem = "no answer yet"
+    final = final_statuses or {}
     with httpx.Client(timeout=httpx.Timeout(2.0)) as http:
         while True:
-            if process is not None and process.returncode() is not None:
-                raise _with_tail(
-                    EngineBootError(
-                        f"engine process {process.pid} exited with code {process.returncode()} "
-                        f"before {url} became healthy"
-                    ),
+            code = None if process is None else process.returncode()
+            if process is not None and code is not None:
+                raise boot_error(
+                    f"engine process {process.pid} exited with code {code} before {url} became healthy",
                     process,
                 )
             try:
-                response = http.get(url)
-                if response.status_code == 200:
-                    return
-                last_problem = f"HTTP {response.status_code}"
+                status: int | None = http.get(url).status_code
             except httpx.HTTPError as exc:
-                last_problem = f"{type(exc).__name__}: {exc}"
+                status, last_problem = None, f"{type(exc).__name__}: {exc}"
+            if status == 200:
+                return
+            if status is not None:
+                if status in final:
+                    raise boot_error(f"engine at {url} answers {status}: {final[status]}", process)
+                last_problem = f"HTTP {status}"
             if time.monotonic() >= give_up:
-                raise _with_tail(
-                    EngineBootError(
-                        f"engine at {url} not healthy within {deadline_s:.1f}s (last: {last_problem})"
-                    ),
+                raise boot_error(
+                    f"engine at {url} not healthy within {deadline_s:.1f}s (last: {last_problem})",
                     process,
                 )
             time.sleep(_POLL_S)
 
 
-def _with_tail(error: EngineBootError, process: ManagedProcess | None) -> EngineBootError:
+def boot_error(message: str, process: ManagedProcess | None) -> EngineBootError:
+    """An EngineBootError carrying the engine log's tail as a note (when there is a process)."""
+    error = EngineBootError(message)
     if process is not None:
         error.add_note(process.describe_tail())
     return error
@@ -117,8 +123,13 @@ class ManagedProcess:
     def returncode(self) -> int | None:
         return None if self._popen is None else self._popen.poll()
 
-    def terminate(self, grace_s: float = 5.0) -> int | None:
-        """SIGTERM the process group, SIGKILL after ``grace_s``; returns the exit code."""
+    def terminate(self, grace_s: float = 5.0, settle_s: float = 10.0) -> int | None:
+        """SIGTERM the process group, SIGKILL after ``grace_s``; returns the exit code.
+
+        Servers fork workers into the group, and the leader exiting does not mean
+        they have; so this also waits (at most ``settle_s``) until no live member
+        is left, because a spec checks the PIDs right after close.
+        """
         popen = self._popen
         if popen is None:
             return None
@@ -131,6 +142,9 @@ class ManagedProcess:
                     _signal_group(popen.pid, signal.SIGKILL)
                     popen.wait(timeout=grace_s)
             _signal_group(popen.pid, signal.SIGKILL)
+            give_up = time.monotonic() + settle_s
+            while time.monotonic() < give_up and _group_has_live_members(popen.pid):
+                time.sleep(_POLL_S)
             return popen.returncode
         finally:
             self._close_log()
@@ -156,3 +170,22 @@ def _signal_group(pid: int, sig: signal.Signals) -> None:
     """Signal the process group led by ``pid`` (ignoring groups that are already gone)."""
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, sig)
+
+
+def _group_has_live_members(pgid: int) -> bool:
+    """Any non-zombie process in the group (zombies wait on a reaper, they hold nothing)."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        try:
+            os.killpg(pgid, 0)
+        except (ProcessLookupError, PermissionError):
+            return False
+        return True
+    for stat in proc.glob("[0-9]*/stat"):
+        try:
+            state, _, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
+        except (OSError, IndexError):
+            continue
+        if int(group) == pgid and state not in {"Z", "X"}:
+            return True
+    return False

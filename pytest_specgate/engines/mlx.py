@@ -52,7 +52,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pytest_specgate.engines.boot import ManagedProcess, free_loopback_port
+from pytest_specgate.engines.boot import ManagedProcess, boot_error, free_loopback_port, wait_for_health
 from pytest_specgate.engines.client import ClientEngine, EngineHTTPError, OpenAIClient
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.protocol import (
@@ -97,6 +97,10 @@ KNOWN_OPTIONS = (
     "request_timeout_s",
 )
 CAPACITY_SHORTFALL = "draft_model_capacity_shortfall"
+_MLX_FINAL_STATUSES = {
+    503: "its generation thread failed, usually because a model could not be loaded "
+    "(mlx_lm answers 503 forever once that thread has died)"
+}
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8}
 
 
@@ -429,7 +433,9 @@ def start_server(plan: BootPlan, workdir: Path) -> MlxEngine:
         process.start(
             server_argv(plan, port), _server_env(os.environ), workdir / f"mlx_lm-server-{port}.log"
         )
-        _wait_until_serving(f"{base_url}/health", plan.boot_timeout_s, process)
+        wait_for_health(
+            f"{base_url}/health", plan.boot_timeout_s, process, final_statuses=_MLX_FINAL_STATUSES
+        )
         client = OpenAIClient(base_url, timeout_s=plan.request_timeout_s)
         remaining = max(plan.boot_timeout_s - (time.monotonic() - started), 1.0)
         fingerprint = _first_completion(client, plan, remaining, process)
@@ -440,53 +446,6 @@ def start_server(plan: BootPlan, workdir: Path) -> MlxEngine:
             client.close()
         process.terminate()
         raise
-
-
-def _boot_error(message: str, process: ManagedProcess) -> EngineBootError:
-    error = EngineBootError(message)
-    error.add_note(process.describe_tail())
-    return error
-
-
-def _wait_until_serving(health_url: str, deadline_s: float, process: ManagedProcess) -> None:
-    """Poll ``/health`` like ``boot.wait_for_health``, but treat mlx-lm's 503 as final.
-
-    mlx_lm answers 503 only once its generation thread has died (typically a
-    model that failed to load) and then keeps answering 503 forever; waiting
-    out the deadline would only hide the cause, which is in the log.
-    """
-    give_up = time.monotonic() + deadline_s
-    last_problem = "no answer yet"
-    with httpx.Client(timeout=httpx.Timeout(2.0)) as http:
-        while True:
-            code = process.returncode()
-            if code is not None:
-                raise _boot_error(
-                    f"mlx_lm server (pid {process.pid}) exited with code {code} "
-                    f"before {health_url} became healthy",
-                    process,
-                )
-            try:
-                status: int | None = http.get(health_url).status_code
-            except httpx.HTTPError as exc:
-                status, last_problem = None, f"{type(exc).__name__}: {exc}"
-            if status == 200:
-                return
-            if status == 503:
-                raise _boot_error(
-                    f"mlx_lm server (pid {process.pid}) answers 503 at {health_url}: its "
-                    "generation thread failed, usually because a model could not be loaded",
-                    process,
-                )
-            if status is not None:
-                last_problem = f"HTTP {status}"
-            if time.monotonic() >= give_up:
-                raise _boot_error(
-                    f"mlx_lm server at {health_url} not healthy within {deadline_s:.1f}s "
-                    f"(last: {last_problem})",
-                    process,
-                )
-            time.sleep(0.05)
 
 
 def _first_completion(
@@ -502,7 +461,7 @@ def _first_completion(
     try:
         result = client.chat(body, timeout_s=timeout_s)
     except (EngineHTTPError, httpx.HTTPError, ValueError, OSError) as exc:
-        raise _boot_error(
+        raise boot_error(
             f"mlx_lm server (pid {process.pid}) is healthy but did not answer a first "
             f"completion within {timeout_s:.1f}s: {exc}",
             process,

@@ -133,6 +133,25 @@ def test_early_exit_is_reported_with_the_log_tail(tmp_path: Path) -> None:
     assert len(process.log_tail()) == 40
 
 
+def test_a_final_status_fails_at_once_with_its_meaning_and_the_log(tmp_path: Path) -> None:
+    port = free_loopback_port()
+    script = (
+        "import http.server\n"
+        "class H(http.server.BaseHTTPRequestHandler):\n"
+        "    def do_GET(self):\n"
+        "        self.send_response(503); self.end_headers()\n"
+        "print('model failed to load', flush=True)\n"
+        f"http.server.HTTPServer(('127.0.0.1', {port}), H).serve_forever()\n"
+    )
+    process = ManagedProcess().start([sys.executable, "-c", script], None, tmp_path / "engine.log")
+    try:
+        with pytest.raises(EngineBootError, match=r"/health answers 503: no model") as error:
+            wait_for_health(f"http://127.0.0.1:{port}/health", 60, process, final_statuses={503: "no model"})
+    finally:
+        process.terminate()
+    assert "model failed to load" in "\n".join(error.value.__notes__)
+
+
 def _gone(pid: int) -> bool:
     try:
         state = Path(f"/proc/{pid}/status").read_text()
@@ -165,7 +184,7 @@ def test_terminate_kills_the_whole_process_group(tmp_path: Path) -> None:
     finally:
         process.terminate(grace_s=2)
     assert process.returncode() is not None
-    assert _wait_until(lambda: _gone(child))
+    assert _gone(child), "terminate returns only once no live member of the group is left"
 
 
 def test_terminate_escalates_to_sigkill(tmp_path: Path) -> None:

@@ -328,10 +328,10 @@ def test_ctrl_c_during_boot_stops_the_server(
     monkeypatch: pytest.MonkeyPatch,
     started: list[ManagedProcess],
 ) -> None:
-    def interrupted(url: str, deadline_s: float, process: ManagedProcess) -> None:
+    def interrupted(url: str, deadline_s: float, process: ManagedProcess, **_: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(mlx_backend, "_wait_until_serving", interrupted)
+    monkeypatch.setattr(mlx_backend, "wait_for_health", interrupted)
     with pytest.raises(KeyboardInterrupt):
         boot(_config(cache, target="tiny:target"), tmp_path)
     assert len(started) == 1 and _all_stopped(started)

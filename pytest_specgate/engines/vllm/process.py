@@ -27,7 +27,6 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -272,47 +271,13 @@ def boot_process(spec: VllmProcessSpec, workdir: Path) -> VllmEngine:
             metrics=metrics,
             client=client,
             model_id=spec.served_model_name,
-            close=lambda: stop_process_group(process),
+            close=process.terminate,
             pid=process.pid,
             versions=lambda: {**versions, "vllm_server": server_version, "mode": "process"},
         )
     except BaseException:
-        stop_process_group(process)
+        process.terminate()
         raise
-
-
-def stop_process_group(process: ManagedProcess, settle_s: float = 10.0) -> None:
-    """Terminate the server's process group and wait (bounded) until every member is gone.
-
-    vLLM forks an engine core and workers into the group; the leader exiting
-    does not mean they have, and a spec checks the PIDs right after close.
-    """
-    pgid = process.pid
-    process.terminate()
-    if pgid is None:
-        return
-    give_up = time.monotonic() + settle_s
-    while time.monotonic() < give_up and _group_has_live_members(pgid):
-        time.sleep(0.05)
-
-
-def _group_has_live_members(pgid: int) -> bool:
-    """Any non-zombie process in the group (zombies wait on a reaper, they hold nothing)."""
-    proc = Path("/proc")
-    if not proc.is_dir():
-        try:
-            os.killpg(pgid, 0)
-        except (ProcessLookupError, PermissionError):
-            return False
-        return True
-    for stat in proc.glob("[0-9]*/stat"):
-        try:
-            state, _, group = stat.read_text().rsplit(")", 1)[1].split()[:3]
-        except (OSError, IndexError):
-            continue
-        if int(group) == pgid and state not in {"Z", "X"}:
-            return True
-    return False
 
 
 def _server_version(client: OpenAIClient) -> str:

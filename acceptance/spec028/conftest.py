@@ -19,7 +19,8 @@ def spec028(engine_config: EngineConfig) -> BackendProfile:
 @pytest.fixture
 def duration_scale(request: pytest.FixtureRequest) -> float:
     """``--specgate-duration-scale``: 1 on a qualifying run, e.g. 0.02 on the mock in CI."""
-    return request.config.stash[SETTINGS_KEY].duration_scale
+    scale: float = request.config.stash[SETTINGS_KEY].duration_scale
+    return scale
 
 
 @pytest.fixture

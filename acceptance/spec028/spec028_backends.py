@@ -20,6 +20,7 @@ import pytest
 
 if TYPE_CHECKING:
     from pytest_specgate.engines import Engine, Telemetry
+    from pytest_specgate.engines.mock import MockEngine
     from pytest_specgate.measure import ModelPair
 
 EngineChanges = Mapping[str, object]
@@ -223,11 +224,20 @@ def ac11_plan(profile: BackendProfile, pair: ModelPair) -> Ac11Plan:
     )
 
 
+def mock_engine(engine: Engine) -> MockEngine:
+    """``engine`` as the mock, for its admin API (roll, swap, faults, raw status)."""
+    from pytest_specgate.engines.mock import MockEngine
+
+    if not isinstance(engine, MockEngine):
+        raise TypeError(f"expected the mock engine, found the {engine.backend} engine {engine!r}")
+    return engine
+
+
 def chat_prompt_ids(engine: Engine, messages: list[dict[str, object]]) -> tuple[int, ...]:
     """The prompt ids the mock derives from chat messages (its documented encoding)."""
     from pytest_specgate.engines.mock.model import vocabulary_named
 
-    vocab = vocabulary_named(str(getattr(engine, "settings").vocab))
+    vocab = vocabulary_named(mock_engine(engine).settings.vocab)
     text = " ".join(f"{m['role']} {m['content']}" for m in messages)
     return vocab.encode(text)
 
@@ -245,7 +255,7 @@ def mock_draft_rounds(
     """
     from pytest_specgate.engines.mock.model import DraftModel, TargetModel, vocabulary_named
 
-    settings = getattr(engine, "settings")
+    settings = mock_engine(engine).settings
     if len(tokens) != max_tokens:
         raise AssertionError(
             f"replay needs an answer of exactly max_tokens={max_tokens} tokens (EOS off), "
@@ -279,17 +289,17 @@ def draft_counter(profile: BackendProfile) -> DraftCounter:
 def roll_window(profile: BackendProfile, engine: Engine) -> None:
     """Close the telemetry window (the mock's metrics roll)."""
     profile.require(profile.no_roll, "a telemetry window roll")
-    getattr(engine, "roll")()
+    mock_engine(engine).roll()
 
 
 def warm_swap(profile: BackendProfile, engine: Engine, target: str) -> None:
     profile.require(profile.no_warm_swap, "a warm swap")
-    getattr(engine, "swap")(target)
+    mock_engine(engine).swap(target)
 
 
 def status_field(engine: Engine, name: str) -> object:
     """A field of the backend's raw status (the mock's ``/v1/status``)."""
-    return getattr(engine, "status")()[name]
+    return mock_engine(engine).status()[name]
 
 
 def in_flight(engine: Engine) -> int:
@@ -308,7 +318,7 @@ def draft_failures(engine: Engine) -> int:
 
 def inject_draft_failure(profile: BackendProfile, engine: Engine) -> None:
     profile.require(profile.no_fault_injection, "a draft failure mid-request")
-    getattr(engine, "inject_fault")("draft-failure")
+    mock_engine(engine).inject_fault("draft-failure")
 
 
 def engine_pid(engine: Engine) -> tuple[int, str]:
@@ -341,8 +351,11 @@ def offline_acceptance(engine: Engine, prompts: Sequence[list[dict[str, object]]
     """
     if engine.backend != "mlx":
         return None
-    from pytest_specgate.engines.mlx import measure_acceptance
+    from pytest_specgate.engines.mlx import MlxEngine, measure_acceptance
 
-    plan = getattr(engine, "plan")
+    if not isinstance(engine, MlxEngine):
+        raise TypeError(f"offline acceptance needs an mlx engine, found {engine!r}")
+    plan = engine.plan
+    assert plan.draft is not None and plan.num_draft_tokens is not None, plan
     return measure_acceptance(plan.target, plan.draft, prompts,
                               num_draft_tokens=plan.num_draft_tokens, max_tokens=max_tokens)

@@ -172,7 +172,7 @@ def serving_snapshot() -> ServingSnapshot:
 def rss_bytes(pid: int) -> tuple[int | None, str]:
     """Resident memory of ``pid``: psutil, else ``/proc/<pid>/status``, else ``ps``."""
     try:
-        import psutil
+        import psutil  # type: ignore[import-untyped,import-not-found,unused-ignore]
     except ImportError:
         pass
     else:

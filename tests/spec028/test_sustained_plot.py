@@ -15,7 +15,7 @@ def _attachment(run: BundleRun, name: str) -> Path:
     record = json.loads((run.bundle / "AC-10.json").read_text(encoding="utf-8"))
     paths = [row["path"] for row in record["attachments"] if row["name"] == name]
     assert len(paths) == 1, f"AC-10 attachments: {[row['name'] for row in record['attachments']]}"
-    return run.bundle / paths[0]
+    return run.bundle / str(paths[0])
 
 
 def test_plot_is_a_png_of_plausible_size(readme_bundle: BundleRun) -> None:

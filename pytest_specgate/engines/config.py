@@ -26,6 +26,7 @@ __all__ = [
     "EngineConfig",
     "EnginePool",
     "boot_function",
+    "close_in_reverse",
     "engine_config_for_node",
     "engine_config_from",
     "engine_workdir",
@@ -232,14 +233,22 @@ class EnginePool:
     def close_all(self) -> None:
         engines = list(self._engines.values())
         self._engines.clear()
-        errors: list[BaseException] = []
-        for engine in reversed(engines):
-            try:
-                engine.close()
-            except Exception as exc:
-                errors.append(exc)
-        if errors:
-            raise ExceptionGroup("closing engines failed", cast(list[Exception], errors))
+        close_in_reverse(engines, "closing engines failed")
+
+
+def close_in_reverse(engines: Sequence[Engine], failure: str) -> None:
+    """Close the last-booted engine first; every one is closed even if some fail.
+
+    The failures are raised together as an ExceptionGroup titled ``failure``.
+    """
+    errors: list[Exception] = []
+    for engine in reversed(engines):
+        try:
+            engine.close()
+        except Exception as exc:
+            errors.append(exc)
+    if errors:
+        raise ExceptionGroup(failure, errors)
 
 
 @contextmanager
@@ -264,11 +273,4 @@ def fresh_engines(base: EngineConfig, workdir_for: Callable[[str], Path]) -> Ite
     try:
         yield boot
     finally:
-        errors: list[Exception] = []
-        for engine in reversed(booted):
-            try:
-                engine.close()
-            except Exception as exc:
-                errors.append(exc)
-        if errors:
-            raise ExceptionGroup("closing engines booted by boot_engine failed", errors)
+        close_in_reverse(booted, "closing engines booted by boot_engine failed")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -18,6 +20,7 @@ from pytest_specgate.engines.vllm import boot, profile_from_config
 from pytest_specgate.engines.vllm.compose import (
     COMPOSE_FILE_NAME,
     ComposeRefused,
+    DockerComposeRunner,
     boot_compose,
     compose_document,
     compose_project,
@@ -413,3 +416,32 @@ def test_compose_mode_on_a_host_without_gpus_refuses_before_writing(tmp_path: Pa
 
     assert caught.value.code == "tensor_parallel_exceeds_visible_gpus"
     assert not (tmp_path / "work" / "compose").exists()
+
+
+def test_docker_runner_passes_the_project_to_every_compose_command(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    docker = tmp_path / "docker"
+    docker.write_text(
+        f"#!{sys.executable}\n"
+        "import json, sys\n"
+        f"open({str(calls)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n"
+        "print('log line'); print('warn', file=sys.stderr)\n"
+        "sys.exit(1 if sys.argv[-1] == '-d' and sys.argv[3].endswith('fail') else 0)\n"
+    )
+    docker.chmod(0o755)
+    runner = DockerComposeRunner(docker=str(docker), timeout_s=60)
+    project, compose_file = tmp_path / "proj", tmp_path / "proj" / COMPOSE_FILE_NAME
+
+    runner.up(project, compose_file)
+    assert runner.logs(project, compose_file, 5) == "log line\nwarn\n"
+    runner.down(project, compose_file)
+    with pytest.raises(subprocess.CalledProcessError):
+        runner.up(tmp_path / "fail", compose_file)
+
+    prefix = ["compose", "--project-directory", str(project), "-f", str(compose_file)]
+    recorded = [json.loads(line) for line in calls.read_text().splitlines()]
+    assert recorded[:3] == [
+        [*prefix, "up", "-d"],
+        [*prefix, "logs", "--no-color", "--tail", "5"],
+        [*prefix, "down", "--remove-orphans"],
+    ]

@@ -189,43 +189,23 @@ class DockerComposeRunner:
     docker: str = "docker"
     timeout_s: float = 900.0
 
-    def _argv(self, project_dir: Path, compose_file: Path, *command: str) -> list[str]:
-        return [
-            self.docker,
-            "compose",
-            "--project-directory",
-            str(project_dir),
-            "-f",
-            str(compose_file),
-            *command,
-        ]
+    def _run(
+        self, project_dir: Path, compose_file: Path, *command: str, check: bool
+    ) -> subprocess.CompletedProcess[str]:
+        argv = [self.docker, "compose", "--project-directory", str(project_dir), "-f", str(compose_file)]
+        return subprocess.run(
+            [*argv, *command], check=check, timeout=self.timeout_s, capture_output=True, text=True
+        )
 
     def up(self, project_dir: Path, compose_file: Path) -> None:
-        subprocess.run(
-            self._argv(project_dir, compose_file, "up", "-d"),
-            check=True,
-            timeout=self.timeout_s,
-            capture_output=True,
-            text=True,
-        )
+        self._run(project_dir, compose_file, "up", "-d", check=True)
 
     def down(self, project_dir: Path, compose_file: Path) -> None:
-        subprocess.run(
-            self._argv(project_dir, compose_file, "down", "--remove-orphans"),
-            check=True,
-            timeout=self.timeout_s,
-            capture_output=True,
-            text=True,
-        )
+        self._run(project_dir, compose_file, "down", "--remove-orphans", check=True)
 
     def logs(self, project_dir: Path, compose_file: Path, tail: int) -> str:
-        completed = subprocess.run(
-            self._argv(project_dir, compose_file, "logs", "--no-color", "--tail", str(tail)),
-            check=False,
-            timeout=self.timeout_s,
-            capture_output=True,
-            text=True,
-        )
+        command = ("logs", "--no-color", "--tail", str(tail))
+        completed = self._run(project_dir, compose_file, *command, check=False)
         return completed.stdout + completed.stderr
 
 

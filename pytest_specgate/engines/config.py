@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, cast, overload
 
 import pytest
 
@@ -65,6 +65,34 @@ class EngineConfig:
             if key == name:
                 return value
         return default
+
+    def positive_number_option(self, name: str, default: float) -> float:
+        """A positive number option (seconds, bytes, a fraction); anything else is a usage error."""
+        value = self.option(name, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+            raise pytest.UsageError(
+                f"{self.backend} engine ({self.describe()}): option {name} must be a positive number, "
+                f"got {value!r}"
+            )
+        return float(value)
+
+    @overload
+    def int_option(self, name: str, default: int, *, minimum: int | None = None) -> int: ...
+
+    @overload
+    def int_option(self, name: str, default: None, *, minimum: int | None = None) -> int | None: ...
+
+    def int_option(self, name: str, default: int | None, *, minimum: int | None = None) -> int | None:
+        """An integer option of at least ``minimum`` (None when absent and ``default`` is None)."""
+        value = self.option(name, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
+            wanted = {None: "an integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
+            raise pytest.UsageError(
+                f"{self.backend} engine ({self.describe()}): option {name} must be {wanted}, got {value!r}"
+            )
+        return value
 
     def with_options(self, **changes: object) -> EngineConfig:
         """A copy with some options added or replaced (options stay sorted)."""

@@ -327,26 +327,6 @@ def server_argv(plan: BootPlan, port: int, *, python: str = sys.executable) -> l
     return argv
 
 
-def _option(config: EngineConfig, name: str, default: float) -> float:
-    value = config.option(name, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise pytest.UsageError(
-            f"mlx engine ({config.describe()}): option {name} must be a positive number, "
-            f"got {value!r}"
-        )
-    return float(value)
-
-
-def _count_option(config: EngineConfig, name: str, default: int) -> int:
-    value = config.option(name, default)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise pytest.UsageError(
-            f"mlx engine ({config.describe()}): option {name} must be an integer >= 0, "
-            f"got {value!r}"
-        )
-    return value
-
-
 def _local_model_dir(config: EngineConfig, role: str, ref: str, cache: Path) -> Path:
     """A local checkpoint directory for ``ref``: a path, ``tiny:<role>`` or an HF cache entry."""
     if is_tiny_ref(ref):
@@ -392,12 +372,12 @@ def plan_boot(config: EngineConfig, workdir: Path) -> BootPlan:
         if limit is None:
             limit_bytes, limit_source = host_memory_bytes()
         else:
-            limit_bytes = int(_option(config, "memory_limit_bytes", 1))
+            limit_bytes = int(config.positive_number_option("memory_limit_bytes", 1))
             limit_source = "option memory_limit_bytes"
         check_capacity(
             target,
             draft,
-            context_tokens=int(_option(config, "context_tokens", DEFAULT_CONTEXT_TOKENS)),
+            context_tokens=int(config.positive_number_option("context_tokens", DEFAULT_CONTEXT_TOKENS)),
             limit_bytes=limit_bytes,
             limit_source=limit_source,
         )
@@ -405,10 +385,10 @@ def plan_boot(config: EngineConfig, workdir: Path) -> BootPlan:
         target=target,
         draft=draft,
         num_draft_tokens=gamma,
-        max_tokens=int(_option(config, "max_tokens", DEFAULT_MAX_TOKENS)),
-        boot_timeout_s=_option(config, "boot_timeout_s", DEFAULT_BOOT_TIMEOUT_S),
-        request_timeout_s=_option(config, "request_timeout_s", DEFAULT_REQUEST_TIMEOUT_S),
-        prompt_cache_size=_count_option(config, "prompt_cache_size", 0),
+        max_tokens=int(config.positive_number_option("max_tokens", DEFAULT_MAX_TOKENS)),
+        boot_timeout_s=config.positive_number_option("boot_timeout_s", DEFAULT_BOOT_TIMEOUT_S),
+        request_timeout_s=config.positive_number_option("request_timeout_s", DEFAULT_REQUEST_TIMEOUT_S),
+        prompt_cache_size=config.int_option("prompt_cache_size", 0, minimum=0),
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -136,3 +137,38 @@ def test_close_all_closes_every_engine_even_when_one_fails(tmp_path: Path) -> No
     with pytest.raises(ExceptionGroup, match="closing engines failed"):
         pool.close_all()
     assert sorted(closed) == ["a", "b"]
+
+
+def test_typed_options_fall_back_to_the_default_and_keep_given_values() -> None:
+    config = EngineConfig(backend="mlx").with_options(boot_timeout_s=2, max_num_seqs=0)
+    assert config.positive_number_option("boot_timeout_s", 120.0) == 2.0
+    assert config.positive_number_option("request_timeout_s", 120.0) == 120.0
+    assert config.int_option("max_num_seqs", None, minimum=0) == 0
+    assert config.int_option("prompt_lookup_max", None, minimum=1) is None
+    assert config.int_option("max_model_len", 512, minimum=1) == 512
+
+
+@pytest.mark.parametrize(
+    ("value", "read", "message"),
+    [
+        (0, "number", "option x must be a positive number, got 0"),
+        (True, "number", "option x must be a positive number, got True"),
+        ("5", "number", "option x must be a positive number, got '5'"),
+        (2.5, "any", "option x must be an integer, got 2.5"),
+        (0, "positive", "option x must be a positive integer, got 0"),
+        (-1, "count", "option x must be an integer >= 0, got -1"),
+    ],
+)
+def test_a_bad_typed_option_is_a_usage_error_naming_the_engine(
+    value: object, read: str, message: str
+) -> None:
+    config = EngineConfig(backend="vllm", target="t").with_options(x=value)
+    readers: dict[str, Callable[[], object]] = {
+        "number": lambda: config.positive_number_option("x", 1.0),
+        "any": lambda: config.int_option("x", None),
+        "positive": lambda: config.int_option("x", None, minimum=1),
+        "count": lambda: config.int_option("x", 0, minimum=0),
+    }
+    with pytest.raises(pytest.UsageError) as caught:
+        readers[read]()
+    assert str(caught.value) == f"vllm engine (vllm target=t x={value!r}): {message}"

@@ -41,13 +41,6 @@ def _str_option(config: EngineConfig, name: str, default: str | None) -> str | N
     return value
 
 
-def _int_option(config: EngineConfig, name: str, default: int | None) -> int | None:
-    value = config.option(name, default)
-    if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-        raise pytest.UsageError(f"vllm engine option {name} must be an integer, got {value!r}")
-    return value
-
-
 def profile_from_config(config: EngineConfig, host_port: int) -> EngineProfile:
     """The compose-mode profile an ``engine("vllm", mode="compose", ...)`` marker describes."""
     from pytest_specgate.engines.vllm.profile import DraftSpec, EngineProfile
@@ -82,15 +75,15 @@ def profile_from_config(config: EngineConfig, host_port: int) -> EngineProfile:
         image=_image_from_config(config, image),
         compute_dtype=_str_option(config, "compute_dtype", None),
         kv_cache_dtype=_str_option(config, "kv_cache_dtype", "auto") or "auto",
-        tensor_parallel_size=_int_option(config, "tensor_parallel_size", 1) or 1,
+        tensor_parallel_size=config.int_option("tensor_parallel_size", 1) or 1,
         gpu_indices=gpu_indices,
-        max_model_len=_int_option(config, "max_model_len", 4096) or 4096,
+        max_model_len=config.int_option("max_model_len", 4096) or 4096,
         gpu_memory_utilization=float(utilization),
-        max_num_seqs=_int_option(config, "max_num_seqs", None),
+        max_num_seqs=config.int_option("max_num_seqs", None),
         host_port=host_port,
         trust_remote_code=config.option("trust_remote_code", False) is True,
         draft=draft,
-        required_gpu_memory_bytes=_int_option(config, "required_gpu_memory_bytes", None),
+        required_gpu_memory_bytes=config.int_option("required_gpu_memory_bytes", None),
     )
 
 

@@ -86,22 +86,6 @@ class VllmProcessSpec:
     python: str
 
 
-def _option_int(config: EngineConfig, name: str, default: int | None) -> int | None:
-    value = config.option(name, default)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise pytest.UsageError(f"vllm engine option {name} must be a positive integer, got {value!r}")
-    return value
-
-
-def _option_float(config: EngineConfig, name: str, default: float) -> float:
-    value = config.option(name, default)
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise pytest.UsageError(f"vllm engine option {name} must be a positive number, got {value!r}")
-    return float(value)
-
-
 def _resolve_method(config: EngineConfig) -> str | None:
     method = config.option("speculative_method", "draft_model" if config.draft else None)
     if method is None:
@@ -139,12 +123,12 @@ def process_spec_from_config(
         speculative_method=method,
         num_speculative_tokens=config.num_draft_tokens if method else None,
         dtype=dtype,
-        max_model_len=_option_int(config, "max_model_len", 512) or 512,
+        max_model_len=config.int_option("max_model_len", 512, minimum=1),
         enforce_eager=config.option("enforce_eager", True) is True,
-        gpu_memory_utilization=_option_float(config, "gpu_memory_utilization", 0.15),
-        prompt_lookup_max=_option_int(config, "prompt_lookup_max", None),
-        prompt_lookup_min=_option_int(config, "prompt_lookup_min", None),
-        boot_timeout_s=_option_float(config, "boot_timeout_s", 300.0),
+        gpu_memory_utilization=config.positive_number_option("gpu_memory_utilization", 0.15),
+        prompt_lookup_max=config.int_option("prompt_lookup_max", None, minimum=1),
+        prompt_lookup_min=config.int_option("prompt_lookup_min", None, minimum=1),
+        boot_timeout_s=config.positive_number_option("boot_timeout_s", 300.0),
         python=python,
     )
 

@@ -49,6 +49,7 @@ def test_ac10_speedup_acceptance_and_sustained_window(
     plan = ac10_plan(spec028, pair)
     evidence.note("model_pair", pair.to_dict())
     evidence.note("prompt_fixture", prompt_set.to_dict())
+    evidence.note("duration_scale", duration_scale)
     evidence.note("plan", {"rounds": plan.rounds, "warmup": plan.warmup,
                            "max_tokens": plan.max_tokens or "per prompt",
                            "cost_ratio": plan.cost_ratio,

@@ -36,11 +36,13 @@ GREEDY: dict[str, object] = {"temperature": 0, "max_tokens": GREEDY_MAX_TOKENS}
 
 @pytest.mark.ac("AC-9a", spec="SPEC-028", title="speculative failure keeps greedy output correct")
 def test_ac9a_draft_failure_mid_request_keeps_output_correct(
-    spec028: BackendProfile, boot_engine: Callable[..., Engine], evidence: EvidenceRecorder
+    spec028: BackendProfile, boot_engine: Callable[..., Engine],
+    shared_engine: Callable[..., Engine], evidence: EvidenceRecorder,
 ) -> None:
+    spec028.require(spec028.no_fault_injection, "AC-9a draft failure mid-request")
     engine = boot_engine(**spec028.speculative)
-    baseline = boot_engine(**spec028.disabled)
-    failures_before = draft_failures(engine) if spec028.no_fault_injection is None else 0
+    baseline = shared_engine(**spec028.disabled)
+    failures_before = draft_failures(engine)
     inject_draft_failure(spec028, engine)
     got = engine.chat(PROMPTS[0], **GREEDY)
     want = baseline.chat(PROMPTS[0], **GREEDY)

@@ -38,10 +38,10 @@ def _gated(spec028: BackendProfile, gate: str) -> dict[str, object]:
 
 @pytest.mark.ac("FR-5", spec="SPEC-028", title="greedy gate: only temperature 0 speculates")
 def test_fr5_greedy_request_takes_the_speculative_path(
-    spec028: BackendProfile, boot_engine: Callable[..., Engine], evidence: EvidenceRecorder
+    spec028: BackendProfile, shared_engine: Callable[..., Engine], evidence: EvidenceRecorder
 ) -> None:
     spec028.require(spec028.no_counters, "whether a request was drafted for")
-    engine = boot_engine(**spec028.speculative)
+    engine = shared_engine(**spec028.speculative)
     before = _counts(engine.telemetry())
     engine.chat(MESSAGES, **GREEDY)
     after = _counts(engine.telemetry())
@@ -51,10 +51,10 @@ def test_fr5_greedy_request_takes_the_speculative_path(
 
 @pytest.mark.ac("FR-5", spec="SPEC-028", title="greedy gate: only temperature 0 speculates")
 def test_fr5_greedy_output_equals_baseline(
-    spec028: BackendProfile, boot_engine: Callable[..., Engine], evidence: EvidenceRecorder
+    spec028: BackendProfile, shared_engine: Callable[..., Engine], evidence: EvidenceRecorder
 ) -> None:
-    engine = boot_engine(**spec028.speculative)
-    baseline = boot_engine(**spec028.disabled)
+    engine = shared_engine(**spec028.speculative)
+    baseline = shared_engine(**spec028.disabled)
     got, want = engine.chat(MESSAGES, **GREEDY), baseline.chat(MESSAGES, **GREEDY)
     difference = output_difference("greedy speculative answer", got, want)
     with RequirementChecks(evidence, REQUIREMENT) as checks:
@@ -66,12 +66,12 @@ def test_fr5_greedy_output_equals_baseline(
 @pytest.mark.ac("FR-5", spec="SPEC-028", title="greedy gate: only temperature 0 speculates")
 @pytest.mark.parametrize("gate", sorted(GATED_REQUESTS))
 def test_fr5_gated_request_is_not_drafted(
-    gate: str, spec028: BackendProfile, boot_engine: Callable[..., Engine],
+    gate: str, spec028: BackendProfile, shared_engine: Callable[..., Engine],
     evidence: EvidenceRecorder,
 ) -> None:
     request = _gated(spec028, gate)
     spec028.require(spec028.no_counters, f"whether a request with {gate} was drafted for")
-    engine = boot_engine(**spec028.speculative)
+    engine = shared_engine(**spec028.speculative)
     before = _counts(engine.telemetry())
     engine.chat(MESSAGES, **request)
     after = _counts(engine.telemetry())
@@ -83,15 +83,15 @@ def test_fr5_gated_request_is_not_drafted(
 @pytest.mark.ac("FR-5", spec="SPEC-028", title="greedy gate: only temperature 0 speculates")
 @pytest.mark.parametrize("gate", sorted(GATED_REQUESTS))
 def test_fr5_gated_request_answers_as_baseline(
-    gate: str, spec028: BackendProfile, boot_engine: Callable[..., Engine],
+    gate: str, spec028: BackendProfile, shared_engine: Callable[..., Engine],
     evidence: EvidenceRecorder,
 ) -> None:
     request = _gated(spec028, gate)
     if request.get("temperature") != 0 and not spec028.seeded_sampling:
         pytest.skip(f"sampled output of the {spec028.backend} backend is not reproducible from "
                     "a seed, so it cannot be compared with a baseline")
-    engine = boot_engine(**spec028.speculative)
-    baseline = boot_engine(**spec028.disabled)
+    engine = shared_engine(**spec028.speculative)
+    baseline = shared_engine(**spec028.disabled)
     got, want = engine.chat(MESSAGES, **request), baseline.chat(MESSAGES, **request)
     with RequirementChecks(evidence, REQUIREMENT) as checks:
         differing = sum(a != b for a, b in zip(choice_texts(got), choice_texts(want), strict=True))

@@ -57,6 +57,7 @@ def _telemetry_with_counters(spec028: BackendProfile, engine: Engine) -> Telemet
 def test_fr8_every_field_present_and_typed(
     spec028: BackendProfile, boot_engine: Callable[..., Engine], evidence: EvidenceRecorder
 ) -> None:
+    spec028.require(spec028.no_counters, "FR-8 telemetry")
     engine = boot_engine(**spec028.speculative)
     engine.chat(PROMPTS[0], temperature=0, max_tokens=GREEDY_MAX_TOKENS)
     telemetry = _telemetry_with_counters(spec028, engine)

@@ -40,25 +40,53 @@ VIOLATIONS = (
 _FAILED_LINE = re.compile(r"^FAILED (\S+?)(?:\[| |$)", re.MULTILINE)
 
 
-def _run_specs(paths: list[str], *options: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", "-rf", *options],
-        cwd=REPO, capture_output=True, text=True, timeout=180, check=False,
-    )
+@dataclass(frozen=True)
+class SpecRun:
+    returncode: int
+    output: str
 
 
-def test_fr_specs_pass_on_a_healthy_mock() -> None:
-    result = _run_specs(sorted(FR_SPECS.values()))
-    assert result.returncode == 0, result.stdout[-3000:]
-    assert " passed" in result.stdout and "failed" not in result.stdout
+def _command(paths: list[str], *options: str) -> list[str]:
+    return [sys.executable, "-m", "pytest", *paths, "-q", "-p", "no:cacheprovider", "-rf", *options]
+
+
+@pytest.fixture(scope="module")
+def spec_runs() -> dict[str, SpecRun]:
+    """The healthy run (key "") and one run per violation, started together to save time."""
+    commands = {"": _command(sorted(FR_SPECS.values()))}
+    for violation in VIOLATIONS:
+        commands[violation.name] = _command(
+            [FR_SPECS[requirement] for requirement in violation.breaks],
+            "--specgate-engine-option", f'faults=["{violation.name}"]',
+        )
+    processes = {key: subprocess.Popen(argv, cwd=REPO, stdout=subprocess.PIPE,
+                                       stderr=subprocess.STDOUT, text=True)
+                 for key, argv in commands.items()}
+    runs: dict[str, SpecRun] = {}
+    try:
+        for key, process in processes.items():
+            output, _ = process.communicate(timeout=300)
+            runs[key] = SpecRun(process.returncode, output)
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+    return runs
+
+
+def test_fr_specs_pass_on_a_healthy_mock(spec_runs: dict[str, SpecRun]) -> None:
+    healthy = spec_runs[""]
+    assert healthy.returncode == 0, healthy.output[-3000:]
+    assert " passed" in healthy.output and "failed" not in healthy.output
 
 
 @pytest.mark.parametrize("violation", VIOLATIONS, ids=lambda violation: violation.name)
-def test_the_violated_requirement_fails_by_name(violation: Violation) -> None:
-    paths = [FR_SPECS[requirement] for requirement in violation.breaks]
-    result = _run_specs(paths, "--specgate-engine-option", f'faults=["{violation.name}"]')
-    output = result.stdout
-    assert result.returncode == 1, f"{violation.name}: specs did not fail:\n{output[-3000:]}"
+def test_the_violated_requirement_fails_by_name(violation: Violation,
+                                                spec_runs: dict[str, SpecRun]) -> None:
+    run = spec_runs[violation.name]
+    output = run.output
+    assert run.returncode == 1, f"{violation.name}: specs did not fail:\n{output[-3000:]}"
     failed_files = {nodeid.split("::")[0] for nodeid in _FAILED_LINE.findall(output)}
     for requirement in violation.breaks:
         assert FR_SPECS[requirement] in failed_files, (

@@ -54,7 +54,9 @@ class BackendProfile:
     """The SPEC-028 configuration of one backend.
 
     ``*_changes`` are ``boot_engine(**changes)`` arguments; ``no_*`` fields hold
-    the reason a capability is missing (None: the backend has it).
+    the reason a capability is missing (None: the backend has it);
+    ``seeded_sampling``: equal seeds give equal sampled answers, so sampled
+    answers can be compared with a baseline's.
     """
 
     backend: str
@@ -164,10 +166,12 @@ MLX = BackendProfile(
     too_little_memory={**_MLX_SPECULATIVE, "memory_limit_bytes": 1000},
     gated_requests={
         name: request for name, request in GATED_REQUESTS.items()
-        # mlx_lm.server 0.32 has no n > 1 and no response_format.
+        # mlx_lm.server 0.32 never reads n or response_format from a request.
         if name not in ("n", "response_format")
     },
-    seeded_sampling=False,
+    # mlx_lm.server honours "seed": a sampled answer repeats exactly on the same and on a
+    # second server, so a sampled speculative answer can be compared with the baseline's.
+    seeded_sampling=True,
     no_counters=_MLX_NO_COUNTERS,
     no_independent_count=_MLX_NO_COUNTERS,
     no_roll=_MLX_NO_COUNTERS,

@@ -51,10 +51,13 @@ class CycledTimes:
 
 
 def quiet_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment for measured subprocesses: no plugin autoload surprises, no colour."""
-    env = dict(os.environ)
-    for name in ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "HYPOTHESIS_PROFILE"):
-        env.pop(name, None)
+    """The environment for measured subprocesses: nothing from an enclosing pytest run
+    (PYTEST_ADDOPTS, xdist worker ids) or a hypothesis profile, no colour."""
+    env = {
+        name: value
+        for name, value in os.environ.items()
+        if not name.startswith(("PYTEST_", "HYPOTHESIS_"))
+    }
     env["PY_COLORS"] = "0"
     env.update(extra or {})
     return env

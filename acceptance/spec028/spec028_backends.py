@@ -334,6 +334,13 @@ def engine_pid(engine: Engine) -> tuple[int, str]:
     return os.getpid(), f"this pytest process ({engine.backend} engine runs on one of its threads)"
 
 
+def engine_exit_code(engine: Engine) -> int | None:
+    """The engine process's exit code once it has died (None: running, or no process of its own)."""
+    returncode = getattr(getattr(engine, "process", None), "returncode", None)
+    code = returncode() if callable(returncode) else None
+    return code if isinstance(code, int) else None
+
+
 def engine_log(engine: Engine) -> Path | None:
     path = getattr(engine, "log_path", None)
     return path if isinstance(path, Path) else None

@@ -81,9 +81,9 @@ def test_ac10_speedup_acceptance_and_sustained_window(
     acceptance = paired.acceptance
     rate = acceptance.acceptance_rate if acceptance is not None and acceptance.complete else None
     if rate is None:
-        gamma_max = plan.max_tokens or max(prompt.max_tokens for prompt in prompt_set.prompts)
+        longest = plan.max_tokens or max(prompt.max_tokens for prompt in prompt_set.prompts)
         counted = offline_acceptance(candidate, [p.as_messages() for p in prompt_set.prompts],
-                                     gamma_max)
+                                     longest)
         if counted is not None:
             evidence.note("acceptance_source", counted.to_dict())
             rate = counted.acceptance_rate

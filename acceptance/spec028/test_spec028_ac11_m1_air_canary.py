@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from spec028_backends import BackendProfile, ac11_plan, engine_log, engine_pid
+from spec028_backends import BackendProfile, ac11_plan, engine_exit_code, engine_log, engine_pid
 from spec028_checks import RequirementChecks, out_of_memory_lines, sampling_peak_memory
 
 from pytest_specgate.engines import Engine
@@ -49,7 +49,7 @@ def test_ac11_short_chat_and_streaming_check_complete(
                                 f"{stream.finish_reason!r} after {len(stream.deltas)} chunks")
     healthy = engine.chat([{"role": "user", "content": "Still there?"}], temperature=0,
                           max_tokens=4)
-    exit_code = getattr(getattr(engine, "process", None), "returncode", lambda: None)()
+    exit_code = engine_exit_code(engine)
     oom = out_of_memory_lines(engine_log(engine))
     evidence.note("peak_memory", {**peak.to_dict(), "process": what})
     evidence.note("engine_log_scanned", oom is not None)

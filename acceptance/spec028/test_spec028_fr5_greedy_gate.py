@@ -94,7 +94,9 @@ def test_fr5_gated_request_answers_as_baseline(
     baseline = shared_engine(**spec028.disabled)
     got, want = engine.chat(MESSAGES, **request), baseline.chat(MESSAGES, **request)
     with RequirementChecks(evidence, REQUIREMENT) as checks:
-        differing = sum(a != b for a, b in zip(choice_texts(got), choice_texts(want), strict=True))
+        got_texts, want_texts = choice_texts(got), choice_texts(want)
+        differing = sum(a != b for a, b in zip(got_texts, want_texts, strict=False))
+        differing += abs(len(got_texts) - len(want_texts))
         checks.measure(f"{gate}_choices_differing_from_baseline", differing, at_most=0)
-        checks.expect(differing == 0, f"request with {gate}: answers {choice_texts(got)} differ "
-                      f"from the baseline's {choice_texts(want)}")
+        checks.expect(differing == 0, f"request with {gate}: answers {got_texts} differ "
+                      f"from the baseline's {want_texts}")

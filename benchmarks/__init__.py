@@ -11,6 +11,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,14 +51,24 @@ class CycledTimes:
         return f"{cycles} cycles; medians: {medians}; {arm}/{baseline} per cycle: {ratios}"
 
 
+def bytecode_cache() -> Path:
+    return Path(tempfile.gettempdir()) / "specgate-bench-pycache"
+
+
 def quiet_environment(extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment for measured subprocesses: nothing from an enclosing pytest run
-    (PYTEST_ADDOPTS, xdist worker ids) or a hypothesis profile, no colour."""
+    (PYTEST_ADDOPTS, xdist worker ids) or a hypothesis profile, no colour.
+
+    Bytecode is cached, as on any installed copy (pip compiles it), but outside the source
+    tree: with ``PYTHONDONTWRITEBYTECODE`` every run would recompile the plugin from source
+    and the benchmark would price the compiler, not the plugin.
+    """
     env = {
         name: value
         for name, value in os.environ.items()
-        if not name.startswith(("PYTEST_", "HYPOTHESIS_"))
+        if not name.startswith(("PYTEST_", "HYPOTHESIS_")) and name != "PYTHONDONTWRITEBYTECODE"
     }
+    env["PYTHONPYCACHEPREFIX"] = str(bytecode_cache())
     env["PY_COLORS"] = "0"
     env.update(extra or {})
     return env

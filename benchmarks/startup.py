@@ -68,9 +68,13 @@ def _version_arm(plugin: bool) -> float:
 
 
 def run_version(quick: bool) -> Row:
-    times = alternate(
-        {"off": lambda: _version_arm(False), "on": lambda: _version_arm(True)}, 1 if quick else 15
-    )
+    arms: dict[str, Callable[[], float]] = {
+        "off": lambda: _version_arm(False),
+        "on": lambda: _version_arm(True),
+    }
+    for warm_up in arms.values():
+        warm_up()
+    times = alternate(arms, 1 if quick else 15)
     ratio = times.median_ratio("on", "off")
     return Row(
         benchmark="start-up: pytest --version (plugin on / off)",

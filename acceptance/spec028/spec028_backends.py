@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pytest_specgate.engines import Engine, Telemetry
     from pytest_specgate.engines.mock import MockEngine
     from pytest_specgate.measure import ModelPair
+    from pytest_specgate.weights import VerifiedSnapshot
 
 EngineChanges = Mapping[str, object]
 DraftCounter = Callable[["Engine", list[dict[str, object]], int, Sequence[int]], tuple[int, int]]
@@ -46,7 +47,6 @@ class Ac10Plan:
 @dataclass(frozen=True)
 class Ac11Plan:
     candidate: EngineChanges
-    max_tokens_cap: int | None
 
 
 @dataclass(frozen=True)
@@ -193,8 +193,38 @@ def profile_for(backend: str) -> BackendProfile:
     return profile
 
 
-def ac10_plan(profile: BackendProfile, pair: ModelPair) -> Ac10Plan:
-    """AC-10 on the mock: timings that honestly give c = 0.1; on mlx: the pinned pair."""
+def pinned_weights_dir() -> Path:
+    """Where pinned pairs are fetched: ``$SPECGATE_WEIGHTS_DIR``, else ``~/.cache/specgate/weights``."""
+    configured = os.environ.get("SPECGATE_WEIGHTS_DIR")
+    return Path(configured) if configured else Path.home() / ".cache" / "specgate" / "weights"
+
+
+def fetch_pinned_pair(profile: BackendProfile, pair: ModelPair) -> tuple[VerifiedSnapshot, ...]:
+    """The pinned pair's weights, fetched and sha256-verified (nothing for the mock).
+
+    A verified snapshot already on disk is re-verified, not downloaded again; any
+    failure leaves nothing behind and fails the spec with the weights error.
+    """
+    if profile.backend == "mock":
+        return ()
+    from pytest_specgate.weights import fetch_verified
+
+    root = pinned_weights_dir()
+    return tuple(
+        fetch_verified(model.repo_id, model.revision, root / model.repo_id.replace("/", "--"),
+                       allow_patterns=model.allow_patterns)
+        for model in (pair.target, pair.draft)
+    )
+
+
+def _pinned_changes(pair: ModelPair, weights: Sequence[VerifiedSnapshot]) -> dict[str, object]:
+    target, draft = (str(snapshot.destination) for snapshot in weights)
+    return {"target": target, "draft": draft, "num_draft_tokens": pair.num_draft_tokens}
+
+
+def ac10_plan(profile: BackendProfile, pair: ModelPair,
+              weights: Sequence[VerifiedSnapshot]) -> Ac10Plan:
+    """AC-10 on the mock: timings that honestly give c = 0.1; elsewhere: the pinned pair."""
     if profile.backend == "mock":
         timing = {"eos_one_in": 0, "alpha": 0.8, "target_step_ms": _MOCK_TARGET_STEP_MS,
                   "draft_step_ms": _MOCK_TARGET_STEP_MS * _MOCK_COST_RATIO}
@@ -204,8 +234,7 @@ def ac10_plan(profile: BackendProfile, pair: ModelPair) -> Ac10Plan:
             max_tokens=24, rounds=1, warmup=2, cost_ratio=_MOCK_COST_RATIO,
             cost_ratio_source="mock draft_step_ms / target_step_ms",
         )
-    pinned = {"target": pair.target.repo_id, "draft": pair.draft.repo_id,
-              "num_draft_tokens": pair.num_draft_tokens}
+    pinned = _pinned_changes(pair, weights)
     return Ac10Plan(
         candidate=pinned,
         baseline={**pinned, "draft": None, "num_draft_tokens": None},
@@ -218,14 +247,11 @@ def ac10_plan(profile: BackendProfile, pair: ModelPair) -> Ac10Plan:
     )
 
 
-def ac11_plan(profile: BackendProfile, pair: ModelPair) -> Ac11Plan:
+def ac11_plan(profile: BackendProfile, pair: ModelPair,
+              weights: Sequence[VerifiedSnapshot]) -> Ac11Plan:
     if profile.backend == "mock":
-        return Ac11Plan(candidate=_MOCK_SPECULATIVE, max_tokens_cap=None)
-    return Ac11Plan(
-        candidate={"target": pair.target.repo_id, "draft": pair.draft.repo_id,
-                   "num_draft_tokens": pair.num_draft_tokens},
-        max_tokens_cap=None,
-    )
+        return Ac11Plan(candidate=_MOCK_SPECULATIVE)
+    return Ac11Plan(candidate=_pinned_changes(pair, weights))
 
 
 def mock_engine(engine: Engine) -> MockEngine:

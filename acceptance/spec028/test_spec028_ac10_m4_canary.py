@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from spec028_backends import BackendProfile, ac10_plan, offline_acceptance
+from spec028_backends import BackendProfile, ac10_plan, fetch_pinned_pair, offline_acceptance
 from spec028_checks import RequirementChecks, TerminalLines
 
 from pytest_specgate.engines import Engine
@@ -46,7 +46,10 @@ def test_ac10_speedup_acceptance_and_sustained_window(
 ) -> None:
     pair = model_pair("AC-10")
     prompt_set = load_named_prompt_set(pair.prompt_sets[0])
-    plan = ac10_plan(spec028, pair)
+    weights = fetch_pinned_pair(spec028, pair)
+    evidence.note("weights", [snapshot.to_record() for snapshot in weights]
+                  or "none: the mock engine simulates the pair")
+    plan = ac10_plan(spec028, pair, weights)
     evidence.note("model_pair", pair.to_dict())
     evidence.note("prompt_fixture", prompt_set.to_dict())
     evidence.note("duration_scale", duration_scale)

@@ -10,7 +10,14 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from spec028_backends import BackendProfile, ac11_plan, engine_exit_code, engine_log, engine_pid
+from spec028_backends import (
+    BackendProfile,
+    ac11_plan,
+    engine_exit_code,
+    engine_log,
+    engine_pid,
+    fetch_pinned_pair,
+)
 from spec028_checks import RequirementChecks, out_of_memory_lines, sampling_peak_memory
 
 from pytest_specgate.engines import Engine
@@ -30,7 +37,10 @@ def test_ac11_short_chat_and_streaming_check_complete(
     short_chat, streaming = (load_named_prompt_set(name) for name in pair.prompt_sets)
     evidence.note("model_pair", pair.to_dict())
     evidence.note("prompt_fixtures", [short_chat.to_dict(), streaming.to_dict()])
-    engine = boot_engine(**ac11_plan(spec028, pair).candidate)
+    weights = fetch_pinned_pair(spec028, pair)
+    evidence.note("weights", [snapshot.to_record() for snapshot in weights]
+                  or "none: the mock engine simulates the pair")
+    engine = boot_engine(**ac11_plan(spec028, pair, weights).candidate)
     evidence.note_engine({"backend": engine.backend, "model": engine.model_id,
                           "versions": engine.versions()})
     pid, what = engine_pid(engine)

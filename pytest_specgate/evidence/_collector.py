@@ -193,6 +193,7 @@ class EvidenceCollector:
             source=self._source,
             host_facts=self._host_facts,
             host_summary=self._host_summary,
+            session_reasons=self._session_reasons,
             versions={
                 "python": platform.python_version(),
                 "pytest": pytest.__version__,

@@ -48,3 +48,18 @@ def test_specs_without_engines_can_qualify(pytester: pytest.Pytester) -> None:
     pytester.runpytest(f"--specgate-evidence={evidence_dir}", "--specgate-allow-dirty")
     record = json.loads(next(Path(evidence_dir).glob("*/FR-2.json")).read_text())
     assert not any("mock engine" in reason for reason in record["not_qualifying_reasons"])
+
+
+def test_a_duration_scale_makes_every_record_non_qualifying(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_spec="""
+        import pytest
+
+        @pytest.mark.ac("FR-3")
+        def test_plain(evidence):
+            evidence.measure("ratio", 1.5, at_least=1.4)
+    """)
+    evidence_dir = pytester.path / "out"
+    pytester.runpytest(f"--specgate-evidence={evidence_dir}", "--specgate-duration-scale=0.5")
+    record = json.loads(next(Path(evidence_dir).glob("*/FR-3.json")).read_text())
+    assert record["qualifying"] is False
+    assert "--specgate-duration-scale 0.5 is not 1: durations were shortened" in record["not_qualifying_reasons"]

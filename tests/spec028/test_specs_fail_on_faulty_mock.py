@@ -36,6 +36,7 @@ VIOLATIONS = (
     Violation("telemetry-off-by-one", ("FR-8",)),
     Violation("no-reset-on-swap", ("FR-9.5",)),
     Violation("gate-disabled", ("FR-5",)),
+    Violation("disabled-drift", ("FR-1",)),
 )
 _FAILED_LINE = re.compile(r"^FAILED (\S+?)(?:\[| |$)", re.MULTILINE)
 

@@ -550,7 +550,15 @@ def _completion_body(
         "model": request.model,
         "choices": choices,
         "usage": _usage(len(request.prompt_ids), completion_tokens),
+        **_disabled_drift(state),
     }
+
+
+def _disabled_drift(state: MockState) -> dict[str, object]:
+    """The ``disabled-drift`` violation: a draft-less engine leaks a field the build before lacked."""
+    if "disabled-drift" in state.violations and state.draft is None and state.settings.speculation_support:
+        return {"system_fingerprint": "spec-decode-off"}
+    return {}
 
 
 async def _wait_for_disconnect(receive: Receive) -> None:
@@ -703,6 +711,7 @@ class MockEngineApp:
                 "created": created,
                 "model": request.model,
                 "choices": [choice],
+                **_disabled_drift(state),
             }
             return b"data: " + _dumps(event) + b"\n\n"
 

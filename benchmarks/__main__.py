@@ -51,11 +51,12 @@ class Result:
 
 
 def run_one(benchmark: Benchmark, quick: bool) -> Result:
+    """A benchmark that raises becomes an ERROR row: one broken benchmark must not hide the rest."""
     started = time.perf_counter()
     try:
         row = benchmark.run(quick)
         ran = True
-    except Exception as error:  # noqa: BLE001 - one broken benchmark must not hide the others
+    except Exception as error:
         traceback.print_exc()
         row = Row(benchmark.name, f"ERROR: {type(error).__name__}", "-", False, str(error).splitlines()[0])
         ran = False

@@ -110,7 +110,8 @@ class Cell:
             if self.per_server_core
             else "n/a (thread mode)"
         )
-        return f"{kind:>13} x{self.clients} clients: {self.requests_per_s:7.1f} req/s | server capacity {capacity}"
+        rate = f"{self.requests_per_s:7.1f} req/s"
+        return f"{kind:>13} x{self.clients} clients: {rate} | server capacity {capacity}"
 
 
 def measure_cells(seconds: float, isolation: str, report: Callable[[str], None]) -> list[Cell]:
@@ -123,7 +124,10 @@ def measure_cells(seconds: float, isolation: str, report: Callable[[str], None])
     )
     cells: list[Cell] = []
     with tempfile.TemporaryDirectory() as workdir, boot(config, Path(workdir)) as engine:
-        report(f"mock engine ({isolation}) at {engine.base_url}, {seconds:.1f}s per cell, {os.cpu_count()} cores")
+        report(
+            f"mock engine ({isolation}) at {engine.base_url}, "
+            f"{seconds:.1f}s per cell, {os.cpu_count()} cores"
+        )
         for stream in (False, True):
             body = _body(engine.model_id, stream)
             for clients in (1, 8):

@@ -384,6 +384,28 @@ def engine(engine_config: EngineConfig, specgate_engine_pool: EnginePool,
 
 
 @pytest.fixture
+def shared_engine(engine_config: EngineConfig, specgate_engine_pool: EnginePool,
+                  tmp_path_factory: pytest.TempPathFactory,
+                  evidence: EvidenceRecorder) -> Callable[..., Engine]:
+    """``shared_engine(**changes)``: an engine like ``engine`` with some changes, pooled.
+
+    For specs that only send requests and read telemetry deltas; a spec that swaps,
+    rolls, injects faults or times an engine should ``boot_engine`` its own.
+    """
+    from pytest_specgate.engines.config import engine_workdir
+
+    base = tmp_path_factory.getbasetemp() / "specgate-engines"
+
+    def get(**changes: object) -> Engine:
+        config = engine_config.changed(**changes)
+        pooled = specgate_engine_pool.get(config, engine_workdir(base, config))
+        evidence.note_engine(engine_record(pooled, config))
+        return pooled
+
+    return get
+
+
+@pytest.fixture
 def boot_engine(engine_config: EngineConfig, tmp_path_factory: pytest.TempPathFactory,
                 evidence: EvidenceRecorder) -> Iterator[Callable[..., Engine]]:
     """``boot_engine(**changes)``: a new, unshared engine like ``engine``, closed after the test.
@@ -397,7 +419,7 @@ def boot_engine(engine_config: EngineConfig, tmp_path_factory: pytest.TempPathFa
 
         def boot_and_record(**changes: object) -> Engine:
             booted = boot(**changes)
-            evidence.note_engine({**engine_record(booted, engine_config), "changes": repr(changes)})
+            evidence.note_engine(engine_record(booted, engine_config.changed(**changes)))
             return booted
 
         yield boot_and_record

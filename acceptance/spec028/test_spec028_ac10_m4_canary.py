@@ -59,9 +59,6 @@ def test_ac10_speedup_acceptance_and_sustained_window(
                            "cost_ratio_source": plan.cost_ratio_source})
     candidate = boot_engine(**plan.candidate)
     baseline = boot_engine(**plan.baseline)
-    for engine in (candidate, baseline):
-        evidence.note_engine({"backend": engine.backend, "model": engine.model_id,
-                              "versions": engine.versions()})
     arms = (engine_arm(baseline, max_tokens=plan.max_tokens),
             engine_arm(candidate, max_tokens=plan.max_tokens))
     paired = run_paired(

@@ -41,8 +41,6 @@ def test_ac11_short_chat_and_streaming_check_complete(
     evidence.note("weights", [snapshot.to_record() for snapshot in weights]
                   or "none: the mock engine simulates the pair")
     engine = boot_engine(**ac11_plan(spec028, pair, weights).candidate)
-    evidence.note_engine({"backend": engine.backend, "model": engine.model_id,
-                          "versions": engine.versions()})
     pid, what = engine_pid(engine)
     problems: list[str] = []
     with sampling_peak_memory(pid) as peak:

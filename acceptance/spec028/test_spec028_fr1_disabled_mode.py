@@ -43,9 +43,6 @@ def test_fr1_no_draft_answers_byte_identically(
     # engine would be compared with itself.
     before = boot_engine(**spec028.pre_feature_build)
     evidence.note("baseline", spec028.pre_feature_note)
-    for engine in (disabled, before):
-        evidence.note_engine({"backend": engine.backend, "model": engine.model_id,
-                              "versions": engine.versions()})
     checks = RequirementChecks(evidence, REQUIREMENT)
     compared = differing = 0
     for messages in MESSAGES:

@@ -106,6 +106,13 @@ class EngineConfig:
             options=tuple(sorted(merged.items())),
         )
 
+    def changed(self, **changes: object) -> EngineConfig:
+        """A copy with named fields replaced (``draft=None`` turns speculation off) and the
+        other keywords set as backend options."""
+        named = {key: value for key, value in changes.items() if key in _NAMED_FIELDS}
+        options = {key: value for key, value in changes.items() if key not in _NAMED_FIELDS}
+        return dataclasses.replace(self, **named).with_options(**options)  # type: ignore[arg-type]
+
     def describe(self) -> str:
         """Short human-readable label, e.g. for logs and evidence."""
         parts = [self.backend]
@@ -291,9 +298,7 @@ def fresh_engines(base: EngineConfig, workdir_for: Callable[[str], Path]) -> Ite
     booted: list[Engine] = []
 
     def boot(**changes: object) -> Engine:
-        named = {key: value for key, value in changes.items() if key in _NAMED_FIELDS}
-        options = {key: value for key, value in changes.items() if key not in _NAMED_FIELDS}
-        config = dataclasses.replace(base, **named).with_options(**options)  # type: ignore[arg-type]
+        config = base.changed(**changes)
         engine = boot_function(config.backend)(config, workdir_for(config.backend))
         booted.append(engine)
         return engine

@@ -15,7 +15,6 @@ from typing import Self
 
 import httpx
 
-from pytest_specgate.engines.prometheus import metric_totals as parse_prometheus
 from pytest_specgate.engines.protocol import (
     ChatResult,
     StreamResult,
@@ -28,7 +27,6 @@ __all__ = [
     "EngineHTTPError",
     "OpenAIClient",
     "chat_result_from",
-    "parse_prometheus",
     "telemetry_from_status",
 ]
 

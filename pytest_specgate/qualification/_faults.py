@@ -131,10 +131,10 @@ class HttpCounterProbe:
         return body.decode("utf-8", errors="replace")
 
     def read(self) -> CounterReading:
-        from pytest_specgate.engines.client import parse_prometheus
+        from pytest_specgate.engines.prometheus import metric_totals
 
         metrics_text = self._get("/metrics")
-        metrics = parse_prometheus(metrics_text) if metrics_text is not None else {}
+        metrics = metric_totals(metrics_text) if metrics_text is not None else {}
         status_text = self._get("/v1/status")
         try:
             status = json.loads(status_text) if status_text is not None else {}

@@ -9,6 +9,12 @@ from __future__ import annotations
 
 import os
 
+# pytester's in-process runs unload every module first imported inside them. Were
+# httpx or httpcore (which httpx imports lazily) first imported there, later tests
+# would hold two copies of their exception classes, and ``except httpx.TransportError``
+# would miss real transport errors.
+import httpcore  # noqa: F401
+import httpx  # noqa: F401
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("default", deadline=None,

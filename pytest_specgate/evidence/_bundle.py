@@ -15,7 +15,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from pytest_specgate.evidence._jsonio import JsonValue, canonical_json, sha256_hex
+from pytest_specgate.evidence._jsonio import JsonValue, canonical_json, pretty_json, sha256_hex
 from pytest_specgate.evidence._marker import is_ac_id
 
 MANIFEST_NAME = "manifest.json"
@@ -24,6 +24,7 @@ RECEIPT_NAME = "receipt.json"
 STATEMENT_NAME = "statement.intoto.json"
 MERGE_NAME = "merge.json"
 MANIFEST_SCHEMA_ID = "specgate.manifest/v1"
+_MANIFEST_FIELDS = frozenset({"schema", "run_id", "specgate", "files", "bundle_sha256"})
 
 
 class BundleError(Exception):
@@ -43,9 +44,14 @@ def file_entry(data: bytes) -> FileEntry:
     return FileEntry(sha256=sha256_hex(data), size=len(data))
 
 
-def bundle_digest(files: Mapping[str, FileEntry]) -> str:
+def bundle_digest(files: Mapping[str, FileEntry], run_id: str, version: str) -> str:
+    """What the PR body's ``bundle-sha256`` binds: every manifest field but itself.
+
+    ``evidence.md`` carries this digest, so its own entry cannot be part of it;
+    the gate still checks evidence.md against the manifest byte for byte.
+    """
     covered = {path: entry.to_dict() for path, entry in files.items() if path != MARKDOWN_NAME}
-    return sha256_hex(canonical_json(covered).encode())
+    return sha256_hex(canonical_json({"files": covered, "run_id": run_id, "specgate": version}).encode())
 
 
 def manifest_document(run_id: str, files: Mapping[str, FileEntry], version: str) -> dict[str, JsonValue]:
@@ -54,7 +60,7 @@ def manifest_document(run_id: str, files: Mapping[str, FileEntry], version: str)
         "run_id": run_id,
         "specgate": version,
         "files": {path: files[path].to_dict() for path in sorted(files)},
-        "bundle_sha256": bundle_digest(files),
+        "bundle_sha256": bundle_digest(files, run_id, version),
     }
 
 
@@ -89,6 +95,7 @@ class Bundle:
     files: Mapping[str, FileEntry]
     digest: str
     stated_digest: str | None
+    manifest_problem: str | None = None
 
     def ac_ids(self) -> list[str]:
         return sorted(
@@ -131,13 +138,26 @@ def load_bundle(path: Path) -> Bundle:
         raise BundleError(f"{manifest_path}: 'files' must be an object")
     files = {str(name): _entry_from(manifest_path, str(name), raw) for name, raw in raw_files.items()}
     stated = document.get("bundle_sha256")
+    run_id, version = document.get("run_id"), document.get("specgate")
+    if not isinstance(run_id, str) or not isinstance(version, str):
+        raise BundleError(f"{manifest_path}: 'run_id' and 'specgate' must be strings")
     return Bundle(
         path=path,
-        run_id=str(document.get("run_id", path.name)),
+        run_id=run_id,
         files=files,
-        digest=bundle_digest(files),
+        digest=bundle_digest(files, run_id, version),
         stated_digest=stated if isinstance(stated, str) else None,
+        manifest_problem=_manifest_form_problem(manifest_path, document),
     )
+
+
+def _manifest_form_problem(path: Path, document: Mapping[str, JsonValue]) -> str | None:
+    """A manifest is exactly what the writer wrote: known fields, canonical bytes."""
+    if set(document) != _MANIFEST_FIELDS:
+        return (f"manifest fields are {sorted(document)}, expected {sorted(_MANIFEST_FIELDS)}")
+    if path.read_bytes() != pretty_json(document).encode():
+        return "manifest is not byte-identical to its canonical form (edited after writing)"
+    return None
 
 
 def find_bundles(directory: Path) -> list[Bundle]:
@@ -164,8 +184,10 @@ def files_on_disk(path: Path) -> dict[str, Path]:
 def verify_bundle(bundle: Bundle) -> list[str]:
     """Every way the files differ from the manifest, byte for byte."""
     problems: list[str] = []
-    if bundle.stated_digest is not None and bundle.stated_digest != bundle.digest:
-        problems.append("manifest bundle_sha256 does not match its own file list")
+    if bundle.manifest_problem is not None:
+        problems.append(f"{MANIFEST_NAME}: {bundle.manifest_problem}")
+    if bundle.stated_digest != bundle.digest:
+        problems.append(f"{MANIFEST_NAME}: bundle_sha256 does not match its own contents")
     on_disk = files_on_disk(bundle.path)
     for name in sorted(set(bundle.files) - set(on_disk)):
         problems.append(f"{name}: listed in the manifest but missing")

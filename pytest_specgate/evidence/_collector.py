@@ -130,20 +130,27 @@ class EvidenceCollector:
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self._running[nodeid] = None
         self._phases.setdefault(nodeid, {})
-        self._write_receipt("running")
+        if nodeid in self._ac_by_nodeid:
+            self._write_receipt("running")
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._phases.setdefault(report.nodeid, {})[report.when] = _phase(report)
         properties = specgate_properties(report.user_properties)
+        newly_known = False
         if properties is not None:
             self._properties[report.nodeid] = properties
             ac_id = ac_id_of(properties)
             if ac_id is not None:
+                newly_known = report.nodeid not in self._ac_by_nodeid
                 self._ac_by_nodeid[report.nodeid] = ac_id
         if report.when == "teardown":
             self._running.pop(report.nodeid, None)
             self._finished[report.nodeid] = None
-        if report.when in ("setup", "teardown"):
+        # The receipt only has to name running criteria: tests without an AC never
+        # rewrite it, and an AC test does so when it starts (or, under xdist, when its
+        # setup report first names the AC) and when it ends.
+        ac_test = report.nodeid in self._ac_by_nodeid
+        if ac_test and (report.when == "teardown" or (report.when == "setup" and newly_known)):
             self._write_receipt("running")
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:

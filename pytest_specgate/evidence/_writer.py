@@ -119,7 +119,7 @@ def write_bundle(
     verdict, _ = run_verdict(ordered)
     if receipt is not None:
         files[RECEIPT_NAME] = file_entry(write_redacted(redactor, run_dir / RECEIPT_NAME, receipt))
-    digest = bundle_digest(files)
+    digest = bundle_digest(files, run_id, version)
     markdown_bytes = write_redacted(
         redactor,
         run_dir / MARKDOWN_NAME,

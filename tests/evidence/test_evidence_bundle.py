@@ -147,11 +147,14 @@ def test_interrupted_run_leaves_a_not_qualified_receipt_naming_the_running_test(
     assert _json(written.path / "AC-11.json")["qualifying"] is False
 
 
-def test_receipt_exists_from_the_first_test_on(git_repo: GitRepo) -> None:
+def test_receipt_exists_from_the_first_ac_test_on(git_repo: GitRepo) -> None:
     run = SyntheticRun(git_repo.path, TEST_ENV)
     assert not run.collector.run_dir.exists()
-    run.collector.pytest_runtest_logstart(nodeid="acceptance/test_ac10.py::test_speedup")
-    assert _json(run.collector.run_dir / RECEIPT_NAME)["running"][0]["nodeid"].endswith("test_speedup")
+    run.collector.pytest_runtest_logstart(nodeid="tests/test_plain.py::test_helper")
+    assert not (run.collector.run_dir / RECEIPT_NAME).exists(), "a test without an AC writes no receipt"
+    run.start("acceptance/test_ac10.py::test_speedup", AC10)
+    running = _json(run.collector.run_dir / RECEIPT_NAME)["running"]
+    assert {"nodeid": "acceptance/test_ac10.py::test_speedup", "ac": "AC-10"} in running
 
 
 def test_waiver_failure_and_skip_reach_record_and_markdown(git_repo: GitRepo) -> None:

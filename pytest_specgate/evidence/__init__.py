@@ -5,36 +5,99 @@ Data flows one way: marker + reports -> records -> redaction -> bundle -> markdo
 
 from __future__ import annotations
 
-from pytest_specgate.evidence._bundle import (
-    MANIFEST_NAME,
-    MARKDOWN_NAME,
-    RECEIPT_NAME,
-    STATEMENT_NAME,
-    Bundle,
-    BundleError,
-    bundle_digest,
-    evidence_schema,
-    find_bundles,
-    load_bundle,
-    read_records,
-    schema_problems,
-    verify_bundle,
-)
-from pytest_specgate.evidence._collector import EvidenceCollector, probe_source
-from pytest_specgate.evidence._gate import GateInputError, GateVerdict, evaluate_gate
-from pytest_specgate.evidence._gates import GateName, GateOrderError, parse_gate_name
-from pytest_specgate.evidence._markdown import EvidenceBlock, PrBodyError, parse_pr_body, render_markdown
-from pytest_specgate.evidence._marker import AC_MARKER_LINE, AcceptanceCriterion, ac_from_marker, is_ac_id
-from pytest_specgate.evidence._recorder import (
-    Attachment,
-    EvidenceRecorder,
-    Measurement,
-    empty_properties,
-    staging_dir,
-)
-from pytest_specgate.evidence._records import SCHEMA_ID, USER_PROPERTY_NAME, specgate_properties
-from pytest_specgate.evidence._redact import LocalIdentity, Redactor, build_redactor, write_redacted
-from pytest_specgate.evidence._writer import NOT_QUALIFIED, QUALIFIED, WrittenBundle
+import importlib
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pytest_specgate.evidence._bundle import (
+        MANIFEST_NAME,
+        MARKDOWN_NAME,
+        RECEIPT_NAME,
+        STATEMENT_NAME,
+        Bundle,
+        BundleError,
+        bundle_digest,
+        evidence_schema,
+        find_bundles,
+        load_bundle,
+        read_records,
+        schema_problems,
+        verify_bundle,
+    )
+    from pytest_specgate.evidence._collector import EvidenceCollector, probe_source
+    from pytest_specgate.evidence._gate import GateInputError, GateVerdict, evaluate_gate
+    from pytest_specgate.evidence._gates import GateName, GateOrderError, parse_gate_name
+    from pytest_specgate.evidence._markdown import EvidenceBlock, PrBodyError, parse_pr_body, render_markdown
+    from pytest_specgate.evidence._marker import AC_MARKER_LINE, AcceptanceCriterion, ac_from_marker, is_ac_id
+    from pytest_specgate.evidence._recorder import (
+        Attachment,
+        EvidenceRecorder,
+        Measurement,
+        empty_properties,
+        staging_dir,
+    )
+    from pytest_specgate.evidence._records import SCHEMA_ID, USER_PROPERTY_NAME, specgate_properties
+    from pytest_specgate.evidence._redact import LocalIdentity, Redactor, build_redactor, write_redacted
+    from pytest_specgate.evidence._writer import NOT_QUALIFIED, QUALIFIED, WrittenBundle
+
+# Public names resolve on first use, so ``import pytest_specgate.evidence`` (which
+# pytest pays for at collection as soon as one test has an ``ac`` marker) stays cheap.
+_EXPORTS: dict[str, str] = {
+    "AC_MARKER_LINE": "_marker",
+    "AcceptanceCriterion": "_marker",
+    "Attachment": "_recorder",
+    "Bundle": "_bundle",
+    "BundleError": "_bundle",
+    "EvidenceBlock": "_markdown",
+    "EvidenceCollector": "_collector",
+    "EvidenceRecorder": "_recorder",
+    "GateInputError": "_gate",
+    "GateName": "_gates",
+    "GateOrderError": "_gates",
+    "GateVerdict": "_gate",
+    "LocalIdentity": "_redact",
+    "MANIFEST_NAME": "_bundle",
+    "MARKDOWN_NAME": "_bundle",
+    "Measurement": "_recorder",
+    "NOT_QUALIFIED": "_writer",
+    "PrBodyError": "_markdown",
+    "QUALIFIED": "_writer",
+    "RECEIPT_NAME": "_bundle",
+    "Redactor": "_redact",
+    "SCHEMA_ID": "_records",
+    "STATEMENT_NAME": "_bundle",
+    "USER_PROPERTY_NAME": "_records",
+    "WrittenBundle": "_writer",
+    "ac_from_marker": "_marker",
+    "build_redactor": "_redact",
+    "bundle_digest": "_bundle",
+    "empty_properties": "_recorder",
+    "evaluate_gate": "_gate",
+    "evidence_schema": "_bundle",
+    "find_bundles": "_bundle",
+    "is_ac_id": "_marker",
+    "load_bundle": "_bundle",
+    "parse_gate_name": "_gates",
+    "parse_pr_body": "_markdown",
+    "probe_source": "_collector",
+    "read_records": "_bundle",
+    "render_markdown": "_markdown",
+    "schema_problems": "_bundle",
+    "specgate_properties": "_records",
+    "staging_dir": "_recorder",
+    "verify_bundle": "_bundle",
+    "write_redacted": "_redact",
+}
+
+
+def __getattr__(name: str) -> object:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "AC_MARKER_LINE",

@@ -208,3 +208,14 @@ def test_a_client_timeout_the_engine_answers_in_time_is_not_provoked(mock_engine
     gates.greedy_reference()
     with pytest.raises(RecoveryNotEvidenced, match="client_timeout: the fault was not provoked"):
         gates.client_timeout()
+
+
+def test_a_mock_leaking_cancelled_slots_fails_the_cancel_gate(mock_engine: MockEngine) -> None:
+    gates = FaultGates(mock_engine, injector=MockFaultInjector(), settle_s=0.3)
+    gates.greedy_reference()
+    mock_engine.set_violations("slot-leak")
+    try:
+        with pytest.raises(RecoveryNotEvidenced, match=r"slot not freed: 1 active after waiting 0\.3s"):
+            gates.cancel_stream()
+    finally:
+        mock_engine.set_violations()

@@ -206,6 +206,13 @@ class MockState:
         self.telemetry.swap(reset="no-reset-on-swap" not in self.violations)
         return {"previous": previous, "target": target, "swaps": self.telemetry.swaps}
 
+    def release_slot(self, cancelled: bool) -> None:
+        """Free a request's slot; the ``slot-leak`` violation keeps cancelled ones held."""
+        if cancelled and "slot-leak" in self.violations:
+            self.slots.cancelled += 1
+            return
+        self.slots.release(cancelled)
+
     def reported_accepted(self, accepted: int) -> int:
         """Accepted count as reported, i.e. with the off-by-one violation applied."""
         return accepted + 1 if "telemetry-off-by-one" in self.violations else accepted
@@ -659,7 +666,7 @@ class MockEngineApp:
                     return Response(status_code=499)
                 outcomes = result
         finally:
-            state.slots.release(cancelled)
+            state.release_slot(cancelled)
         body = _completion_body(state, generation, outcomes)
         if fault is not None and fault.kind == "reset":
             return TruncatedResponse(_dumps(body), media_type="application/json")
@@ -781,7 +788,7 @@ class MockEngineApp:
             yield b"data: [DONE]\n\n"
             completed = True
         finally:
-            state.slots.release(cancelled=not completed)
+            state.release_slot(cancelled=not completed)
 
     async def models(self, request: Request) -> Response:
         state = self.state

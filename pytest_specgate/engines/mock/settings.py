@@ -30,7 +30,14 @@ DEFAULT_TARGET = "specgate-mock-target"
 DEFAULT_DRAFT = "specgate-mock-draft"
 GATEABLE_FEATURES = ("logprobs", "n", "logit_bias", "tools", "response_format")
 DEFAULT_GATED_FEATURES = GATEABLE_FEATURES
-VIOLATIONS = ("corrupt-spec", "telemetry-off-by-one", "no-reset-on-swap", "gate-disabled", "disabled-drift")
+VIOLATIONS = (
+    "corrupt-spec",
+    "telemetry-off-by-one",
+    "no-reset-on-swap",
+    "gate-disabled",
+    "disabled-drift",
+    "slot-leak",
+)
 FAULT_KINDS = ("reset", "stall", "late-reply", "error-500", "crash", "draft-failure")
 ISOLATIONS = ("thread", "subprocess")
 

@@ -119,7 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handler = args.handler
-    return int(handler(args))
+    try:
+        return int(handler(args))
+    except BrokenPipeError:
+        # The reader went away (`specgate hosts | head`): not a failure of ours. Point
+        # stdout at devnull so the interpreter's final flush cannot raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":

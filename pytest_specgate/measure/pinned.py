@@ -79,6 +79,17 @@ def _list(obj: Mapping[str, object], key: str, path: Path, where: str = "") -> l
     return value
 
 
+def _str_list(
+    obj: Mapping[str, object], key: str, path: Path, where: str, expected: str
+) -> tuple[str, ...]:
+    """A non-empty list of non-empty strings; ``expected`` names what each item is."""
+    items = _list(obj, key, path, where)
+    for index, item in enumerate(items):
+        if not isinstance(item, str) or not item:
+            raise _fail(path, f"{where}{key}[{index}]", expected, item)
+    return tuple(str(item) for item in items)
+
+
 def _read_json(path: Path) -> tuple[bytes, object]:
     try:
         data = path.read_bytes()
@@ -285,32 +296,24 @@ def _pinned_model(value: object, path: Path, where: str) -> PinnedModel:
         raise _fail(
             path, where + "revision", "a 40-hex commit sha when revision_pinned is true", revision
         )
-    patterns = _list(entry, "allow_patterns", path, where)
-    for index, pattern in enumerate(patterns):
-        if not isinstance(pattern, str) or not pattern:
-            raise _fail(path, f"{where}allow_patterns[{index}]", "a non-empty string", pattern)
     return PinnedModel(
         repo_id,
         revision,
         pinned,
         _positive_number(entry, "approx_weight_gb", path, where),
-        tuple(str(pattern) for pattern in patterns),
+        _str_list(entry, "allow_patterns", path, where, "a non-empty string"),
     )
 
 
 def _model_pair(ac: str, value: object, path: Path) -> ModelPair:
     where = f"pairs.{ac}."
     entry = _object(value, path, where)
-    prompt_sets = _list(entry, "prompt_sets", path, where)
-    for index, name in enumerate(prompt_sets):
-        if not isinstance(name, str) or not name:
-            raise _fail(path, f"{where}prompt_sets[{index}]", "a prompt set id", name)
     return ModelPair(
         ac,
         _str(entry, "spec", path, where),
         _str(entry, "backend", path, where),
         _positive_int(entry, "num_draft_tokens", path, where),
-        tuple(str(name) for name in prompt_sets),
+        _str_list(entry, "prompt_sets", path, where, "a prompt set id"),
         _pinned_model(_field(entry, "target", path, where), path, where + "target."),
         _pinned_model(_field(entry, "draft", path, where), path, where + "draft."),
     )

@@ -247,10 +247,14 @@ class Redactor:
             return redacted
         return value
 
+    @cached_property
+    def _secret_bytes(self) -> tuple[bytes, ...]:
+        return tuple(literal.encode() for literal in self.secret_literals)
+
     def binary(self, data: bytes) -> bytes:
         """Binary artifacts keep their bytes except credentials, which never pass."""
-        for literal in self.secret_literals:
-            data = data.replace(literal.encode(), b"<SECRET>")
+        for literal in self._secret_bytes:
+            data = data.replace(literal, b"<SECRET>")
         return _HF_TOKEN_BYTES.sub(b"<HF_TOKEN>", data)
 
     def encode(self, payload: JsonValue | str | bytes) -> bytes:

@@ -27,13 +27,6 @@ __all__ = ["boot", "choose_telemetry"]
 _DEFAULT_HEALTH_DEADLINE_S = 30.0
 
 
-def _number_option(config: EngineConfig, name: str, default: float) -> float:
-    value = config.option(name, default)
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise EngineBootError(f"endpoint option {name} must be a number, got {value!r}")
-    return float(value)
-
-
 def _served_model(client: OpenAIClient, wanted: str | None) -> str:
     models = client.get_json("/v1/models").get("data")
     ids = [m.get("id") for m in models if isinstance(m, dict)] if isinstance(models, list) else []
@@ -82,13 +75,12 @@ def boot(config: EngineConfig, workdir: Path) -> ClientEngine:
         raise EngineBootError(f"endpoint backend needs url='http://host:port', got {url!r}")
     base_url = url.rstrip("/").removesuffix("/v1")
     health_path = config.option("health_path", "/v1/models")
-    wait_for_health(
-        f"{base_url}{health_path}", _number_option(config, "health_deadline_s", _DEFAULT_HEALTH_DEADLINE_S)
-    )
+    deadline_s = config.positive_number_option("health_deadline_s", _DEFAULT_HEALTH_DEADLINE_S)
+    wait_for_health(f"{base_url}{health_path}", deadline_s)
     api_key = config.option("api_key")
     client = OpenAIClient(
         base_url,
-        timeout_s=_number_option(config, "request_timeout_s", 120.0),
+        timeout_s=config.positive_number_option("request_timeout_s", 120.0),
         api_key=api_key if isinstance(api_key, str) else None,
     )
     try:

@@ -103,6 +103,15 @@ def test_endpoint_that_never_answers_fails_to_boot(tmp_path: Path) -> None:
         endpoint_boot(_endpoint(url, health_deadline_s=0.3), tmp_path)
 
 
+@pytest.mark.parametrize("option", ["health_deadline_s", "request_timeout_s"])
+@pytest.mark.parametrize("bad", ["soon", 0, True])
+def test_endpoint_timing_option_that_is_not_a_positive_number_is_a_usage_error(
+    option: str, bad: object, spec_engine: MockEngine, tmp_path: Path
+) -> None:
+    with pytest.raises(pytest.UsageError, match=rf"option {option} must be a positive number, got {bad!r}"):
+        endpoint_boot(_endpoint(spec_engine.base_url, **{option: bad}), tmp_path)
+
+
 def _args(*argv: str) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="specgate mock-engine")
     configure_parser(parser)

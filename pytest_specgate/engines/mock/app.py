@@ -280,50 +280,34 @@ class MockState:
         metric(
             "vllm:num_requests_running", "gauge", "Requests being generated.", [(label, self.slots.active)]
         )
-        metric(
-            "vllm:prompt_tokens_total",
-            "counter",
-            "Prefill tokens processed.",
-            [(label, totals.prompt_tokens)],
-        )
-        metric(
-            "vllm:generation_tokens_total",
-            "counter",
-            "Generation tokens processed.",
-            [(label, totals.completion_tokens)],
-        )
-        metric("vllm:request_success_total", "counter", "Requests admitted.", [(label, totals.requests)])
+        counters = [
+            ("vllm:prompt_tokens_total", "Prefill tokens processed.", totals.prompt_tokens),
+            ("vllm:generation_tokens_total", "Generation tokens processed.", totals.completion_tokens),
+            ("vllm:request_success_total", "Requests admitted.", totals.requests),
+        ]
         if self.draft is not None:
-            metric(
-                "vllm:spec_decode_num_drafts_total",
-                "counter",
-                "Speculative drafts.",
-                [(label, totals.drafts)],
-            )
-            metric(
-                "vllm:spec_decode_num_draft_tokens_total",
-                "counter",
-                "Draft tokens.",
-                [(label, totals.drafted)],
-            )
-            metric(
-                "vllm:spec_decode_num_accepted_tokens_total",
-                "counter",
-                "Accepted tokens.",
-                [(label, self.reported_accepted(totals.accepted))],
-            )
+            counters += [
+                ("vllm:spec_decode_num_drafts_total", "Speculative drafts.", totals.drafts),
+                ("vllm:spec_decode_num_draft_tokens_total", "Draft tokens.", totals.drafted),
+                (
+                    "vllm:spec_decode_num_accepted_tokens_total",
+                    "Accepted tokens.",
+                    self.reported_accepted(totals.accepted),
+                ),
+            ]
+        for name, help_text, value in counters:
+            metric(name, "counter", help_text, [(label, value)])
+        if self.draft is not None:
+            gamma = self.settings.num_draft_tokens
+            reached = list(totals.accepted_per_position[:gamma])
+            accepted_at = reached + [0] * (gamma - len(reached))
             metric(
                 "vllm:spec_decode_num_accepted_tokens_per_pos_total",
                 "counter",
                 "Accepted tokens per draft position.",
                 [
-                    (
-                        f'{label},position="{position}"',
-                        totals.accepted_per_position[position]
-                        if position < len(totals.accepted_per_position)
-                        else 0,
-                    )
-                    for position in range(self.settings.num_draft_tokens)
+                    (f'{label},position="{position}"', count)
+                    for position, count in enumerate(accepted_at)
                 ],
             )
         return "\n".join(lines) + "\n"

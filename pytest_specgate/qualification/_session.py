@@ -247,25 +247,23 @@ class QualificationSession(Generic[BootedT]):
     def _next_gate(self, name: str) -> _Progress:
         declared = [p.spec.name for p in self._progress]
         order = ", ".join(declared)
-        problem: str | None = None
+        pending = next((p for p in self._progress if p.state == "pending"), None)
         if self._status in {"new", "booting"}:
             problem = f"gate {name!r}: the session is not open (use `with session:` or session.open())"
         elif self._status != "running":
             problem = f"gate {name!r}: the session is {self._status} and runs no more gates"
         elif name not in declared:
             problem = f"gate {name!r} is not declared; declared gates in order: {order}"
+        elif pending is None or pending.spec.name != name:
+            expected = "nothing (every gate already ran)" if pending is None else repr(pending.spec.name)
+            problem = f"gate {name!r} out of order: expected {expected} next; declared order: {order}"
         else:
-            pending = next((p for p in self._progress if p.state == "pending"), None)
-            if pending is None or pending.spec.name != name:
-                expected = "nothing (every gate already ran)" if pending is None else repr(pending.spec.name)
-                problem = f"gate {name!r} out of order: expected {expected} next; declared order: {order}"
-        if problem is not None:
-            self._misused_gate = self._misused_gate or name
-            if self._status == "running":
-                self._reasons.append(problem)
-                self._write_receipt()
-            raise QualificationError(problem)
-        return next(p for p in self._progress if p.spec.name == name)
+            return pending
+        self._misused_gate = self._misused_gate or name
+        if self._status == "running":
+            self._reasons.append(problem)
+            self._write_receipt()
+        raise QualificationError(problem)
 
     @contextmanager
     def gate(self, name: str) -> Iterator[GateRecorder]:

@@ -26,8 +26,10 @@ __all__ = [
     "HostProfile",
     "RequirementError",
     "evaluate_requirement",
+    "host_profiles_from_table",
     "load_host_profiles",
     "requirement_from_marker",
+    "specgate_table",
 ]
 
 HARDWARE_MARKER_DOC: Final = (
@@ -253,15 +255,22 @@ def requirement_from_marker(
     return _checked({**base, **_parse_clauses(clauses)}, profile_name)
 
 
-def load_host_profiles(pyproject: Path | None) -> dict[str, HostProfile]:
-    """Named profiles from ``[tool.specgate.hosts]``; errors name the file and profile."""
+def specgate_table(pyproject: Path | None) -> dict[str, Any]:
+    """The ``[tool.specgate]`` table of a pyproject.toml (empty when there is none)."""
     if pyproject is None or not pyproject.is_file():
         return {}
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise RequirementError(f"{pyproject}: cannot read: {exc}") from exc
-    hosts = data.get("tool", {}).get("specgate", {}).get("hosts", {})
+    table = data.get("tool", {}).get("specgate", {})
+    if not isinstance(table, dict):
+        raise RequirementError(f"{pyproject}: [tool.specgate] must be a table")
+    return table
+
+
+def host_profiles_from_table(hosts: object, pyproject: Path) -> dict[str, HostProfile]:
+    """Named profiles from a ``[tool.specgate.hosts]`` table; errors name the file and profile."""
     if not isinstance(hosts, dict):
         raise RequirementError(f"{pyproject}: [tool.specgate.hosts] must be a table")
     profiles: dict[str, HostProfile] = {}
@@ -278,6 +287,13 @@ def load_host_profiles(pyproject: Path | None) -> dict[str, HostProfile]:
         profiles[name] = HostProfile(name=name, requirement=requirement,
                                      description=str(description) if description else None)
     return profiles
+
+
+def load_host_profiles(pyproject: Path | None) -> dict[str, HostProfile]:
+    """Named profiles from ``[tool.specgate.hosts]`` of ``pyproject`` (none without one)."""
+    if pyproject is None:
+        return {}
+    return host_profiles_from_table(specgate_table(pyproject).get("hosts", {}), pyproject)
 
 
 # ---------------------------------------------------------------------------

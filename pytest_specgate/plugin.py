@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -15,10 +14,8 @@ from pytest_specgate.engines.config import ENGINE_MARKER_DOC
 from pytest_specgate.hardware import (
     HARDWARE_MARKER_DOC,
     HardwareVerdict,
-    HostProfile,
     RequirementError,
     evaluate_requirement,
-    load_host_profiles,
     requirement_from_marker,
 )
 from pytest_specgate.host import HostFacts, HostFactsError, host_facts_from_dict, load_host_facts
@@ -38,7 +35,7 @@ if TYPE_CHECKING:
     from pytest_specgate.qualification import QualificationFactory
 
 SETTINGS_KEY: Final = pytest.StashKey[opts.SpecgateSettings]()
-PROFILES_KEY: Final = pytest.StashKey[dict[str, HostProfile]]()
+PROJECT_KEY: Final = pytest.StashKey[opts.ProjectSettings]()
 HOST_FACTS_KEY: Final = pytest.StashKey[HostFacts]()
 DECISION_KEY: Final = pytest.StashKey[RunDecision]()
 VERDICT_KEY: Final = pytest.StashKey[HardwareVerdict]()
@@ -99,13 +96,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", ENGINE_MARKER_DOC)
     config.addinivalue_line("markers", REAL_ENGINE_MARKER_DOC)
     config.stash[SETTINGS_KEY] = opts.resolve_settings(config)
-    try:
-        config.stash[PROFILES_KEY] = load_host_profiles(_pyproject(config))
-    except RequirementError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    config.stash[PROJECT_KEY] = opts.load_project_settings(_pyproject(config))
     settings = config.stash[SETTINGS_KEY]
     if settings.evidence_dir is not None and not hasattr(config, "workerinput"):
-        collector = _evidence_collector(config, settings)
+        collector = _evidence_collector(config, settings, settings.evidence_dir)
         config.stash[COLLECTOR_KEY] = collector
         config.pluginmanager.register(collector, "specgate-evidence")
 
@@ -117,41 +111,24 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         config.pluginmanager.unregister(collector)
 
 
-def _evidence_collector(config: pytest.Config, settings: opts.SpecgateSettings) -> EvidenceCollector:
+def _evidence_collector(config: pytest.Config, settings: opts.SpecgateSettings,
+                        evidence_dir: Path) -> EvidenceCollector:
     """The bundle writer of this run: created on the controller only, never on xdist workers."""
     from pytest_specgate.evidence import EvidenceCollector
 
     facts = session_host_facts(config)
     scale = settings.duration_scale
     return EvidenceCollector(
-        evidence_dir=_evidence_dir(config) or Path("."),
+        evidence_dir=evidence_dir,
         host_facts=facts.to_dict(),
         diagnostic=settings.run.diagnostic,
         allow_dirty=settings.allow_dirty,
         rootdir=config.rootpath,
-        redact_patterns=_redact_patterns(config),
+        redact_patterns=config.stash[PROJECT_KEY].redact_patterns,
         host_summary=facts.summary(),
         session_reasons=[] if scale == 1 else [f"--specgate-duration-scale {scale:g} is not 1: "
                                                "durations were shortened"],
     )
-
-
-def _evidence_dir(config: pytest.Config) -> Path | None:
-    """Absolute, so xdist workers and tests that chdir agree on it."""
-    directory = config.stash[SETTINGS_KEY].evidence_dir
-    return None if directory is None else config.invocation_params.dir / directory
-
-
-def _redact_patterns(config: pytest.Config) -> list[str]:
-    """Extra redaction patterns from ``[tool.specgate.redact] patterns = [...]``."""
-    path = _pyproject(config)
-    if path is None:
-        return []
-    table = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("specgate", {})
-    patterns = table.get("redact", {}).get("patterns", [])
-    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
-        raise pytest.UsageError(f"{path}: [tool.specgate.redact] patterns must be a list of strings")
-    return patterns
 
 
 def session_redactor(config: pytest.Config) -> Redactor:
@@ -159,7 +136,8 @@ def session_redactor(config: pytest.Config) -> Redactor:
     if REDACTOR_KEY not in config.stash:
         from pytest_specgate.evidence import build_redactor
 
-        config.stash[REDACTOR_KEY] = build_redactor(config.rootpath, _redact_patterns(config))
+        patterns = config.stash[PROJECT_KEY].redact_patterns
+        config.stash[REDACTOR_KEY] = build_redactor(config.rootpath, patterns)
     return config.stash[REDACTOR_KEY]
 
 
@@ -194,11 +172,6 @@ def session_host_facts(config: pytest.Config) -> HostFacts:
     return config.stash[HOST_FACTS_KEY]
 
 
-def _ac_id(item: pytest.Item) -> str | None:
-    marker = item.get_closest_marker("ac")
-    return str(marker.args[0]) if marker is not None and marker.args else None
-
-
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     # On an xdist worker a UsageError would crash the worker, not stop the run: there
@@ -224,11 +197,14 @@ def _prepare_item(item: pytest.Item, config: pytest.Config) -> None:
     """Validate a test's markers and store its AC, hardware verdict and run decision."""
     settings = config.stash[SETTINGS_KEY].run
     ac_marker = item.get_closest_marker("ac")
+    ac_id = None
     if ac_marker is not None:
         from pytest_specgate.evidence import ac_from_marker
 
-        item.stash[AC_KEY] = ac_from_marker(ac_marker.args, ac_marker.kwargs, item.nodeid)
-    required = settings.is_required(_ac_id(item))
+        criterion = ac_from_marker(ac_marker.args, ac_marker.kwargs, item.nodeid)
+        item.stash[AC_KEY] = criterion
+        ac_id = criterion.id
+    required = settings.is_required(ac_id)
     if required and settings.diagnostic:
         raise pytest.UsageError(
             f"{item.nodeid}: --specgate-require and --specgate-diagnostic both apply; a "
@@ -237,7 +213,7 @@ def _prepare_item(item: pytest.Item, config: pytest.Config) -> None:
     verdict = None
     marker = item.get_closest_marker("hardware")
     if marker is not None:
-        profiles = config.stash[PROFILES_KEY]
+        profiles = config.stash[PROJECT_KEY].profiles
         try:
             requirement = requirement_from_marker(marker.args, marker.kwargs, profiles)
         except RequirementError as exc:
@@ -248,7 +224,7 @@ def _prepare_item(item: pytest.Item, config: pytest.Config) -> None:
 
 
 def _check_required_present(required: frozenset[str], items: list[pytest.Item]) -> None:
-    present = {_ac_id(item) for item in items}
+    present = {criterion.id for item in items if (criterion := item.stash.get(AC_KEY, None))}
     missing = sorted(required - present)
     if missing:
         raise pytest.UsageError(
@@ -318,7 +294,7 @@ def evidence(request: pytest.FixtureRequest) -> EvidenceRecorder:
     """Record measurements (``measure``), artifacts (``attach``) and context (``note``)."""
     from pytest_specgate.evidence import EvidenceRecorder, staging_dir
 
-    directory = _evidence_dir(request.config)
+    directory = request.config.stash[SETTINGS_KEY].evidence_dir
     recorder = EvidenceRecorder(request.node.nodeid, session_redactor(request.config),
                                 None if directory is None else staging_dir(directory))
     request.node.stash[RECORDER_KEY] = recorder

@@ -7,12 +7,14 @@ Each option's help text is one constant shared by ``addoption`` and
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, final
 
 import pytest
 
+from pytest_specgate.hardware import HostProfile, RequirementError, host_profiles_from_table, specgate_table
 from pytest_specgate.runmode import REQUIRE_ALL, RunSettings
 
 __all__ = [
@@ -26,7 +28,9 @@ __all__ = [
     "HOST_FACTS_HELP",
     "REQUIRE_HELP",
     "VLLM_PYTHON_HELP",
+    "ProjectSettings",
     "SpecgateSettings",
+    "load_project_settings",
     "parse_engine_options",
     "resolve_settings",
 ]
@@ -73,6 +77,33 @@ class SpecgateSettings:
     engine_options: tuple[tuple[str, object], ...] = ()
 
 
+@final
+@dataclass(frozen=True)
+class ProjectSettings:
+    """What a project declares under ``[tool.specgate]`` in its pyproject.toml, read once."""
+
+    profiles: Mapping[str, HostProfile]
+    redact_patterns: tuple[str, ...]
+
+
+def load_project_settings(pyproject: Path | None) -> ProjectSettings:
+    """Host profiles and extra redaction patterns; a bad table is a UsageError naming it."""
+    if pyproject is None:
+        return ProjectSettings(profiles={}, redact_patterns=())
+    try:
+        table = specgate_table(pyproject)
+        profiles = host_profiles_from_table(table.get("hosts", {}), pyproject)
+    except RequirementError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    redact = table.get("redact", {})
+    patterns = redact.get("patterns", []) if isinstance(redact, dict) else None
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise pytest.UsageError(
+            f"{pyproject}: [tool.specgate.redact] patterns must be a list of strings, got {patterns!r}"
+        )
+    return ProjectSettings(profiles=profiles, redact_patterns=tuple(patterns))
+
+
 def _ini_or(config: pytest.Config, name: str) -> str | None:
     value = config.getini(name)
     return str(value) if value not in (None, "", []) else None
@@ -112,7 +143,8 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
     return SpecgateSettings(
         run=RunSettings(required=required, diagnostic=diagnostic),
         host_facts_file=Path(facts) if facts else None,
-        evidence_dir=Path(evidence) if evidence else None,
+        # Absolute, so xdist workers and tests that chdir agree on it.
+        evidence_dir=config.invocation_params.dir / evidence if evidence else None,
         allow_dirty=bool(config.getoption("specgate_allow_dirty")),
         engine=engine,
         endpoint=endpoint,

@@ -1,0 +1,42 @@
+"""``[tool.specgate]`` is read once: host profiles and extra redaction patterns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_specgate.settings import load_project_settings
+
+
+def test_profiles_and_patterns_come_from_one_table(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.specgate.hosts.big]\nmin_memory_gb = 64\n'
+                         '[tool.specgate.redact]\npatterns = ["ACME-[0-9]{6}"]\n')
+    project = load_project_settings(pyproject)
+    assert list(project.profiles) == ["big"]
+    assert project.redact_patterns == ("ACME-[0-9]{6}",)
+    assert load_project_settings(None).profiles == {}
+
+
+def test_bad_patterns_name_the_file_and_table(tmp_path: Path) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[tool.specgate.redact]\npatterns = "ACME"\n')
+    with pytest.raises(pytest.UsageError, match=r"pyproject.toml: \[tool.specgate.redact\] patterns must "
+                                                r"be a list of strings, got 'ACME'"):
+        load_project_settings(pyproject)
+
+
+def test_project_patterns_redact_the_evidence(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml('[tool.specgate.redact]\npatterns = ["ACME-[0-9]{6}"]\n')
+    pytester.makepyfile(test_spec="""
+        import pytest
+
+        @pytest.mark.ac("FR-1")
+        def test_noted(evidence):
+            evidence.note("ticket", "see ACME-123456")
+    """)
+    out = pytester.path / "out"
+    pytester.runpytest(f"--specgate-evidence={out}").assert_outcomes(passed=1)
+    written = b"".join(path.read_bytes() for path in out.rglob("*") if path.is_file())
+    assert b"see " in written and b"ACME-123456" not in written

@@ -14,9 +14,13 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_specgate.evidence._jsonio import JsonValue, canonical_json, pretty_json, sha256_hex
 from pytest_specgate.evidence._marker import is_ac_id
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
 
 MANIFEST_NAME = "manifest.json"
 MARKDOWN_NAME = "evidence.md"
@@ -75,11 +79,18 @@ def evidence_schema() -> Mapping[str, JsonValue]:
     return schema
 
 
-def schema_problems(record: JsonValue) -> list[str]:
-    """Schema violations of an AC record, each with the JSON path where it happened."""
+@cache
+def _evidence_validator() -> Validator:
+    """Built once: the gate and ``merge`` check every AC record of every bundle against it."""
     import jsonschema
 
-    validator = jsonschema.Draft202012Validator(evidence_schema())
+    validator: Validator = jsonschema.Draft202012Validator(evidence_schema())
+    return validator
+
+
+def schema_problems(record: JsonValue) -> list[str]:
+    """Schema violations of an AC record, each with the JSON path where it happened."""
+    validator = _evidence_validator()
     return [
         f"{'/'.join(str(part) for part in error.absolute_path) or '<root>'}: {error.message}"
         for error in sorted(validator.iter_errors(record), key=lambda e: list(map(str, e.absolute_path)))
@@ -105,15 +116,17 @@ class Bundle:
         )
 
 
-def _read_json(path: Path) -> JsonValue:
+def _read_json(path: Path) -> tuple[bytes, JsonValue]:
+    """The file's bytes and what they parse to, from one read."""
     try:
-        text = path.read_text("utf-8")
+        data = path.read_bytes()
+        text = data.decode("utf-8")
     except FileNotFoundError:
         raise BundleError(f"{path}: file not found") from None
     except (OSError, UnicodeDecodeError) as error:
         raise BundleError(f"{path}: cannot read: {error}") from None
     try:
-        return json.loads(text)
+        return data, json.loads(text)
     except json.JSONDecodeError as error:
         raise BundleError(f"{path}: not valid JSON: {error}") from None
 
@@ -130,7 +143,7 @@ def _entry_from(path: Path, name: str, raw: JsonValue) -> FileEntry:
 
 def load_bundle(path: Path) -> Bundle:
     manifest_path = path / MANIFEST_NAME
-    document = _read_json(manifest_path)
+    data, document = _read_json(manifest_path)
     if not isinstance(document, Mapping) or document.get("schema") != MANIFEST_SCHEMA_ID:
         raise BundleError(f"{manifest_path}: not a {MANIFEST_SCHEMA_ID} manifest")
     raw_files = document.get("files")
@@ -147,15 +160,15 @@ def load_bundle(path: Path) -> Bundle:
         files=files,
         digest=bundle_digest(files, run_id, version),
         stated_digest=stated if isinstance(stated, str) else None,
-        manifest_problem=_manifest_form_problem(manifest_path, document),
+        manifest_problem=_manifest_form_problem(data, document),
     )
 
 
-def _manifest_form_problem(path: Path, document: Mapping[str, JsonValue]) -> str | None:
+def _manifest_form_problem(data: bytes, document: Mapping[str, JsonValue]) -> str | None:
     """A manifest is exactly what the writer wrote: known fields, canonical bytes."""
     if set(document) != _MANIFEST_FIELDS:
         return (f"manifest fields are {sorted(document)}, expected {sorted(_MANIFEST_FIELDS)}")
-    if path.read_bytes() != pretty_json(document).encode():
+    if data != pretty_json(document).encode():
         return "manifest is not byte-identical to its canonical form (edited after writing)"
     return None
 
@@ -211,7 +224,7 @@ def verify_bundle(bundle: Bundle) -> list[str]:
 def read_ac_record(bundle: Bundle, ac_id: str) -> Mapping[str, JsonValue]:
     """Parse and schema-check one AC file (call only after :func:`verify_bundle`)."""
     path = bundle.path / ac_file_name(ac_id)
-    record = _read_json(path)
+    _, record = _read_json(path)
     problems = schema_problems(record)
     if problems or not isinstance(record, Mapping):
         raise BundleError(

@@ -273,7 +273,7 @@ def fetch_verified(
         for path in wanted
     )
     if _holds_files(target):
-        return _adopt_existing(pin, commit, target, expected)
+        return _snapshot(pin, commit, target, _verify_existing(pin, target, expected))
     _require_free_space(pin, target.parent, expected, disk_free)
     target.parent.mkdir(parents=True, exist_ok=True)
     with _staging_area(target) as work:
@@ -290,14 +290,8 @@ def fetch_verified(
             )
         shutil.rmtree(staged / _HF_METADATA_DIRNAME, ignore_errors=True)
         files = _verify_tree(pin, staged, expected)
-        _move_into_place(pin, commit, staged, target, expected)
-    return VerifiedSnapshot(
-        repo_id=repo_id,
-        requested_revision=revision,
-        revision=commit,
-        destination=target,
-        files=files,
-    )
+        _move_into_place(pin, staged, target, expected)
+    return _snapshot(pin, commit, target, files)
 
 
 def _resolve(
@@ -367,15 +361,19 @@ def _holds_files(target: Path) -> bool:
     return target.is_symlink() or target.is_file() or (target.is_dir() and any(target.iterdir()))
 
 
-def _adopt_existing(
-    pin: _Pin, commit: str, target: Path, expected: Sequence[_ExpectedFile]
-) -> VerifiedSnapshot:
+def _verify_existing(
+    pin: _Pin, target: Path, expected: Sequence[_ExpectedFile]
+) -> tuple[VerifiedFile, ...]:
+    """The files already at ``target``, verified; anything else there is a conflict."""
     try:
-        files = _verify_tree(pin, target, expected)
+        return _verify_tree(pin, target, expected)
     except WeightVerificationError as error:
         raise pin.error(
             DestinationConflictError, error.file, error.expected, f"{error.found} in {target}"
         ) from error
+
+
+def _snapshot(pin: _Pin, commit: str, target: Path, files: tuple[VerifiedFile, ...]) -> VerifiedSnapshot:
     return VerifiedSnapshot(
         repo_id=pin.repo_id,
         requested_revision=pin.requested,
@@ -508,16 +506,14 @@ def _index_shards(pin: _Pin, root: Path, index: str) -> set[str]:
     return {str(shard) for shard in weight_map.values()}
 
 
-def _move_into_place(
-    pin: _Pin, commit: str, staged: Path, target: Path, expected: Sequence[_ExpectedFile]
-) -> None:
+def _move_into_place(pin: _Pin, staged: Path, target: Path, expected: Sequence[_ExpectedFile]) -> None:
     """One rename; if a concurrent fetch won the race, accept its copy only if identical."""
     try:
         os.rename(staged, target)
     except OSError as error:
         if error.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.ENOTDIR, errno.EISDIR):
             raise
-        _adopt_existing(pin, commit, target, expected)
+        _verify_existing(pin, target, expected)
 
 
 @contextmanager

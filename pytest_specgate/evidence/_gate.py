@@ -102,8 +102,10 @@ def evaluate_gate(
         raise GateInputError(f"{pr_body}: no '## <AC> evidence' block and no --require: nothing to gate")
     problems: list[str] = []
     accepted: list[str] = []
+    integrity: dict[Path, list[str]] = {}
     for ac_id in acs:
-        found = _check_ac(ac_id, [b for b in blocks if b.ac_id == ac_id], bundles, wanted_commit, gate_name)
+        ac_blocks = [b for b in blocks if b.ac_id == ac_id]
+        found = _check_ac(ac_id, ac_blocks, bundles, integrity, wanted_commit, gate_name)
         if found:
             problems += [f"{ac_id}: {problem}" for problem in found]
         else:
@@ -115,9 +117,11 @@ def _check_ac(
     ac_id: str,
     blocks: Sequence[EvidenceBlock],
     bundles: Sequence[Bundle],
+    integrity: dict[Path, list[str]],
     commit: str | None,
     gate: GateName | None,
 ) -> list[str]:
+    """``integrity`` holds each bundle's verification, so ACs sharing a bundle read its files once."""
     if not blocks:
         return [f"no '## {ac_id} evidence' block in the PR body"]
     if len(blocks) > 1:
@@ -128,9 +132,10 @@ def _check_ac(
     if not matching:
         return [f"bundle-sha256 {block.bundle_sha256[:12]}… in the PR body matches no --evidence bundle"]
     bundle = matching[0]
-    integrity = verify_bundle(bundle)
-    if integrity:
-        return [f"bundle {bundle.run_id}: {problem}" for problem in integrity]
+    if bundle.path not in integrity:
+        integrity[bundle.path] = verify_bundle(bundle)
+    if integrity[bundle.path]:
+        return [f"bundle {bundle.run_id}: {problem}" for problem in integrity[bundle.path]]
     entry = bundle.files.get(ac_file_name(ac_id))
     if entry is None:
         return [f"bundle {bundle.run_id} has no record for {ac_id}"]

@@ -20,6 +20,8 @@ from pytest_specgate.engines.protocol import (
     StreamResult,
     Telemetry,
     acceptance_rate_of,
+    first_choice,
+    token_ids_of,
 )
 
 __all__ = [
@@ -52,30 +54,22 @@ def _decoded(response: httpx.Response) -> object:
         return response.text
 
 
-def _choice(body: Mapping[str, object]) -> Mapping[str, object]:
-    choices = body.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
-        return choices[0]
-    return {}
-
-
 def _int_or_none(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def chat_result_from(body: Mapping[str, object], wall_s: float) -> ChatResult:
     """A ChatResult from a chat or completions JSON body."""
-    choice = _choice(body)
+    choice = first_choice(body) or {}
     message = choice.get("message")
     text: object = message.get("content") if isinstance(message, Mapping) else choice.get("text")
-    ids = choice.get("token_ids")
-    token_ids = tuple(ids) if isinstance(ids, list) and all(isinstance(i, int) for i in ids) else None
+    ids = token_ids_of(choice)
     usage = body.get("usage")
     usage = usage if isinstance(usage, Mapping) else {}
     reason = choice.get("finish_reason")
     return ChatResult(
         text=text if isinstance(text, str) else "",
-        token_ids=token_ids,
+        token_ids=None if ids is None else tuple(ids),
         finish_reason=reason if isinstance(reason, str) else None,
         prompt_tokens=_int_or_none(usage.get("prompt_tokens")),
         completion_tokens=_int_or_none(usage.get("completion_tokens")),

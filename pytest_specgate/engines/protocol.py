@@ -23,6 +23,8 @@ __all__ = [
     "StreamResult",
     "Telemetry",
     "acceptance_rate_of",
+    "first_choice",
+    "token_ids_of",
 ]
 
 
@@ -90,7 +92,8 @@ class ChatResult:
     wall_s: float
 
 
-def _first_choice(event: Mapping[str, object]) -> Mapping[str, object] | None:
+def first_choice(event: Mapping[str, object]) -> Mapping[str, object] | None:
+    """``choices[0]`` of a completion body or stream chunk, when there is one."""
     choices = event.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
         return choices[0]
@@ -107,7 +110,8 @@ def _delta_text(choice: Mapping[str, object]) -> str:
     return text if isinstance(text, str) else ""
 
 
-def _delta_token_ids(choice: Mapping[str, object]) -> list[int] | None:
+def token_ids_of(choice: Mapping[str, object]) -> list[int] | None:
+    """A choice's ``token_ids`` (vLLM ``return_token_ids``), when it is a list of ints."""
     ids = choice.get("token_ids")
     if isinstance(ids, list) and all(isinstance(i, int) for i in ids):
         return list(ids)
@@ -163,13 +167,13 @@ class StreamResult:
             prompt = usage.get("prompt_tokens")
             self._completion_tokens = completion if isinstance(completion, int) else None
             self._prompt_tokens = prompt if isinstance(prompt, int) else None
-        choice = _first_choice(event)
+        choice = first_choice(event)
         if choice is None:
             return ""
         reason = choice.get("finish_reason")
         if isinstance(reason, str):
             self._finish_reason = reason
-        ids = _delta_token_ids(choice)
+        ids = token_ids_of(choice)
         if ids is not None:
             self._token_ids = (self._token_ids or []) + ids
         delta = _delta_text(choice)

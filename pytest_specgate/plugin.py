@@ -47,6 +47,7 @@ AC_KEY: Final[pytest.StashKey[AcceptanceCriterion]] = pytest.StashKey()
 COLLECTOR_KEY: Final[pytest.StashKey[EvidenceCollector]] = pytest.StashKey()
 REDACTOR_KEY: Final[pytest.StashKey[Redactor]] = pytest.StashKey()
 RECORDER_KEY: Final[pytest.StashKey[EvidenceRecorder]] = pytest.StashKey()
+ENGINE_RECORDS_KEY: Final[pytest.StashKey[dict[EngineConfig, dict[str, Any]]]] = pytest.StashKey()
 
 AC_MARKER_DOC: Final = (
     "ac(id, *, spec=None, title=None, waived_to=None, reason=None): the acceptance criterion "
@@ -347,38 +348,42 @@ def engine_record(engine: Engine, config: EngineConfig) -> dict[str, Any]:
             "versions": engine.versions()}
 
 
-@pytest.fixture
-def engine(engine_config: EngineConfig, specgate_engine_pool: EnginePool,
-           tmp_path_factory: pytest.TempPathFactory, evidence: EvidenceRecorder) -> Engine:
-    """A booted engine (mock, mlx, vllm or endpoint), shared by tests with equal configuration."""
+def _pooled_engine(pytestconfig: pytest.Config, pool: EnginePool, config: EngineConfig,
+                   tmp_path_factory: pytest.TempPathFactory, evidence: EvidenceRecorder) -> Engine:
+    """The session's engine for ``config`` (booted on first use), noted in this test's evidence.
+
+    Its record (with ``versions()``, an HTTP call on some backends) is taken once per
+    configuration, not once per test.
+    """
     from pytest_specgate.engines.config import engine_workdir
 
-    workdir = engine_workdir(tmp_path_factory.getbasetemp() / "specgate-engines", engine_config)
-    booted = specgate_engine_pool.get(engine_config, workdir)
-    evidence.note_engine(engine_record(booted, engine_config))
-    return booted
+    base = tmp_path_factory.getbasetemp() / "specgate-engines"
+    pooled = pool.get(config, engine_workdir(base, config))
+    records = pytestconfig.stash.setdefault(ENGINE_RECORDS_KEY, {})
+    if config not in records:
+        records[config] = engine_record(pooled, config)
+    evidence.note_engine(records[config])
+    return pooled
 
 
 @pytest.fixture
-def shared_engine(engine_config: EngineConfig, specgate_engine_pool: EnginePool,
-                  tmp_path_factory: pytest.TempPathFactory,
+def engine(pytestconfig: pytest.Config, engine_config: EngineConfig, specgate_engine_pool: EnginePool,
+           tmp_path_factory: pytest.TempPathFactory, evidence: EvidenceRecorder) -> Engine:
+    """A booted engine (mock, mlx, vllm or endpoint), shared by tests with equal configuration."""
+    return _pooled_engine(pytestconfig, specgate_engine_pool, engine_config, tmp_path_factory, evidence)
+
+
+@pytest.fixture
+def shared_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
+                  specgate_engine_pool: EnginePool, tmp_path_factory: pytest.TempPathFactory,
                   evidence: EvidenceRecorder) -> Callable[..., Engine]:
     """``shared_engine(**changes)``: an engine like ``engine`` with some changes, pooled.
 
     For specs that only send requests and read telemetry deltas; a spec that swaps,
     rolls, injects faults or times an engine should ``boot_engine`` its own.
     """
-    from pytest_specgate.engines.config import engine_workdir
-
-    base = tmp_path_factory.getbasetemp() / "specgate-engines"
-
-    def get(**changes: object) -> Engine:
-        config = engine_config.changed(**changes)
-        pooled = specgate_engine_pool.get(config, engine_workdir(base, config))
-        evidence.note_engine(engine_record(pooled, config))
-        return pooled
-
-    return get
+    return lambda **changes: _pooled_engine(pytestconfig, specgate_engine_pool,
+                                            engine_config.changed(**changes), tmp_path_factory, evidence)
 
 
 @pytest.fixture

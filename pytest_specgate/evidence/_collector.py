@@ -29,6 +29,7 @@ from pytest_specgate.evidence._records import (
     RunFacts,
     SourceState,
     ac_id_of,
+    attachment_items,
     attachment_path,
     build_ac_record,
     fold_outcome,
@@ -215,7 +216,7 @@ class EvidenceCollector:
         for ac_id, tests in group_by_ac(self.executed_tests()).items():
             missing = []
             for test in tests:
-                for item in _attachments_of(test):
+                for item in attachment_items(test):
                     source = staging / str(item["sha256"])
                     if source.is_file():
                         attachments[attachment_path(str(item["sha256"]), str(item["name"]))] = (
@@ -260,12 +261,3 @@ class EvidenceCollector:
         running = ", ".join(sorted(self._running)) or "nothing"
         receipt = self._receipt(status, NOT_QUALIFIED, [f"run in progress; running: {running}"])
         write_redacted(self.redactor, self.run_dir / RECEIPT_NAME, receipt)
-
-
-def _attachments_of(test: ExecutedTest) -> list[Mapping[str, JsonValue]]:
-    items = test.properties.get("attachments")
-    return (
-        [item for item in items if isinstance(item, Mapping) and isinstance(item.get("sha256"), str)]
-        if isinstance(items, list)
-        else []
-    )

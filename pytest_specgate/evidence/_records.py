@@ -173,23 +173,29 @@ def measurement_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValu
     return rows
 
 
+def attachment_items(result: ExecutedTest) -> list[Mapping[str, JsonValue]]:
+    """The attachments a test reported that carry a digest (the only ones a bundle can hold)."""
+    items = result.properties.get("attachments")
+    return [
+        item
+        for item in (items if isinstance(items, list) else [])
+        if isinstance(item, Mapping) and isinstance(item.get("sha256"), str)
+    ]
+
+
 def attachment_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValue]]:
-    rows: list[dict[str, JsonValue]] = []
-    for result in results:
-        attachments = result.properties.get("attachments")
-        for item in attachments if isinstance(attachments, list) else []:
-            if isinstance(item, Mapping) and isinstance(item.get("sha256"), str):
-                rows.append(
-                    {
-                        "nodeid": result.nodeid,
-                        "name": item.get("name"),
-                        "sha256": item["sha256"],
-                        "size": item.get("size"),
-                        "text": bool(item.get("text")),
-                        "path": attachment_path(str(item["sha256"]), str(item.get("name"))),
-                    }
-                )
-    return rows
+    return [
+        {
+            "nodeid": result.nodeid,
+            "name": item.get("name"),
+            "sha256": item["sha256"],
+            "size": item.get("size"),
+            "text": bool(item.get("text")),
+            "path": attachment_path(str(item["sha256"]), str(item.get("name"))),
+        }
+        for result in results
+        for item in attachment_items(result)
+    ]
 
 
 def attachment_path(sha256: str, name: str) -> str:

@@ -31,6 +31,11 @@ class Row:
     detail: str = ""
 
 
+def slowdown_row(benchmark: str, ratio: float, limit: float, detail: str) -> Row:
+    """A row for a ratio that must stay at or under ``limit``; goal and verdict come from one number."""
+    return Row(benchmark, f"{ratio:.3f}x", f"<= {limit:.2f}x", ratio <= limit, detail)
+
+
 @dataclass(frozen=True)
 class CycledTimes:
     """Wall times of several commands run in turn, A B A B (or A B C A B C)."""

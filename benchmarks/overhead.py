@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks import REPO_ROOT, CycledTimes, Row, alternate, pytest_argv, run_command
+from benchmarks import REPO_ROOT, CycledTimes, Row, alternate, pytest_argv, run_command, slowdown_row
 
 SUITE_TESTS = 2000
 TESTS_PER_FILE = 100
@@ -127,11 +127,10 @@ def run(quick: bool) -> Row:
         times = measure_overhead(suite, cycles, warm=not quick)
     ratio = times.median_ratio("on+evidence", "off")
     without_evidence = times.median_ratio("on-no-evidence", "off")
-    return Row(
-        benchmark=f"plugin overhead ({suite.tests} tests, plugin + evidence / plugin off)",
-        measured=f"{ratio:.3f}x",
-        goal=f"<= {GOAL_RATIO:.2f}x",
-        met=ratio <= GOAL_RATIO,
-        detail=f"plugin without --specgate-evidence {without_evidence:.3f}x; "
+    return slowdown_row(
+        f"plugin overhead ({suite.tests} tests, plugin + evidence / plugin off)",
+        ratio,
+        GOAL_RATIO,
+        f"plugin without --specgate-evidence {without_evidence:.3f}x; "
         + times.describe("on+evidence", "off"),
     )

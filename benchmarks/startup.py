@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks import REPO_ROOT, Row, alternate, pytest_argv, quiet_environment, run_command
+from benchmarks import REPO_ROOT, Row, alternate, pytest_argv, quiet_environment, run_command, slowdown_row
 from benchmarks.overhead import generate_suite, suite_size
 
 GOAL_RATIO = 1.05
@@ -81,12 +81,11 @@ def run_version(quick: bool) -> Row:
         warm_up()
     times = alternate(arms, 1 if quick else 15)
     ratio = times.median_ratio("on", "off")
-    return Row(
-        benchmark="start-up: pytest --version --version, loads all plugins (plugin on / off)",
-        measured=f"{ratio:.3f}x",
-        goal=f"<= {GOAL_RATIO:.2f}x",
-        met=ratio <= GOAL_RATIO,
-        detail=f"{times.describe('on', 'off')}; {describe_import_costs(plugin_import_costs())}",
+    return slowdown_row(
+        "start-up: pytest --version --version, loads all plugins (plugin on / off)",
+        ratio,
+        GOAL_RATIO,
+        f"{times.describe('on', 'off')}; {describe_import_costs(plugin_import_costs())}",
     )
 
 
@@ -101,10 +100,9 @@ def run_collect(quick: bool) -> Row:
             arms["off"]()
         times = alternate(arms, 1 if quick else 5)
     ratio = times.median_ratio("on", "off")
-    return Row(
-        benchmark=f"start-up: pytest --collect-only -q, {suite.tests} tests (plugin on / off)",
-        measured=f"{ratio:.3f}x",
-        goal=f"<= {GOAL_RATIO:.2f}x",
-        met=ratio <= GOAL_RATIO,
-        detail=times.describe("on", "off"),
+    return slowdown_row(
+        f"start-up: pytest --collect-only -q, {suite.tests} tests (plugin on / off)",
+        ratio,
+        GOAL_RATIO,
+        times.describe("on", "off"),
     )

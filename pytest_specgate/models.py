@@ -53,7 +53,14 @@ __all__ = [
 ]
 
 TINY_REF_PREFIX = "tiny:"
-TINY_MODEL_ROLES = ("target", "draft", "copy", "mismatch", "permuted")
+_PAIR_FIELD_OF_ROLE = {
+    "target": "target",
+    "draft": "draft",
+    "copy": "identical_draft",
+    "mismatch": "mismatched_draft",
+    "permuted": "permuted_draft",
+}
+TINY_MODEL_ROLES = tuple(_PAIR_FIELD_OF_ROLE)
 BUILDER_VERSION = 1
 
 BOS_TOKEN = "<s>"
@@ -137,18 +144,12 @@ class TinyModelPair:
 
     def path_for(self, role: str) -> Path:
         """The checkpoint directory of a role named as in :data:`TINY_MODEL_ROLES`."""
-        paths = {
-            "target": self.target,
-            "draft": self.draft,
-            "copy": self.identical_draft,
-            "mismatch": self.mismatched_draft,
-            "permuted": self.permuted_draft,
-        }
-        if role not in paths:
+        if role not in _PAIR_FIELD_OF_ROLE:
             raise ValueError(
                 f"unknown tiny model role {role!r}; expected one of {list(TINY_MODEL_ROLES)}"
             )
-        return paths[role]
+        path: Path = getattr(self, _PAIR_FIELD_OF_ROLE[role])
+        return path
 
 
 def is_tiny_ref(ref: str | None) -> bool:
@@ -219,13 +220,9 @@ def weights_digest(model_dir: Path) -> str:
 
 
 def _pair_at(root: Path) -> TinyModelPair:
+    """The checkpoint of each role lives in ``root/<role>``."""
     return TinyModelPair(
-        root=root,
-        target=root / "target",
-        draft=root / "draft",
-        identical_draft=root / "copy",
-        mismatched_draft=root / "mismatch",
-        permuted_draft=root / "permuted",
+        root=root, **{field: root / role for role, field in _PAIR_FIELD_OF_ROLE.items()}
     )
 
 

@@ -304,7 +304,8 @@ def test_planted_hf_token_never_reaches_disk(
         """
     )
     _commit_all(pytester)
-    pytester.runpytest("--specgate-evidence", "out", "-p", "no:cacheprovider")
+    result = pytester.runpytest("--specgate-evidence", "out", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)  # the token went through note, attach and the failure message
     files = [path for path in (pytester.path / "out").rglob("*") if path.is_file()] + [summary]
     assert len(files) >= 7
     assert [str(path) for path in files if token.encode() in path.read_bytes()] == []

@@ -130,7 +130,11 @@ def _check_ac(
     block = blocks[0]
     matching = [bundle for bundle in bundles if bundle.digest == block.bundle_sha256]
     if not matching:
-        return [f"bundle-sha256 {block.bundle_sha256[:12]}… in the PR body matches no --evidence bundle"]
+        found = ", ".join(f"{b.run_id} ({b.digest[:12]}…)" for b in bundles)
+        return [
+            f"bundle-sha256 {block.bundle_sha256[:12]}… in the PR body (line {block.line}) matches no "
+            f"--evidence bundle; found {found}: paste the evidence.md of the bundle the run wrote"
+        ]
     bundle = matching[0]
     if bundle.path not in integrity:
         integrity[bundle.path] = verify_bundle(bundle)
@@ -138,7 +142,8 @@ def _check_ac(
         return [f"bundle {bundle.run_id}: {problem}" for problem in integrity[bundle.path]]
     entry = bundle.files.get(ac_file_name(ac_id))
     if entry is None:
-        return [f"bundle {bundle.run_id} has no record for {ac_id}"]
+        held = ", ".join(bundle.ac_ids()) or "no AC"
+        return [f"bundle {bundle.run_id} has no record for {ac_id} (it holds {held})"]
     if entry.sha256 != block.ac_sha256:
         return [
             f"ac-sha256 {block.ac_sha256[:12]}… in the PR body does not match {ac_file_name(ac_id)} "
@@ -151,7 +156,10 @@ def _check_ac(
     recorded_id = _as_mapping(record.get("ac")).get("id")
     if recorded_id != ac_id:
         return [f"{ac_file_name(ac_id)} in bundle {bundle.run_id} is the record of {recorded_id}"]
-    return _record_problems(record, commit, gate)
+    try:
+        return _record_problems(record, commit, gate)
+    except GateInputError as error:
+        raise GateInputError(f"{bundle.path / ac_file_name(ac_id)}: {error}") from None
 
 
 def _record_problems(record: Mapping[str, JsonValue], commit: str | None, gate: GateName | None) -> list[str]:

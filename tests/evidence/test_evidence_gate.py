@@ -101,6 +101,7 @@ def test_changed_manifest_is_rejected(
     manifest_path.write_text(json.dumps(manifest))
     code, out, _ = gate(capsys, *_args(body, bundle.path))
     assert code == 1 and all("matches no --evidence bundle" in line for line in out) and len(out) == 2
+    assert all(f"found {bundle.path.name} (" in line for line in out), "the bundles searched are named"
 
 
 def test_extra_file_in_bundle_is_rejected(
@@ -201,6 +202,7 @@ def test_numeric_gates_order_numerically(
     assert gate(capsys, *_args(body, written.path, "--gate", "PR-10"))[0] == 1
     code, _, err = gate(capsys, *_args(body, written.path, "--gate", "PR-C"))
     assert code == 2 and "cannot order gate 'PR-10' against 'PR-C'" in err
+    assert f"{written.path / 'AC-10.json'}: waiver to 'PR-10'" in err, "the error names the record's file"
 
 
 def test_duplicate_blocks_are_rejected(

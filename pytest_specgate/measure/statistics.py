@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from pytest_specgate.engines.protocol import acceptance_rate_of
 from pytest_specgate.measure.samples import RequestSample, SamplePair
 
 DEFAULT_CONFIDENCE_LEVEL = 0.95
@@ -252,7 +253,7 @@ def _measurement(
             f"telemetry from {after.source!r}: accepted ({accepted}) exceeds drafted "
             f"({drafted}) over the candidate runs; the counters are inconsistent"
         )
-    rate = accepted / drafted if drafted > 0 else None
+    rate = acceptance_rate_of(drafted, accepted)
     if rate is None:
         reason = f"{reason}; nothing was drafted, so there is no acceptance rate"
     return AcceptanceMeasurement(

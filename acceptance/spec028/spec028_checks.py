@@ -113,28 +113,52 @@ def without_volatile(body: Mapping[str, object]) -> dict[str, object]:
     return {key: value for key, value in body.items() if key not in _VOLATILE_FIELDS}
 
 
-def listening_loopback_ports() -> frozenset[int] | None:
-    """TCP ports in LISTEN state on this host (Linux ``/proc/net``), or None when unreadable."""
+def listening_ports_of(pids: frozenset[int]) -> frozenset[int] | None:
+    """TCP ports in LISTEN state held by ``pids`` (None when that cannot be read).
+
+    Only sockets these processes own count: another test or xdist worker booting an
+    engine at the same moment must not look like this one serving.
+    """
+    inodes = _socket_inodes(pids)
+    if inodes is None:
+        return _lsof_listening_ports(pids)
     ports: set[int] = set()
-    found_any = False
     for table in (Path("/proc/net/tcp"), Path("/proc/net/tcp6")):
         try:
             lines = table.read_text(encoding="ascii").splitlines()[1:]
         except OSError:
             continue
-        found_any = True
         for line in lines:
             columns = line.split()
-            if len(columns) > 3 and columns[3] == "0A":
+            if len(columns) > 9 and columns[3] == "0A" and columns[9] in inodes:
                 ports.add(int(columns[1].rsplit(":", 1)[1], 16))
-    if found_any:
-        return frozenset(ports)
-    return _lsof_listening_ports()
+    return frozenset(ports)
 
 
-def _lsof_listening_ports() -> frozenset[int] | None:
+def _socket_inodes(pids: frozenset[int]) -> set[str] | None:
+    """Socket inodes open in ``pids`` from ``/proc/<pid>/fd`` (Linux), None elsewhere."""
+    if not Path("/proc/self/fd").is_dir():
+        return None
+    inodes: set[str] = set()
+    for pid in pids:
+        try:
+            descriptors = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue
+        for descriptor in descriptors:
+            try:
+                link = os.readlink(descriptor)
+            except OSError:  # closed since the listing
+                continue
+            if link.startswith("socket:["):
+                inodes.add(link[len("socket:["):-1])
+    return inodes
+
+
+def _lsof_listening_ports(pids: frozenset[int]) -> frozenset[int] | None:
     try:
-        out = subprocess.run(["lsof", "-nP", "-iTCP", "-sTCP:LISTEN", "-Fn"], capture_output=True,
+        out = subprocess.run(["lsof", "-nP", "-a", "-p", ",".join(map(str, sorted(pids))),
+                              "-iTCP", "-sTCP:LISTEN", "-Fn"], capture_output=True,
                              text=True, timeout=10, check=False).stdout
     except (OSError, subprocess.SubprocessError):
         return None
@@ -166,7 +190,9 @@ class ServingSnapshot:
 
 
 def serving_snapshot() -> ServingSnapshot:
-    return ServingSnapshot(listening_loopback_ports(), child_processes())
+    """Ports this process and its children listen on, and its children, at one moment."""
+    children = child_processes()
+    return ServingSnapshot(listening_ports_of(children | {os.getpid()}), children)
 
 
 def rss_bytes(pid: int) -> tuple[int | None, str]:

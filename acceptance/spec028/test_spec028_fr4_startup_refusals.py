@@ -41,10 +41,10 @@ def _expect_nothing_served(checks: RequirementChecks, before: ServingSnapshot,
     checks.measure("processes_left_running", len(new_children), at_most=0)
     checks.expect(not new_children, f"refused start-up left processes {new_children} running")
     if before.ports is None or after.ports is None:
-        checks.evidence.note("listening_ports", "unknown: neither /proc/net/tcp nor lsof readable")
+        checks.evidence.note("listening_ports", "unknown: neither /proc/<pid>/fd nor lsof readable")
         return
     new_ports = sorted(after.ports - before.ports)
-    checks.evidence.note("listening_ports", "compared before/after from /proc/net/tcp or lsof")
+    checks.evidence.note("listening_ports", "sockets of this process and its children, before/after")
     checks.measure("ports_listening_after_refusal", len(new_ports), at_most=0)
     checks.expect(not new_ports, f"refused start-up left ports {new_ports} listening")
 

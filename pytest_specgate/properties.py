@@ -40,13 +40,13 @@ def spec_payload(
     return payload
 
 
-def payload_of(user_properties: Any) -> dict[str, Any] | None:
-    """The specgate payload among a report's user properties, if any."""
+def payload_of(user_properties: Iterable[Any] | None) -> dict[str, Any] | None:
+    """The last ``("specgate", dict)`` entry of a report: later phases carry everything earlier ones did."""
+    found: dict[str, Any] | None = None
     for entry in user_properties or ():
         if isinstance(entry, tuple | list) and len(entry) == 2 and entry[0] == SPEC_PROPERTY:
-            value = entry[1]
-            return value if isinstance(value, dict) else None
-    return None
+            found = entry[1] if isinstance(entry[1], dict) else None
+    return found
 
 
 def mismatched_hardware_runs(reports: Iterable[Any]) -> set[str]:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
         empty_properties,
         staging_dir,
     )
-    from pytest_specgate.evidence._records import SCHEMA_ID, USER_PROPERTY_NAME, specgate_properties
+    from pytest_specgate.evidence._records import SCHEMA_ID
     from pytest_specgate.evidence._redact import LocalIdentity, Redactor, build_redactor, write_redacted
     from pytest_specgate.evidence._writer import NOT_QUALIFIED, QUALIFIED, WrittenBundle
 
@@ -66,7 +66,6 @@ _EXPORTS: dict[str, str] = {
     "Redactor": "_redact",
     "SCHEMA_ID": "_records",
     "STATEMENT_NAME": "_bundle",
-    "USER_PROPERTY_NAME": "_records",
     "WrittenBundle": "_writer",
     "ac_from_marker": "_marker",
     "build_redactor": "_redact",
@@ -83,7 +82,6 @@ _EXPORTS: dict[str, str] = {
     "read_records": "_bundle",
     "render_markdown": "_markdown",
     "schema_problems": "_bundle",
-    "specgate_properties": "_records",
     "staging_dir": "_recorder",
     "verify_bundle": "_bundle",
     "write_redacted": "_redact",
@@ -108,7 +106,6 @@ __all__ = [
     "RECEIPT_NAME",
     "SCHEMA_ID",
     "STATEMENT_NAME",
-    "USER_PROPERTY_NAME",
     "AcceptanceCriterion",
     "Attachment",
     "Bundle",
@@ -140,7 +137,6 @@ __all__ = [
     "read_records",
     "render_markdown",
     "schema_problems",
-    "specgate_properties",
     "staging_dir",
     "verify_bundle",
     "write_redacted",

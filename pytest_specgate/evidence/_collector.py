@@ -35,10 +35,10 @@ from pytest_specgate.evidence._records import (
     fold_outcome,
     group_by_ac,
     longrepr_message,
-    specgate_properties,
 )
 from pytest_specgate.evidence._redact import Redactor, append_redacted, build_redactor, write_redacted
 from pytest_specgate.evidence._writer import NOT_QUALIFIED, WrittenBundle, run_verdict, write_bundle
+from pytest_specgate.properties import payload_of
 
 RECEIPT_SCHEMA_ID = "specgate.receipt/v1"
 GIT_TIMEOUT_S = 30.0
@@ -136,7 +136,7 @@ class EvidenceCollector:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._phases.setdefault(report.nodeid, {})[report.when] = _phase(report)
-        properties = specgate_properties(report.user_properties)
+        properties = payload_of(report.user_properties)
         newly_known = False
         if properties is not None:
             self._properties[report.nodeid] = properties

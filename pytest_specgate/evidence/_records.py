@@ -15,8 +15,6 @@ from pytest_specgate.evidence._jsonio import JsonValue
 from pytest_specgate.evidence._recorder import threshold_verdict
 
 SCHEMA_ID = "specgate.evidence/v1"
-USER_PROPERTY_NAME = "specgate"
-"""``report.user_properties`` carries one ``("specgate", <dict>)`` entry per test phase."""
 
 ExecutedOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed", "interrupted"]
 AcOutcome = Literal["passed", "failed", "skipped", "incomplete"]
@@ -66,15 +64,6 @@ class ExecutedTest:
     duration: float
     phases: tuple[PhaseResult, ...]
     properties: Mapping[str, JsonValue] = field(default_factory=dict)
-
-
-def specgate_properties(user_properties: Iterable[tuple[str, object]]) -> Mapping[str, JsonValue] | None:
-    """The last ``("specgate", dict)`` entry: later phases carry everything earlier ones did."""
-    found: Mapping[str, JsonValue] | None = None
-    for entry in user_properties:
-        if len(entry) == 2 and entry[0] == USER_PROPERTY_NAME and isinstance(entry[1], Mapping):
-            found = entry[1]
-    return found
 
 
 def longrepr_message(longrepr: object, outcome: str) -> str | None:

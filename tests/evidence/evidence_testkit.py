@@ -16,13 +16,13 @@ from typing import Any
 import pytest
 
 from pytest_specgate.evidence import (
-    USER_PROPERTY_NAME,
     EvidenceCollector,
     EvidenceRecorder,
     WrittenBundle,
     empty_properties,
     staging_dir,
 )
+from pytest_specgate.properties import SPEC_PROPERTY
 
 PLANTED_HF_TOKEN = "hf_PlantedTokenValue0123456789abcdefXYZ"
 HOST_FACTS: Mapping[str, Any] = {"os": "linux", "arch": "x86_64", "memory_gb": 24}
@@ -101,7 +101,7 @@ class SyntheticRun:
             longrepr=longrepr,
             when=when,  # type: ignore[arg-type]
             duration=0.25,
-            user_properties=[(USER_PROPERTY_NAME, dict(payload))],
+            user_properties=[(SPEC_PROPERTY, dict(payload))],
         )
         self.collector.pytest_runtest_logreport(report)
 

@@ -135,10 +135,14 @@ def _evidence_collector(config: pytest.Config, settings: opts.SpecgateSettings,
 def session_redactor(config: pytest.Config) -> Redactor:
     """The one redaction function every evidence write of this process goes through."""
     if REDACTOR_KEY not in config.stash:
-        from pytest_specgate.evidence import build_redactor
+        collector = config.stash.get(COLLECTOR_KEY, None)
+        if collector is not None:
+            config.stash[REDACTOR_KEY] = collector.redactor
+        else:
+            from pytest_specgate.evidence import build_redactor
 
-        patterns = config.stash[PROJECT_KEY].redact_patterns
-        config.stash[REDACTOR_KEY] = build_redactor(config.rootpath, patterns)
+            patterns = config.stash[PROJECT_KEY].redact_patterns
+            config.stash[REDACTOR_KEY] = build_redactor(config.rootpath, patterns)
     return config.stash[REDACTOR_KEY]
 
 

@@ -1,13 +1,12 @@
 """Repository-wide test settings.
 
-Hypothesis deadlines are off: these machines are shared and noisy, and a
-property test must fail on a wrong answer, never on a slow one. Select a
-profile with ``HYPOTHESIS_PROFILE=soak`` for the long redaction soak.
+This file is loaded by every run from the repository, including the README's
+first command, which installs the package without its dev extra: it may import
+only the package's own dependencies. Dev-only settings (hypothesis profiles)
+live in ``tests/conftest.py``.
 """
 
 from __future__ import annotations
-
-import os
 
 # pytester's in-process runs unload every module first imported inside them. Were
 # httpx or httpcore (which httpx imports lazily) first imported there, later tests
@@ -15,10 +14,3 @@ import os
 # would miss real transport errors.
 import httpcore  # noqa: F401
 import httpx  # noqa: F401
-from hypothesis import HealthCheck, settings
-
-settings.register_profile("default", deadline=None,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("soak", deadline=None, max_examples=10_000,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from pytest_specgate.measure.engine_arms import engine_arm, engine_telemetry
 from pytest_specgate.measure.expected import (
+    FiniteHorizon,
     MeasuredVsExpected,
     SpeedupExpectation,
     alpha_from_acceptance_rate,
@@ -18,6 +19,7 @@ from pytest_specgate.measure.expected import (
     expected_acceptance_rate,
     expected_speedup,
     expected_tokens_per_round,
+    finite_horizon,
 )
 from pytest_specgate.measure.paired import (
     PairedRun,
@@ -73,6 +75,7 @@ from pytest_specgate.measure.sustained import (
 __all__ = [
     "AcceptanceMeasurement",
     "ChatMessage",
+    "FiniteHorizon",
     "FixtureFileError",
     "IdentityCheck",
     "IdentityReport",
@@ -107,6 +110,7 @@ __all__ = [
     "expected_acceptance_rate",
     "expected_speedup",
     "expected_tokens_per_round",
+    "finite_horizon",
     "first_difference",
     "identity_check",
     "identity_report",

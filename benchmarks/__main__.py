@@ -27,7 +27,8 @@ class Benchmark:
 
 
 BENCHMARKS: tuple[Benchmark, ...] = (
-    Benchmark("overhead", overhead.run),
+    Benchmark("overhead", overhead.run_with_evidence),
+    Benchmark("overhead-no-evidence", overhead.run_without_evidence),
     Benchmark("startup-version", startup.run_version),
     Benchmark("startup-collect", startup.run_collect),
     Benchmark("accuracy", measurement_accuracy.run),

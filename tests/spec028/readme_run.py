@@ -23,9 +23,11 @@ def readme_first_command() -> list[str]:
 
 def with_evidence_dir(argv: list[str], directory: Path) -> list[str]:
     """The same command writing its bundle to ``directory`` instead of the README's ``out``."""
-    assert "--specgate-evidence" in argv, f"the README command writes no evidence: {argv}"
-    at = argv.index("--specgate-evidence")
-    return [*argv[: at + 1], str(directory), *argv[at + 2:]]
+    option = "--specgate-evidence="
+    found = [at for at, argument in enumerate(argv) if argument.startswith(option)]
+    assert found, f"the README command writes no evidence (no {option}DIR): {argv}"
+    at = found[0]
+    return [*argv[:at], f"{option}{directory}", *argv[at + 1:]]
 
 
 @dataclass(frozen=True)

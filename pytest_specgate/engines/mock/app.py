@@ -735,10 +735,13 @@ class MockEngineApp:
                     if round_.cost_s > 0:
                         await asyncio.sleep(round_.cost_s)
                     last = round_
-                    for delta, token in generation.feed(assembler, round_):
+                    # One event per verification round, as a real engine sends one per step:
+                    # the tokens a round accepted arrive together.
+                    delta = ""
+                    for piece, token in generation.feed(assembler, round_):
                         pending.append(token)
-                        if not delta:
-                            continue
+                        delta += piece
+                    if delta:
                         yield chunk(index, delta, None, pending)
                         pending = []
                         content_chunks += 1

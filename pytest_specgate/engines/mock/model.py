@@ -16,7 +16,7 @@ import math
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 
 __all__ = [
     "VOCABULARIES",
@@ -49,8 +49,12 @@ def mix64(value: int) -> int:
     return value ^ (value >> 31)
 
 
+@lru_cache(maxsize=65536)
 def seed_state(*parts: object) -> int:
-    """A 64-bit state from readable parts (model id, seed), stable across processes."""
+    """A 64-bit state from readable parts (model id, seed), stable across processes.
+
+    Memoised: prompts repeat their words and every draft round asks for its salt.
+    """
     joined = "\x00".join(str(part) for part in parts).encode()
     return int.from_bytes(hashlib.sha256(joined).digest()[:8], "big")
 
@@ -203,7 +207,7 @@ class DraftModel:
     alpha: float
     seed: int = 0
 
-    @property
+    @cached_property
     def salt(self) -> int:
         return seed_state("draft", self.model_id, self.seed)
 

@@ -100,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, help_text in (
         ("render", "print a bundle's markdown evidence blocks"),
         ("merge", "merge bundles from several hosts into one"),
+        ("sign", "sign a bundle with an Ed25519 key (DSSE envelope of its in-toto Statement)"),
         ("gate", "check a PR body against evidence bundles (exit 0 only when it may merge)"),
         ("waivers", "list open waivers and the gate each AC moves to"),
     ):

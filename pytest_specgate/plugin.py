@@ -32,6 +32,7 @@ if TYPE_CHECKING:
         EvidenceRecorder,
         Redactor,
     )
+    from pytest_specgate.evidence._signing import SignedBundle, SigningKey
     from pytest_specgate.qualification import QualificationFactory
 
 SETTINGS_KEY: Final = pytest.StashKey[opts.SpecgateSettings]()
@@ -48,6 +49,8 @@ COLLECTOR_KEY: Final[pytest.StashKey[EvidenceCollector]] = pytest.StashKey()
 REDACTOR_KEY: Final[pytest.StashKey[Redactor]] = pytest.StashKey()
 RECORDER_KEY: Final[pytest.StashKey[EvidenceRecorder]] = pytest.StashKey()
 ENGINE_RECORDS_KEY: Final[pytest.StashKey[dict[EngineConfig, dict[str, Any]]]] = pytest.StashKey()
+SIGNING_KEY: Final[pytest.StashKey[SigningKey]] = pytest.StashKey()
+SIGNED_KEY: Final[pytest.StashKey[SignedBundle | str]] = pytest.StashKey()
 
 AC_MARKER_DOC: Final = (
     "ac(id, *, spec=None, title=None, waived_to=None, reason=None): the acceptance criterion "
@@ -84,6 +87,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     metavar="KEY=VALUE", default=[], help=opts.ENGINE_OPTION_HELP)
     group.addoption("--specgate-vllm-python", dest="specgate_vllm_python", metavar="PYTHON",
                     default=None, help=opts.VLLM_PYTHON_HELP)
+    group.addoption("--specgate-sign-key", dest="specgate_sign_key", metavar="PATH",
+                    default=None, help=opts.SIGN_KEY_HELP)
     parser.addini("specgate_evidence", opts.EVIDENCE_HELP, default=None)
     parser.addini("specgate_vllm_python", opts.VLLM_PYTHON_HELP, default=None)
     parser.addini("specgate_engine", opts.ENGINE_HELP, default=None)
@@ -100,9 +105,37 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[PROJECT_KEY] = opts.load_project_settings(_pyproject(config))
     settings = config.stash[SETTINGS_KEY]
     if settings.evidence_dir is not None and not hasattr(config, "workerinput"):
+        if settings.sign_key is not None:
+            config.stash[SIGNING_KEY] = _signing_key(settings.sign_key)
         collector = _evidence_collector(config, settings, settings.evidence_dir)
         config.stash[COLLECTOR_KEY] = collector
         config.pluginmanager.register(collector, "specgate-evidence")
+
+
+def _signing_key(path: Path) -> SigningKey:
+    """Read (and check) the key before any test runs, not after a long qualification run."""
+    from pytest_specgate.evidence._signing import SigningError, load_signing_key
+
+    try:
+        return load_signing_key(path, os.environ)
+    except SigningError as exc:
+        raise pytest.UsageError(f"--specgate-sign-key: {exc}") from None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Sign the bundle the evidence collector has just written (controller only)."""
+    config = session.config
+    key = config.stash.get(SIGNING_KEY, None)
+    collector = config.stash.get(COLLECTOR_KEY, None)
+    if key is None or collector is None or collector.bundle is None:
+        return
+    from pytest_specgate.evidence._signing import SigningError, sign_bundle
+
+    try:
+        config.stash[SIGNED_KEY] = sign_bundle(collector.bundle.path, key, collector.redactor)
+    except SigningError as exc:
+        config.stash[SIGNED_KEY] = str(exc)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
@@ -282,6 +315,13 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    signed = config.stash.get(SIGNED_KEY, None)
+    if isinstance(signed, str):
+        terminalreporter.write_line(f"specgate: the bundle is NOT signed: {signed}", red=True)
+    elif signed is not None:
+        statement = signed.statement
+        terminalreporter.write_line(f"specgate: signed {signed.path.name} with {signed.keyid} "
+                                    f"({len(statement.files)} files, commit {statement.commit})")
     if not config.stash[SETTINGS_KEY].run.diagnostic:
         return
     mismatched = mismatched_hardware_runs(

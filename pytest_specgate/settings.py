@@ -27,6 +27,7 @@ __all__ = [
     "EVIDENCE_HELP",
     "HOST_FACTS_HELP",
     "REQUIRE_HELP",
+    "SIGN_KEY_HELP",
     "VLLM_PYTHON_HELP",
     "ProjectSettings",
     "SpecgateSettings",
@@ -60,6 +61,10 @@ ENGINE_OPTION_HELP: Final = (
 VLLM_PYTHON_HELP: Final = (
     "Python interpreter that has vLLM installed, for the vllm backend (default: this one)."
 )
+SIGN_KEY_HELP: Final = (
+    "Ed25519 private key (PEM, or OpenSSH from ssh-keygen -t ed25519) that signs the bundle at "
+    "session end (statement.intoto.dsse.json); passphrase from $SPECGATE_SIGN_PASSPHRASE."
+)
 ENGINES: Final = ("mock", "mlx", "vllm", "endpoint")
 
 
@@ -75,6 +80,7 @@ class SpecgateSettings:
     duration_scale: float
     vllm_python: str | None
     engine_options: tuple[tuple[str, object], ...] = ()
+    sign_key: Path | None = None
 
 
 @final
@@ -140,6 +146,12 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         raise pytest.UsageError(f"--specgate-duration-scale: expected a number > 0, got {scale}")
     facts = config.getoption("specgate_host_facts")
     evidence = config.getoption("specgate_evidence") or _ini_or(config, "specgate_evidence")
+    sign_key = config.getoption("specgate_sign_key")
+    if sign_key and not evidence:
+        raise pytest.UsageError(
+            f"--specgate-sign-key={sign_key}: signs the evidence bundle, but no --specgate-evidence "
+            "directory was given"
+        )
     return SpecgateSettings(
         run=RunSettings(required=required, diagnostic=diagnostic),
         host_facts_file=Path(facts) if facts else None,
@@ -151,6 +163,7 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         duration_scale=scale,
         vllm_python=config.getoption("specgate_vllm_python") or _ini_or(config, "specgate_vllm_python"),
         engine_options=parse_engine_options(config.getoption("specgate_engine_option") or []),
+        sign_key=config.invocation_params.dir / sign_key if sign_key else None,
     )
 
 

@@ -4,6 +4,10 @@ The manifest lists the sha256 and size of every file. ``evidence.md`` carries th
 digest, so the digest cannot cover it: the bundle digest is the sha256 of the canonical JSON
 of every manifest entry except ``evidence.md``. The gate recomputes it from the manifest and
 checks every file against the manifest, ``evidence.md`` included.
+
+``statement.intoto.dsse.json``, the signature, is the one file the manifest leaves out: it is
+written after the manifest (possibly by ``specgate sign`` on another day) and its signed subjects
+cover every other file, the manifest included (see ``_signing``).
 """
 
 from __future__ import annotations
@@ -26,6 +30,8 @@ MANIFEST_NAME = "manifest.json"
 MARKDOWN_NAME = "evidence.md"
 RECEIPT_NAME = "receipt.json"
 STATEMENT_NAME = "statement.intoto.json"
+SIGNATURE_NAME = "statement.intoto.dsse.json"
+"""The signed statement sits beside the manifest, not in it: its subjects cover every other file."""
 MERGE_NAME = "merge.json"
 MANIFEST_SCHEMA_ID = "specgate.manifest/v1"
 _MANIFEST_FIELDS = frozenset({"schema", "run_id", "specgate", "files", "bundle_sha256"})
@@ -186,11 +192,13 @@ def find_bundles(directory: Path) -> list[Bundle]:
     ]
 
 
-def files_on_disk(path: Path) -> dict[str, Path]:
+def files_on_disk(path: Path, *, with_manifest: bool = False) -> dict[str, Path]:
+    """Every file of the bundle but its signature (and, unless asked, its manifest)."""
+    left_out = {SIGNATURE_NAME} if with_manifest else {SIGNATURE_NAME, MANIFEST_NAME}
     return {
         file.relative_to(path).as_posix(): file
         for file in sorted(path.rglob("*"))
-        if file.relative_to(path).as_posix() != MANIFEST_NAME and (file.is_file() or file.is_symlink())
+        if file.relative_to(path).as_posix() not in left_out and (file.is_file() or file.is_symlink())
     }
 
 

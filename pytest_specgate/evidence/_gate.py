@@ -26,6 +26,7 @@ from pytest_specgate.evidence._jsonio import JsonValue
 from pytest_specgate.evidence._markdown import EvidenceBlock, PrBodyError, parse_pr_body
 from pytest_specgate.evidence._marker import AC_ID_FORMS, is_ac_id
 from pytest_specgate.evidence._records import measurement_miss
+from pytest_specgate.evidence._trust import TrustCheck, TrustPolicy
 
 _COMMIT = re.compile(r"^[0-9a-fA-F]{7,64}$")
 
@@ -89,8 +90,12 @@ def evaluate_gate(
     required: Sequence[str],
     commit: str | None = None,
     gate: str | None = None,
+    trust_policy: TrustPolicy | None = None,
 ) -> GateVerdict:
-    """Judge a PR body against bundles; see the module docstring for exit semantics."""
+    """Judge a PR body against bundles; see the module docstring for exit semantics.
+
+    With a ``trust_policy`` every AC must also be vouched for by an enrolled signer.
+    """
     gate_name, wanted_commit = _parse_inputs(required, commit, gate)
     try:
         blocks = parse_pr_body(read_text_input(pr_body, "PR body"), str(pr_body))
@@ -103,9 +108,10 @@ def evaluate_gate(
     problems: list[str] = []
     accepted: list[str] = []
     integrity: dict[Path, list[str]] = {}
+    trust = None if trust_policy is None else TrustCheck(trust_policy)
     for ac_id in acs:
         ac_blocks = [b for b in blocks if b.ac_id == ac_id]
-        found = _check_ac(ac_id, ac_blocks, bundles, integrity, wanted_commit, gate_name)
+        found = _check_ac(ac_id, ac_blocks, bundles, integrity, wanted_commit, gate_name, trust)
         if found:
             problems += [f"{ac_id}: {problem}" for problem in found]
         else:
@@ -120,6 +126,7 @@ def _check_ac(
     integrity: dict[Path, list[str]],
     commit: str | None,
     gate: GateName | None,
+    trust: TrustCheck | None = None,
 ) -> list[str]:
     """``integrity`` holds each bundle's verification, so ACs sharing a bundle read its files once."""
     if not blocks:
@@ -157,9 +164,10 @@ def _check_ac(
     if recorded_id != ac_id:
         return [f"{ac_file_name(ac_id)} in bundle {bundle.run_id} is the record of {recorded_id}"]
     try:
-        return _record_problems(record, commit, gate)
+        problems = _record_problems(record, commit, gate)
     except GateInputError as error:
         raise GateInputError(f"{bundle.path / ac_file_name(ac_id)}: {error}") from None
+    return problems + ([] if trust is None else trust.problems(bundle, record, commit))
 
 
 def _record_problems(record: Mapping[str, JsonValue], commit: str | None, gate: GateName | None) -> list[str]:

@@ -1,4 +1,4 @@
-"""The evidence subcommands of ``specgate``: ``render``, ``merge``, ``gate`` and ``waivers``.
+"""The evidence subcommands of ``specgate``: ``render``, ``merge``, ``sign``, ``gate`` and ``waivers``.
 
 Each is a ``configure_<name>_parser(parser)`` / ``run_<name>(args) -> int`` pair that ``cli.py``
 wires into its subparsers. Exit codes: 0 ok, 1 the gate (or a due waiver) rejects, 2 bad input.
@@ -7,6 +7,7 @@ wires into its subparsers. Exit codes: 0 ok, 1 the gate (or a due waiver) reject
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -26,6 +27,7 @@ from pytest_specgate.evidence._gates import GateOrderError, parse_gate_name
 from pytest_specgate.evidence._jsonio import JsonValue, sha256_hex
 from pytest_specgate.evidence._markdown import render_markdown
 from pytest_specgate.evidence._redact import build_redactor
+from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, load_trust_policy
 from pytest_specgate.evidence._writer import write_bundle
 
 EXIT_OK = 0
@@ -45,6 +47,15 @@ def _verified_records(bundle: Bundle) -> dict[str, Mapping[str, JsonValue]]:
     return read_records(bundle)
 
 
+def only_bundle(path: Path) -> Bundle:
+    """The one bundle at ``path`` (a bundle, or an evidence dir holding exactly one)."""
+    bundles = find_bundles(path)
+    if len(bundles) != 1:
+        listed = ", ".join(b.path.name for b in bundles) or "none"
+        raise BundleError(f"{path}: expected one bundle, found {len(bundles)} ({listed})")
+    return bundles[0]
+
+
 def configure_render_parser(parser: argparse.ArgumentParser) -> None:
     parser.description = "Print the markdown evidence blocks of one bundle (after verifying it)."
     parser.add_argument("bundle", type=Path, help="a bundle directory (or an evidence dir holding one)")
@@ -53,11 +64,7 @@ def configure_render_parser(parser: argparse.ArgumentParser) -> None:
 
 def run_render(args: argparse.Namespace) -> int:
     try:
-        bundles = find_bundles(args.bundle)
-        if len(bundles) != 1:
-            listed = ", ".join(b.path.name for b in bundles) or "none"
-            return _error("render", f"{args.bundle}: expected one bundle, found {len(bundles)} ({listed})")
-        bundle = bundles[0]
+        bundle = only_bundle(args.bundle)
         records = _verified_records(bundle)
     except BundleError as error:
         return _error("render", str(error))
@@ -157,6 +164,38 @@ def run_merge(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def configure_sign_parser(parser: argparse.ArgumentParser) -> None:
+    from pytest_specgate.evidence._signing import PASSPHRASE_ENV
+
+    parser.description = (
+        "Sign a bundle: its in-toto Statement, with the commit and every file as subjects, goes into "
+        "a DSSE envelope (statement.intoto.dsse.json) signed with an Ed25519 key. Signing again with "
+        "another key adds a signature. The bundle digest and the PR body do not change."
+    )
+    parser.add_argument("bundle", type=Path, help="a bundle directory (or an evidence dir holding one)")
+    parser.add_argument(
+        "--key", type=Path, required=True, metavar="PATH",
+        help=f"Ed25519 private key, PEM or OpenSSH (ssh-keygen -t ed25519); passphrase: ${PASSPHRASE_ENV}",
+    )
+
+
+def run_sign(args: argparse.Namespace) -> int:
+    from pytest_specgate.evidence._signing import SigningError, load_signing_key, sign_bundle
+
+    try:
+        bundle = only_bundle(args.bundle)
+        key = load_signing_key(args.key, os.environ)
+        signed = sign_bundle(bundle.path, key, build_redactor(None))
+    except (BundleError, SigningError) as error:
+        return _error("sign", str(error))
+    print(
+        f"specgate sign: {signed.path} signed by {signed.keyid} "
+        f"({len(signed.statement.files)} files and commit {signed.statement.commit}; "
+        f"{signed.signatures} signature(s))"
+    )
+    return EXIT_OK
+
+
 def configure_gate_parser(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Accept a PR body only if every required AC has an evidence block bound to an intact, "
@@ -178,13 +217,40 @@ def configure_gate_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--gate", help="this merge gate (PR-<letters> or PR-<n>); waivers must name a later one"
     )
+    parser.add_argument(
+        "--trust-policy", type=Path, metavar="FILE",
+        help="TOML file with [tool.specgate.trust] (default: the nearest pyproject.toml); take it from "
+        "the protected base branch, not from the PR",
+    )
+
+
+def gate_trust_policy(explicit: Path | None, start: Path) -> TrustPolicy | None:
+    """``--trust-policy``, else the ``[tool.specgate.trust]`` of the nearest pyproject.toml, if any."""
+    if explicit is not None:
+        policy = load_trust_policy(explicit)
+        if policy is None:
+            raise TrustPolicyError(f"{explicit}: --trust-policy file has no [tool.specgate.trust] table")
+        return policy
+    for directory in (start, *start.parents):
+        candidate = directory / "pyproject.toml"
+        if candidate.is_file():
+            return load_trust_policy(candidate)
+    return None
 
 
 def run_gate(args: argparse.Namespace) -> int:
     try:
-        verdict = evaluate_gate(args.pr_body, args.evidence, args.require, args.commit, args.gate)
-    except GateInputError as error:
+        policy = gate_trust_policy(args.trust_policy, Path.cwd())
+        verdict = evaluate_gate(args.pr_body, args.evidence, args.require, args.commit, args.gate, policy)
+    except (GateInputError, TrustPolicyError) as error:
         return _error("gate", str(error))
+    print(
+        "specgate gate: no trust policy ([tool.specgate.trust]): signatures were not checked"
+        if policy is None
+        else f"specgate gate: trust policy {policy.source} ({len(policy.signers)} signers): "
+        "every AC was checked for a signature by an enrolled signer",
+        file=sys.stderr,
+    )
     if verdict.problems:
         for problem in verdict.problems:
             print(problem)

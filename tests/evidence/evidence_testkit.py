@@ -7,8 +7,9 @@ conftest, so tests can import it by its unique name.)
 
 from __future__ import annotations
 
+import argparse
 import subprocess
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -173,3 +174,17 @@ def qualifying_bundle(repo: Path, environ: Mapping[str, str], **options: Any) ->
     run.run_test("acceptance/test_ac11.py::test_small_air", AC11)
     run.run_test("tests/test_helper.py::test_no_ac", None)
     return run.finish()
+
+
+def cli(
+    capsys: pytest.CaptureFixture[str],
+    configure: Callable[[argparse.ArgumentParser], None],
+    run: Callable[[argparse.Namespace], int],
+    *arguments: str,
+) -> tuple[int, str, str]:
+    """One ``specgate`` evidence subcommand: exit code, stdout, stderr."""
+    parser = argparse.ArgumentParser()
+    configure(parser)
+    code = run(parser.parse_args(list(arguments)))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err

@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import argparse
 import json
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun, qualifying_bundle
+from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun, cli, qualifying_bundle
 
 from pytest_specgate.evidence import WrittenBundle, load_bundle, parse_pr_body, verify_bundle
 from pytest_specgate.evidence.cli_commands import (
@@ -19,19 +17,6 @@ from pytest_specgate.evidence.cli_commands import (
     run_render,
     run_waivers,
 )
-
-
-def cli(
-    capsys: pytest.CaptureFixture[str],
-    configure: Callable[[argparse.ArgumentParser], None],
-    run: Callable[[argparse.Namespace], int],
-    *arguments: str,
-) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    configure(parser)
-    code = run(parser.parse_args(list(arguments)))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 def _host_run(repo: Path, ac10_passes: bool, ac11_passes: bool) -> WrittenBundle:

@@ -1,0 +1,428 @@
+"""Signed bundles and the trust policy: what the gate accepts and refuses under a policy."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shutil
+import subprocess
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ec import SECP256R1, generate_private_key
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import (
+    BestAvailableEncryption,
+    Encoding,
+    NoEncryption,
+    PrivateFormat,
+    PublicFormat,
+)
+from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun, cli, git
+
+from pytest_specgate.evidence import WrittenBundle, build_redactor, evaluate_gate, load_bundle, verify_bundle
+from pytest_specgate.evidence._bundle import SIGNATURE_NAME, file_entry, manifest_document
+from pytest_specgate.evidence._jsonio import pretty_json
+from pytest_specgate.evidence._markdown import render_markdown
+from pytest_specgate.evidence._signing import (
+    PASSPHRASE_ENV,
+    SigningError,
+    envelope_from_bytes,
+    load_signing_key,
+    pae,
+    sign_bundle,
+)
+from pytest_specgate.evidence._trust import TrustCheck, TrustPolicy, TrustPolicyError, load_trust_policy
+from pytest_specgate.evidence.cli_commands import (
+    configure_gate_parser,
+    configure_sign_parser,
+    run_gate,
+    run_sign,
+)
+
+M4_HARDWARE = {
+    "requirement": {"apple": "M4", "min_memory_gb": 16, "profile": "m4-16gb"},
+    "profile": "m4-16gb",
+    "matched": True,
+    "reasons": [],
+    "host_summary": "Apple M4, 16 GB, macOS 15.1",
+}
+HOSTS_TOML = """\
+[tool.specgate.hosts.m4-16gb]
+apple = "M4"
+min_memory_gb = 16
+
+[tool.specgate.hosts.gb10]
+cuda_sm = "12.1"
+"""
+
+
+@dataclass(frozen=True)
+class Key:
+    path: Path
+    public_line: str
+
+
+def pem_key(directory: Path, name: str) -> Key:
+    private = Ed25519PrivateKey.generate()
+    path = directory / f"{name}.pem"
+    path.write_bytes(private.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+    public = private.public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH).decode()
+    return Key(path, public)
+
+
+def ssh_key(directory: Path, name: str, *, kind: str = "ed25519", passphrase: str = "") -> Key:
+    if shutil.which("ssh-keygen") is None:
+        pytest.skip("ssh-keygen is not installed")
+    path = directory / name
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", kind, "-N", passphrase, "-C", f"{name}@example.invalid", "-f", str(path)],
+        check=True,
+        capture_output=True,
+    )
+    return Key(path, path.with_suffix(".pub").read_text().strip())
+
+
+def write_policy(directory: Path, signers: Mapping[str, tuple[Key, list[str]]]) -> Path:
+    lines = [HOSTS_TOML]
+    for name, (key, profiles) in signers.items():
+        lines.append(f"[tool.specgate.trust.signers.{name}]\nkey = {json.dumps(key.public_line)}\n"
+                     f"profiles = {json.dumps(profiles)}\n")
+    path = directory / "trust.toml"
+    path.write_text("\n".join(lines))
+    return path
+
+
+@dataclass(frozen=True)
+class Setup:
+    repo: GitRepo
+    bundle: WrittenBundle
+    pr_body: Path
+    desk_m4: Key
+    gb10: Key
+    stranger: Key
+    policy: TrustPolicy
+
+
+def hardware_bundle(repo: GitRepo) -> WrittenBundle:
+    """AC-10 ran on a matched m4-16gb host (under a policy only its signature can fail); AC-11 no hardware."""
+    run = SyntheticRun(repo.path, TEST_ENV)
+    recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
+    recorder.measure("median_speedup", 1.52, "x", at_least=1.4)
+    recorder.attach("server.log", b"ready on 127.0.0.1:8000\n")
+    run.run_test("acceptance/test_ac10.py::test_speedup", AC10, recorder=recorder, hardware=M4_HARDWARE)
+    run.run_test("acceptance/test_ac11.py::test_small_air", AC11)
+    return run.finish()
+
+
+@pytest.fixture
+def setup(git_repo: GitRepo, tmp_path: Path) -> Setup:
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    desk_m4, gb10, stranger = (pem_key(keys, name) for name in ("desk-m4", "gb10-box", "stranger"))
+    policy_path = write_policy(tmp_path, {"desk-m4": (desk_m4, ["m4-16gb"]), "gb10-box": (gb10, ["gb10"])})
+    policy = load_trust_policy(policy_path)
+    assert policy is not None
+    bundle = hardware_bundle(git_repo)
+    body = tmp_path / "PR.md"
+    body.write_text(bundle.markdown)
+    return Setup(git_repo, bundle, body, desk_m4, gb10, stranger, policy)
+
+
+def sign(bundle: Path, key: Key) -> None:
+    sign_bundle(bundle, load_signing_key(key.path, {}), build_redactor(None))
+
+
+def gate_problems(setup: Setup, policy: TrustPolicy | None) -> list[str]:
+    verdict = evaluate_gate(
+        setup.pr_body, [setup.repo.path / "out"], ["AC-10", "AC-11"], setup.repo.commit, None, policy
+    )
+    return list(verdict.problems)
+
+
+def keyid(setup: Setup, key: Key) -> str:
+    return load_signing_key(key.path, {}).keyid
+
+
+def test_pae_is_the_dsse_encoding() -> None:
+    assert pae("http://example.com/HelloWorld", b"hello world") == (
+        b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+    )
+
+
+def test_signed_by_the_enrolled_key_is_accepted_and_the_check_names_no_problem(setup: Setup) -> None:
+    sign(setup.bundle.path, setup.desk_m4)
+    record = json.loads((setup.bundle.path / "AC-10.json").read_text())
+    assert TrustCheck(setup.policy).problems(load_bundle(setup.bundle.path), record, setup.repo.commit) == []
+    assert gate_problems(setup, setup.policy) == []
+    envelope = envelope_from_bytes((setup.bundle.path / SIGNATURE_NAME).read_bytes())
+    statement = json.loads(envelope.payload)
+    names = {subject["name"] for subject in statement["subject"]}
+    assert {"source", "manifest.json", "evidence.md", "AC-10.json", "statement.intoto.json"} <= names
+    assert statement["subject"][0]["digest"] == {"gitCommit": setup.repo.commit}
+    assert statement["predicateType"] == "https://in-toto.io/attestation/test-result/v0.1"
+    assert envelope.payload_type == "application/vnd.in-toto+json"
+    assert verify_bundle(load_bundle(setup.bundle.path)) == []
+
+
+def test_unsigned_hardware_ac_is_rejected_naming_profile_and_allowed_signer(setup: Setup) -> None:
+    assert gate_problems(setup, None) == []
+    problems = gate_problems(setup, setup.policy)
+    desk = f"desk-m4 ({keyid(setup, setup.desk_m4)})"
+    assert problems[0] == (
+        f"AC-10: hardware profile m4-16gb: unsigned (no {SIGNATURE_NAME}); "
+        f"m4-16gb may be vouched for by {desk}"
+    )
+    assert problems[1].startswith(f"AC-11: unsigned (no {SIGNATURE_NAME}); under the trust policy")
+
+
+def test_signed_by_an_unenrolled_key_is_rejected(setup: Setup) -> None:
+    sign(setup.bundle.path, setup.stranger)
+    stranger = keyid(setup, setup.stranger)
+    problems = gate_problems(setup, setup.policy)
+    assert problems[0] == (
+        f"AC-10: hardware profile m4-16gb: signed only by unknown key {stranger} (not in the trust policy); "
+        f"m4-16gb may be vouched for by desk-m4 ({keyid(setup, setup.desk_m4)})"
+    )
+    assert len(problems) == 2 and problems[1].startswith("AC-11: signed only by unknown key")
+
+
+def test_signed_by_a_key_enrolled_for_another_profile_is_rejected(setup: Setup) -> None:
+    sign(setup.bundle.path, setup.gb10)
+    problems = gate_problems(setup, setup.policy)
+    assert problems == [
+        f"AC-10: hardware profile m4-16gb: signed by gb10-box ({keyid(setup, setup.gb10)}), not enrolled for "
+        f"m4-16gb; m4-16gb may be vouched for by desk-m4 ({keyid(setup, setup.desk_m4)})"
+    ]
+
+
+def forge(setup: Setup, edit: Any) -> None:
+    """Edit AC-10.json, then recompute manifest, evidence.md and the PR body with the package's helpers."""
+    bundle = setup.bundle.path
+    record = json.loads((bundle / "AC-10.json").read_text())
+    edit(record)
+    (bundle / "AC-10.json").write_text(pretty_json(record))
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    run_id, version = manifest["run_id"], manifest["specgate"]
+    files = {name: file_entry((bundle / name).read_bytes()) for name in manifest["files"]
+             if name != "evidence.md"}
+    records = [json.loads((bundle / f"{ac}.json").read_text()) for ac in ("AC-10", "AC-11")]
+    digest = manifest_document(run_id, files, version)["bundle_sha256"]
+    markdown = render_markdown([(r, files[f"{r['ac']['id']}.json"].sha256) for r in records], digest)
+    (bundle / "evidence.md").write_text(markdown)
+    files["evidence.md"] = file_entry(markdown.encode())
+    (bundle / "manifest.json").write_text(pretty_json(manifest_document(run_id, files, version)))
+    setup.pr_body.write_text(markdown)
+
+
+def test_forged_and_remanifested_bundle_passes_unkeyed_checks_but_not_the_policy(setup: Setup) -> None:
+    sign(setup.bundle.path, setup.desk_m4)
+
+    def faster(record: dict[str, Any]) -> None:
+        record["measurements"][0]["value"] = 3.5
+
+    forge(setup, faster)
+    assert verify_bundle(load_bundle(setup.bundle.path)) == []
+    assert gate_problems(setup, None) == [], "the forgery must be consistent, or this test proves nothing"
+    problems = gate_problems(setup, setup.policy)
+    assert len(problems) == 2
+    assert problems[0].startswith(
+        f"AC-10: hardware profile m4-16gb: the statement signed by desk-m4 ({keyid(setup, setup.desk_m4)}) "
+        "does not match this bundle: AC-10.json: sha256 "
+    )
+    assert "evidence.md: sha256" in problems[0] and "manifest.json: sha256" in problems[0]
+
+
+def test_removing_the_hardware_and_the_signature_does_not_get_around_the_policy(setup: Setup) -> None:
+    sign(setup.bundle.path, setup.desk_m4)
+
+    def no_hardware(record: dict[str, Any]) -> None:
+        for test in record["tests"]:
+            test["hardware"] = None
+
+    forge(setup, no_hardware)
+    (setup.bundle.path / SIGNATURE_NAME).unlink()
+    assert gate_problems(setup, None) == []
+    problems = gate_problems(setup, setup.policy)
+    assert problems[0].startswith(f"AC-10: unsigned (no {SIGNATURE_NAME}); under the trust policy")
+
+
+def test_envelope_edits_that_keep_its_meaning_are_still_rejected(setup: Setup) -> None:
+    sign(setup.bundle.path, setup.desk_m4)
+    path = setup.bundle.path / SIGNATURE_NAME
+    original = path.read_bytes()
+    document = json.loads(original)
+    sig = document["signatures"][0]["sig"]
+    alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+    # 64 bytes end in one byte spread over two base64 digits: the second has four unused bits,
+    # so flipping one spells the same signature differently.
+    twin = sig[:-3] + alphabet[alphabet.index(sig[-3]) ^ 1] + sig[-2:]
+    assert base64.b64decode(twin) == base64.b64decode(sig)
+    variants = {
+        "indent": original.replace(b'\n  "', b'\n\t"', 1),
+        "base64 twin": original.replace(sig.encode(), twin.encode()),
+        "payload type": original.replace(b"application/vnd.in-toto+json", b"application/json"),
+    }
+    for name, data in variants.items():
+        assert data != original, name
+        path.write_bytes(data)
+        problems = gate_problems(setup, setup.policy)
+        assert problems and "statement.intoto.dsse.json: " in problems[0], (name, problems)
+
+
+def test_countersigning_adds_a_signature_and_either_signer_vouches(setup: Setup) -> None:
+    sign(setup.bundle.path, setup.gb10)
+    sign(setup.bundle.path, setup.desk_m4)
+    envelope = envelope_from_bytes((setup.bundle.path / SIGNATURE_NAME).read_bytes())
+    assert [s.keyid for s in envelope.signatures] == [keyid(setup, setup.gb10), keyid(setup, setup.desk_m4)]
+    assert gate_problems(setup, setup.policy) == []
+
+
+def test_ssh_keygen_ed25519_key_signs_and_is_enrolled_by_its_pub_line(setup: Setup, tmp_path: Path) -> None:
+    key = ssh_key(tmp_path, "id_ed25519")
+    printed = subprocess.run(["ssh-keygen", "-lf", str(key.path)], capture_output=True, text=True, check=True)
+    assert load_signing_key(key.path, {}).keyid == printed.stdout.split()[1]
+    enrolled = {"desk-m4": (key, ["m4-16gb"]), "gb10-box": (setup.gb10, ["gb10"])}
+    policy = load_trust_policy(write_policy(tmp_path, enrolled))
+    sign(setup.bundle.path, key)
+    assert gate_problems(setup, policy) == []
+    sign(setup.bundle.path, setup.gb10)
+    assert gate_problems(setup, policy) == []
+    assert gate_problems(setup, setup.policy) == [
+        f"AC-10: hardware profile m4-16gb: signed by unknown key {keyid(setup, key)} (not in the trust "
+        f"policy); gb10-box ({keyid(setup, setup.gb10)}), not enrolled for m4-16gb; m4-16gb may be vouched "
+        f"for by desk-m4 ({keyid(setup, setup.desk_m4)})"
+    ]
+
+
+def test_passphrases_come_from_the_environment(tmp_path: Path) -> None:
+    key = ssh_key(tmp_path, "id_locked", passphrase="correct horse")
+    with pytest.raises(SigningError, match=f"passphrase-protected: set {PASSPHRASE_ENV}"):
+        load_signing_key(key.path, {})
+    with pytest.raises(SigningError, match="wrong passphrase"):
+        load_signing_key(key.path, {PASSPHRASE_ENV: "wrong"})
+    assert load_signing_key(key.path, {PASSPHRASE_ENV: "correct horse"}).keyid.startswith("SHA256:")
+    pem = tmp_path / "locked.pem"
+    pem.write_bytes(Ed25519PrivateKey.generate().private_bytes(
+        Encoding.PEM, PrivateFormat.PKCS8, BestAvailableEncryption(b"s3cret")))
+    assert load_signing_key(pem, {PASSPHRASE_ENV: "s3cret"}).keyid.startswith("SHA256:")
+
+
+def test_keys_other_than_ed25519_are_refused_with_one_line(tmp_path: Path) -> None:
+    rsa = ssh_key(tmp_path, "id_rsa", kind="rsa")
+    with pytest.raises(SigningError) as caught:
+        load_signing_key(rsa.path, {})
+    assert str(caught.value) == (
+        f"{rsa.path}: key type RSA; specgate signs with Ed25519 keys only "
+        "(make one with: ssh-keygen -t ed25519)"
+    )
+    ec = tmp_path / "ec.pem"
+    ec.write_bytes(generate_private_key(SECP256R1()).private_bytes(
+        Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+    with pytest.raises(SigningError, match="key type EC; specgate signs with Ed25519 keys only"):
+        load_signing_key(ec, {})
+    with pytest.raises(TrustPolicyError, match=r"signers.ci\]: key: key type RSA; only Ed25519 keys can be"):
+        load_trust_policy(write_policy(tmp_path, {"ci": (rsa, [])}))
+
+
+def test_policy_errors_name_the_file_and_signer(tmp_path: Path) -> None:
+    key = pem_key(tmp_path, "k")
+    with pytest.raises(TrustPolicyError, match=r"signers.desk\]: profile 'm4-16g' is not declared"):
+        load_trust_policy(write_policy(tmp_path, {"desk": (key, ["m4-16g"])}))
+    with pytest.raises(TrustPolicyError, match="signers desk and twin share the key SHA256:"):
+        load_trust_policy(write_policy(tmp_path, {"desk": (key, []), "twin": (key, [])}))
+    empty = tmp_path / "empty.toml"
+    empty.write_text("[tool.specgate.trust.signers]\n")
+    with pytest.raises(TrustPolicyError, match=r"enrolls no signer"):
+        load_trust_policy(empty)
+
+
+def test_sign_and_gate_commands(setup: Setup, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    policy = str(setup.policy.source)
+    gate_args = ["--pr-body", str(setup.pr_body), "--evidence", str(setup.repo.path / "out"),
+                 "--require", "AC-10", "--commit", setup.repo.commit, f"--trust-policy={policy}"]
+    code, out, err = cli(capsys, configure_gate_parser, run_gate, *gate_args)
+    assert code == 1 and out.startswith("AC-10: hardware profile m4-16gb: unsigned")
+    assert f"trust policy {policy} (2 signers)" in err
+    code, out, _ = cli(capsys, configure_sign_parser, run_sign, str(setup.repo.path / "out"),
+                        f"--key={setup.desk_m4.path}")
+    assert code == 0
+    assert out.startswith(f"specgate sign: {setup.bundle.path / SIGNATURE_NAME} signed by SHA256:")
+    assert f"commit {setup.repo.commit}" in out
+    code, out, _ = cli(capsys, configure_gate_parser, run_gate, *gate_args)
+    assert (code, out) == (0, "specgate gate: accepted AC-10\n")
+    rsa = ssh_key(tmp_path, "id_rsa", kind="rsa")
+    code, _, err = cli(capsys, configure_sign_parser, run_sign, str(setup.bundle.path), f"--key={rsa.path}")
+    assert (code, err) == (2, f"specgate sign: error: {rsa.path}: key type RSA; specgate signs with Ed25519 "
+                              "keys only (make one with: ssh-keygen -t ed25519)\n")
+    no_policy = tmp_path / "plain.toml"
+    no_policy.write_text("[tool.specgate.hosts.gb10]\ncuda_sm = '12.1'\n")
+    without = [*gate_args[:-1], f"--trust-policy={no_policy}"]
+    code, _, err = cli(capsys, configure_gate_parser, run_gate, *without)
+    assert (code, err.splitlines()[-1]) == (
+        2, f"specgate gate: error: {no_policy}: --trust-policy file has no [tool.specgate.trust] table"
+    )
+
+
+def test_refuses_to_sign_a_bundle_that_does_not_match_its_manifest(setup: Setup) -> None:
+    (setup.bundle.path / "AC-11.json").write_text("{}\n")
+    with pytest.raises(SigningError, match=r"does not match its manifest, refusing to sign it: AC-11\.json"):
+        sign(setup.bundle.path, setup.desk_m4)
+
+
+SIGNED_SPEC = """
+import pytest
+
+@pytest.mark.ac("AC-1", spec="SPEC-T", title="signed")
+def test_one(evidence):
+    evidence.measure("median_speedup", 1.6, at_least=1.4)
+"""
+
+
+def key_material(key: Key) -> list[bytes]:
+    """Every form the private key could leak in: raw seed (bytes, hex, base64) and the file's lines."""
+    text = key.path.read_bytes()
+    private = load_signing_key(key.path, {}).private_key
+    raw = private.private_bytes(Encoding.Raw, PrivateFormat.Raw, NoEncryption())
+    body = [line for line in text.splitlines() if line and not line.startswith(b"-----")]
+    return [raw, raw.hex().encode(), base64.b64encode(raw).rstrip(b"="), text, *body]
+
+
+@pytest.mark.parametrize("kind", ["pem", "openssh"])
+def test_run_signs_at_session_end_and_no_private_key_byte_enters_the_bundle(
+    pytester: pytest.Pytester, tmp_path: Path, kind: str
+) -> None:
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    key = pem_key(keys, "run") if kind == "pem" else ssh_key(keys, "id_ed25519")
+    pytester.makepyfile(test_signed=SIGNED_SPEC)
+    (pytester.path / ".gitignore").write_text("__pycache__/\nout/\n")
+    git(pytester.path, "init", "-q")
+    git(pytester.path, "add", ".")
+    git(pytester.path, "commit", "-q", "-m", "specs")
+    result = pytester.runpytest(
+        "--specgate-evidence=out", f"--specgate-sign-key={key.path}", "-p", "no:cacheprovider"
+    )
+    result.assert_outcomes(passed=1)
+    fingerprint = load_signing_key(key.path, {}).keyid
+    result.stdout.fnmatch_lines([f"specgate: signed {SIGNATURE_NAME} with {fingerprint} (* files, commit *)"])
+    (bundle,) = (pytester.path / "out").glob("*/manifest.json")
+    contents = [path.read_bytes() for path in bundle.parent.rglob("*") if path.is_file()]
+    assert (bundle.parent / SIGNATURE_NAME).is_file() and len(contents) >= 6
+    for secret in key_material(key):
+        assert len(secret) >= 32
+        assert not any(secret in data for data in contents)
+
+
+def test_sign_key_option_errors_before_any_test_runs(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytester.makepyfile(test_signed=SIGNED_SPEC)
+    result = pytester.runpytest(f"--specgate-sign-key={tmp_path / 'k.pem'}")
+    result.stderr.fnmatch_lines(["*--specgate-sign-key=*k.pem: signs the evidence bundle, but no "
+                                 "--specgate-evidence directory was given*"])
+    result = pytester.runpytest("--specgate-evidence=out", f"--specgate-sign-key={tmp_path / 'missing.pem'}")
+    result.stderr.fnmatch_lines(["*--specgate-sign-key: *missing.pem: cannot read the signing key: *"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert not (pytester.path / "out").exists()

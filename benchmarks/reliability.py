@@ -3,8 +3,11 @@
 - teardown: a subprocess pytest holding a booted mock engine (its own process) is
   stopped by SIGINT, by pytest-timeout, or by the engine crashing, at a seeded
   random moment; afterwards no engine process and no listening port may be left.
-- tamper: every sampled single-byte change to a real bundle makes the gate refuse
-  the PR body that was accepted before the change.
+- tamper: every sampled single-byte change to a real signed bundle makes the gate
+  (under the project's trust policy) refuse the PR body it accepted before the change;
+  and every forgery (records edited to qualify and re-manifested with the package's own
+  helpers, left with the old signature, unsigned, or re-signed by an unknown key or by a
+  key enrolled for another host profile) is refused.
 - redaction soak: hypothesis examples of nested documents with planted secrets
   (the strategy of tests/evidence/test_evidence_redact.py); no secret may survive.
 - download faults: every failure mode of ``fetch_verified`` against the fake hub
@@ -13,6 +16,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 import logging
@@ -29,9 +33,12 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from benchmarks import REPO_ROOT, Row, pytest_argv, quiet_environment
+
+if TYPE_CHECKING:
+    from pytest_specgate.evidence._trust import TrustPolicy
 
 SEED = 20261202
 KILL_MODES = ("sigint", "timeout", "crash")
@@ -64,6 +71,7 @@ import pytest
 
 
 @pytest.mark.ac("AC-1", spec="SPEC-BENCH", title="speedup canary")
+@pytest.mark.hardware("bench-host")
 def test_speedup(evidence):
     evidence.measure("median_speedup", 1.52, "x", at_least=1.4)
     evidence.attach("server.log", "ready on 127.0.0.1\\n")
@@ -282,6 +290,28 @@ def run_teardown(quick: bool) -> Row:
 
 # --- tamper ----------------------------------------------------------------------------------
 
+TAMPER_PYPROJECT = """\
+[tool.pytest.ini_options]
+
+[tool.specgate.hosts.bench-host]
+description = "any host whose memory the probe can read"
+min_memory_gb = 1
+
+[tool.specgate.hosts.other-host]
+description = "a GPU host"
+min_gpus = 1
+
+[tool.specgate.trust.signers.bench-host-key]
+key = "{bench}"
+profiles = ["bench-host"]
+
+[tool.specgate.trust.signers.other-host-key]
+key = "{other}"
+profiles = ["other-host"]
+"""
+SIMULATED_HOST = REPO_ROOT / "fixtures" / "hosts" / "linux-x86_64-24gb-nogpu.json"
+FORGED_COMMIT = "f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0f0"
+
 
 def _git(project: Path, *arguments: str) -> str:
     completed = subprocess.run(
@@ -304,33 +334,74 @@ class GateCase:
     evidence_dir: Path
     required: tuple[str, ...]
     commit: str
+    policy: TrustPolicy | None = None
 
 
-def build_gate_case(project: Path) -> GateCase:
-    """A committed spec project, a real pytest run writing evidence, ``specgate render``."""
+@dataclass(frozen=True)
+class SignedProject:
+    """A committed spec project; its pyproject enrolls ``bench`` for bench-host, ``other`` for other-host."""
+
+    path: Path
+    commit: str
+    keys: dict[str, Path]
+    policy: TrustPolicy | None
+
+
+def _key_pair(directory: Path, name: str) -> tuple[Path, str]:
+    """A fresh Ed25519 private key file (PEM) and its ``ssh-ed25519`` public line."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        NoEncryption,
+        PrivateFormat,
+        PublicFormat,
+    )
+
+    key = Ed25519PrivateKey.generate()
+    path = directory / f"{name}.pem"
+    path.write_bytes(key.private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
+    return path, key.public_key().public_bytes(Encoding.OpenSSH, PublicFormat.OpenSSH).decode()
+
+
+def build_signed_project(root: Path) -> SignedProject:
+    from pytest_specgate.evidence._trust import load_trust_policy
+
+    project, keys_dir = root / "project", root / "keys"
     project.mkdir(parents=True)
-    (project / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
-    (project / ".gitignore").write_text("__pycache__/\nout/\nPR.md\n")
+    keys_dir.mkdir()
+    keys, public = {}, {}
+    for name in ("bench", "other", "stranger"):
+        keys[name], public[name] = _key_pair(keys_dir, name)
+    pyproject = TAMPER_PYPROJECT.format(bench=public["bench"], other=public["other"])
+    (project / "pyproject.toml").write_text(pyproject)
+    (project / ".gitignore").write_text("__pycache__/\nout*/\n*.md\n")
     (project / "test_specs.py").write_text(TAMPER_SPEC)
     _git(project, "init", "-q")
     _git(project, "add", ".")
     _git(project, "commit", "-q", "-m", "specs")
-    commit = _git(project, "rev-parse", "HEAD")
+    return SignedProject(
+        project, _git(project, "rev-parse", "HEAD"), keys, load_trust_policy(project / "pyproject.toml")
+    )
+
+
+def signed_run(project: SignedProject, name: str, *options: str) -> GateCase:
+    """A real pytest run writing evidence into ``name``, signed at session end; ``specgate render``."""
     environment = quiet_environment()
     subprocess.run(
-        pytest_argv("-q", "-p", "no:cacheprovider", "--specgate-evidence=out"),
-        cwd=project, env=environment, check=True, capture_output=True,
+        pytest_argv("-q", "-p", "no:cacheprovider", f"--specgate-evidence={name}",
+                    f"--specgate-sign-key={project.keys['bench']}", *options),
+        cwd=project.path, env=environment, check=True, capture_output=True,
     )
-    evidence_dir = project / "out"
+    evidence_dir = project.path / name
     bundles = [path.parent for path in evidence_dir.glob("*/manifest.json")]
     if len(bundles) != 1:
         raise RuntimeError(f"tamper: expected one bundle under {evidence_dir}, found {bundles}")
-    pr_body = project / "PR.md"
+    pr_body = project.path / f"{name}.md"
     subprocess.run(
         [sys.executable, "-m", "pytest_specgate.cli", "render", str(bundles[0]), "-o", str(pr_body)],
-        cwd=project, env=environment, check=True, capture_output=True,
+        cwd=project.path, env=environment, check=True, capture_output=True,
     )
-    return GateCase(bundles[0], pr_body, evidence_dir, ("AC-1", "AC-2"), commit)
+    return GateCase(bundles[0], pr_body, evidence_dir, ("AC-1", "AC-2"), project.commit, project.policy)
 
 
 def gate_accepts(case: GateCase) -> bool:
@@ -338,7 +409,9 @@ def gate_accepts(case: GateCase) -> bool:
     from pytest_specgate.evidence import GateInputError, evaluate_gate
 
     try:
-        verdict = evaluate_gate(case.pr_body, [case.evidence_dir], case.required, case.commit)
+        verdict = evaluate_gate(
+            case.pr_body, [case.evidence_dir], case.required, case.commit, None, case.policy
+        )
     except GateInputError:
         return False
     return not verdict.problems and set(verdict.accepted) == set(case.required)
@@ -388,12 +461,154 @@ def _gate_verdict_or_crash(case: GateCase) -> str:
         return f"crashed: {type(error).__name__}"
 
 
+# --- forgeries: what a runner who wants the merge could write, consistent by the unkeyed digests
+
+
+def _forge_qualifying(record: dict[str, Any]) -> None:
+    """The base of every forgery: a diagnostic run on a simulated host made to look qualifying."""
+    record.update(qualifying=True, not_qualifying_reasons=[], mode="default")
+    record["run"]["diagnostic"] = False
+    for test in record["tests"]:
+        test["mode"] = "default"
+
+
+def _forge_backend(record: dict[str, Any]) -> None:
+    vllm = {"backend": "vllm", "model": "Qwen/Qwen3-8B", "versions": {"vllm": "0.32.0"}}
+    for test in record["tests"]:
+        for engine in [*test.get("engines", []), *test["notes"].get("engines", [])]:
+            engine["backend"] = "vllm"
+        test["notes"].setdefault("engines", [vllm])
+
+
+def _forge_probe(record: dict[str, Any]) -> None:
+    record["host"]["facts"]["source"] = "probe"
+    provenance = record["host"].get("provenance")
+    if isinstance(provenance, dict):
+        provenance.update(origin="probe", simulated=False, detail=None)
+
+
+def _forge_commit(record: dict[str, Any]) -> None:
+    record["source"]["commit"] = FORGED_COMMIT
+
+
+def _forge_thresholds(record: dict[str, Any]) -> None:
+    for row in record["measurements"]:
+        row["value"] = 2.5 if row["name"] == "median_speedup" else row["value"]
+        row["at_least"] = row["at_least"] and row["at_least"] / 2
+
+
+FORGED_FIELDS: tuple[tuple[str, Callable[[dict[str, Any]], None]], ...] = (
+    ("qualifying: true", lambda record: None),
+    ("backend vllm", _forge_backend),
+    ("host source probe", _forge_probe),
+    ("commit", _forge_commit),
+    ("thresholds", _forge_thresholds),
+)
+SIGNATURE_VARIANTS = (
+    "old signature", "unsigned", "signed by an unknown key", "signed by another profile's key"
+)
+
+
+def remanifest(bundle: Path) -> str:
+    """Rebuild statement, ``evidence.md`` and manifest from the records on disk; the new markdown."""
+    from pytest_specgate.evidence._bundle import (
+        MANIFEST_NAME,
+        MARKDOWN_NAME,
+        STATEMENT_NAME,
+        ac_file_name,
+        bundle_digest,
+        file_entry,
+        manifest_document,
+    )
+    from pytest_specgate.evidence._jsonio import pretty_json
+    from pytest_specgate.evidence._markdown import render_markdown
+    from pytest_specgate.evidence._writer import intoto_statement
+
+    manifest = json.loads((bundle / MANIFEST_NAME).read_text())
+    records = [json.loads((bundle / f"{ac}.json").read_text()) for ac in ("AC-1", "AC-2")]
+    names = [ac_file_name(record["ac"]["id"]) for record in records]
+    ac_files = {name: file_entry((bundle / name).read_bytes()) for name in names}
+    statement = intoto_statement(records, ac_files, records[0]["source"]["commit"])
+    (bundle / STATEMENT_NAME).write_text(pretty_json(statement))
+    run_id, version = manifest["run_id"], manifest["specgate"]
+    files = {name: file_entry((bundle / name).read_bytes()) for name in manifest["files"]
+             if name != MARKDOWN_NAME}
+    markdown = render_markdown(
+        [(record, ac_files[name].sha256) for record, name in zip(records, names, strict=True)],
+        bundle_digest(files, run_id, version),
+    )
+    (bundle / MARKDOWN_NAME).write_text(markdown)
+    files[MARKDOWN_NAME] = file_entry(markdown.encode())
+    (bundle / MANIFEST_NAME).write_text(pretty_json(manifest_document(run_id, files, version)))
+    return markdown
+
+
+def forged_case(base: GateCase, work: Path, field: str, edit: Callable[[dict[str, Any]], None]) -> GateCase:
+    """A copy of the (diagnostic, simulated-host) base bundle, every record edited, re-manifested."""
+    from pytest_specgate.evidence._jsonio import pretty_json
+
+    evidence_dir = work / "evidence"
+    bundle = evidence_dir / base.bundle.name
+    shutil.copytree(base.bundle, bundle)
+    for ac in base.required:
+        path = bundle / f"{ac}.json"
+        record = json.loads(path.read_text())
+        _forge_qualifying(record)
+        edit(record)
+        path.write_text(pretty_json(record))
+    pr_body = work / "PR.md"
+    pr_body.write_text(remanifest(bundle))
+    commit = FORGED_COMMIT if field == "commit" else base.commit
+    return GateCase(bundle, pr_body, evidence_dir, base.required, commit, base.policy)
+
+
+def apply_signature(case: GateCase, variant: str, keys: dict[str, Path]) -> None:
+    from pytest_specgate.evidence._bundle import SIGNATURE_NAME
+    from pytest_specgate.evidence._redact import build_redactor
+    from pytest_specgate.evidence._signing import load_signing_key, sign_bundle
+
+    if variant == "old signature":
+        return
+    (case.bundle / SIGNATURE_NAME).unlink()
+    signer = {"signed by an unknown key": "stranger", "signed by another profile's key": "other",
+              "re-signed by the enrolled key": "bench"}.get(variant)
+    if signer is not None:
+        sign_bundle(case.bundle, load_signing_key(keys[signer], {}), build_redactor(None))
+
+
+@dataclass(frozen=True)
+class ForgeryTally:
+    trials: int
+    accepted: list[str]
+    accepted_without_policy: int
+    accepted_when_resigned: int
+
+
+def run_forgeries(project: SignedProject, base: GateCase, work: Path) -> ForgeryTally:
+    """Each forged field with each signature variant; and what no policy, or a lying signer, lets pass."""
+    accepted: list[str] = []
+    without_policy = resigned = 0
+    for index, (field, edit) in enumerate(FORGED_FIELDS):
+        for variant in (*SIGNATURE_VARIANTS, "re-signed by the enrolled key"):
+            case = forged_case(base, work / f"{index}-{variant.replace(' ', '-')}", field, edit)
+            if variant == SIGNATURE_VARIANTS[0]:
+                without_policy += gate_accepts(dataclasses.replace(case, policy=None))
+            apply_signature(case, variant, project.keys)
+            verdict = _gate_verdict_or_crash(case)
+            if variant not in SIGNATURE_VARIANTS:
+                resigned += verdict == "accepted"
+            elif verdict != "rejected":
+                accepted.append(f"{field} / {variant}: {verdict}")
+    return ForgeryTally(len(FORGED_FIELDS) * len(SIGNATURE_VARIANTS), accepted, without_policy, resigned)
+
+
 def run_tamper(quick: bool) -> Row:
     rng = random.Random(SEED)
     with tempfile.TemporaryDirectory(prefix="specgate-bench-tamper-") as tmp:
-        case = build_gate_case(Path(tmp) / "project")
+        project = build_signed_project(Path(tmp))
+        case = signed_run(project, "out")
         if not gate_accepts(case):
-            raise RuntimeError(f"tamper: the untouched bundle {case.bundle} is not accepted by the gate")
+            raise RuntimeError(f"tamper: the untouched signed bundle {case.bundle} is not accepted")
         files = bundle_files(case.bundle)
         mutations = sample_mutations(files, 50 if quick else None, rng)
         accepted: list[Mutation] = []
@@ -407,17 +622,33 @@ def run_tamper(quick: bool) -> Row:
                 crashes[verdict] = crashes.get(verdict, 0) + 1
         if not gate_accepts(case):
             raise RuntimeError("tamper: the restored bundle is no longer accepted")
+        base = signed_run(
+            project, "out-diagnostic", "--specgate-diagnostic", f"--specgate-host-facts={SIMULATED_HOST}"
+        )
+        if gate_accepts(base):
+            raise RuntimeError("tamper: a diagnostic run on a simulated host was accepted before any forgery")
+        forgeries = run_forgeries(project, base, Path(tmp) / "forgeries")
     sizes = ", ".join(f"{name} {len(data)}B" for name, data in files.items())
     listed = "; ".join(
         f"{m.file}@{m.offset} {files[m.file][m.offset]:#04x}->{m.new_byte:#04x}" for m in accepted[:5]
     )
-    detail = f"files: {sizes}; gate crashed (counted as rejected): {crashes or 'never'}"
+    detail = (
+        f"{len(mutations)} single-byte changes to a signed bundle, {len(accepted)} accepted; "
+        f"{forgeries.trials} forgeries ({len(FORGED_FIELDS)} edits x {len(SIGNATURE_VARIANTS)} signature "
+        f"variants: {', '.join(SIGNATURE_VARIANTS)}), {len(forgeries.accepted)} accepted; without a trust "
+        f"policy {forgeries.accepted_without_policy} of {len(FORGED_FIELDS)} forged bundles pass (the "
+        f"digests are unkeyed); re-signed by the enrolled key itself {forgeries.accepted_when_resigned} of "
+        f"{len(FORGED_FIELDS)} pass (a signer who lies is believed: signer, not hardware, attestation); "
+        f"files: {sizes}; gate crashed (counted as rejected): {crashes or 'never'}"
+    )
     if accepted:
         detail += f"; accepted changes (first 5): {listed}"
+    if forgeries.accepted:
+        detail += f"; accepted forgeries: {'; '.join(forgeries.accepted)}"
     return _row(
-        "reliability: tamper (single-byte changes rejected by the gate)",
-        len(mutations),
-        len(accepted),
+        "reliability: tamper (single-byte changes and forgeries rejected by the gate under a trust policy)",
+        len(mutations) + forgeries.trials,
+        len(accepted) + len(forgeries.accepted),
         "100% rejected",
         detail,
     )

@@ -90,6 +90,8 @@ def load_signing_key(path: Path, environ: Mapping[str, str]) -> SigningKey:
         data = path.read_bytes()
     except OSError as error:
         raise SigningError(f"{path}: cannot read the signing key: {error.strerror or error}") from None
+    if data.lstrip().startswith((b"ssh-", b"-----BEGIN PUBLIC KEY-----")):
+        raise SigningError(f"{path}: a public key; signing needs the private key it belongs to")
     passphrase = environ.get(PASSPHRASE_ENV)
     password = passphrase.encode() if passphrase else None
     loader = load_ssh_private_key if data.lstrip().startswith(_OPENSSH_PRIVATE) else load_pem_private_key

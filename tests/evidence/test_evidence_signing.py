@@ -305,6 +305,9 @@ def test_passphrases_come_from_the_environment(tmp_path: Path) -> None:
     with pytest.raises(SigningError, match="wrong passphrase"):
         load_signing_key(key.path, {PASSPHRASE_ENV: "wrong"})
     assert load_signing_key(key.path, {PASSPHRASE_ENV: "correct horse"}).keyid.startswith("SHA256:")
+    public = key.path.with_suffix(".pub")
+    with pytest.raises(SigningError, match="a public key; signing needs the private key it belongs to"):
+        load_signing_key(public, {})
     pem = tmp_path / "locked.pem"
     pem.write_bytes(Ed25519PrivateKey.generate().private_bytes(
         Encoding.PEM, PrivateFormat.PKCS8, BestAvailableEncryption(b"s3cret")))
@@ -391,9 +394,9 @@ def key_material(key: Key) -> list[bytes]:
     return [raw, raw.hex().encode(), base64.b64encode(raw).rstrip(b"="), text, *body]
 
 
-@pytest.mark.parametrize("kind", ["pem", "openssh"])
+@pytest.mark.parametrize(("kind", "workers"), [("pem", 0), ("openssh", 0), ("pem", 2)])
 def test_run_signs_at_session_end_and_no_private_key_byte_enters_the_bundle(
-    pytester: pytest.Pytester, tmp_path: Path, kind: str
+    pytester: pytest.Pytester, tmp_path: Path, kind: str, workers: int
 ) -> None:
     keys = tmp_path / "keys"
     keys.mkdir()
@@ -403,9 +406,12 @@ def test_run_signs_at_session_end_and_no_private_key_byte_enters_the_bundle(
     git(pytester.path, "init", "-q")
     git(pytester.path, "add", ".")
     git(pytester.path, "commit", "-q", "-m", "specs")
-    result = pytester.runpytest(
-        "--specgate-evidence=out", f"--specgate-sign-key={key.path}", "-p", "no:cacheprovider"
-    )
+    options = ["--specgate-evidence=out", f"--specgate-sign-key={key.path}", "-p", "no:cacheprovider"]
+    if workers:
+        pytest.importorskip("xdist")
+        result = pytester.runpytest_subprocess(*options, "-n", str(workers))
+    else:
+        result = pytester.runpytest(*options)
     result.assert_outcomes(passed=1)
     fingerprint = load_signing_key(key.path, {}).keyid
     result.stdout.fnmatch_lines([f"specgate: signed {SIGNATURE_NAME} with {fingerprint} (* files, commit *)"])

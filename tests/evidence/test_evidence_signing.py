@@ -39,6 +39,7 @@ from pytest_specgate.evidence._trust import TrustCheck, TrustPolicy, TrustPolicy
 from pytest_specgate.evidence.cli_commands import (
     configure_gate_parser,
     configure_sign_parser,
+    gate_trust_policy,
     run_gate,
     run_sign,
 )
@@ -188,6 +189,19 @@ def test_signed_by_an_unenrolled_key_is_rejected(setup: Setup) -> None:
         f"m4-16gb may be vouched for by desk-m4 ({keyid(setup, setup.desk_m4)})"
     )
     assert len(problems) == 2 and problems[1].startswith("AC-11: signed only by unknown key")
+
+
+def test_a_signature_claiming_an_enrolled_keyid_must_verify_under_that_key(setup: Setup) -> None:
+    sign(setup.bundle.path, setup.stranger)
+    path = setup.bundle.path / SIGNATURE_NAME
+    document = json.loads(path.read_text())
+    document["signatures"][0]["keyid"] = keyid(setup, setup.desk_m4)
+    path.write_text(pretty_json(document))
+    desk = f"desk-m4 ({keyid(setup, setup.desk_m4)})"
+    assert gate_problems(setup, setup.policy)[0] == (
+        f"AC-10: hardware profile m4-16gb: signed only by a signature claiming {desk} that does not verify; "
+        f"m4-16gb may be vouched for by {desk}"
+    )
 
 
 def test_signed_by_a_key_enrolled_for_another_profile_is_rejected(setup: Setup) -> None:
@@ -432,3 +446,57 @@ def test_sign_key_option_errors_before_any_test_runs(pytester: pytest.Pytester, 
     result.stderr.fnmatch_lines(["*--specgate-sign-key: *missing.pem: cannot read the signing key: *"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert not (pytester.path / "out").exists()
+
+
+def test_ci_key_without_profiles_vouches_for_a_waived_skipped_hardware_ac_but_not_a_run_one(
+    git_repo: GitRepo, tmp_path: Path
+) -> None:
+    ci, desk = pem_key(tmp_path, "ci"), pem_key(tmp_path, "desk")
+    policy = load_trust_policy(write_policy(tmp_path, {"ci": (ci, []), "desk-m4": (desk, ["m4-16gb"])}))
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    skipped = {**M4_HARDWARE, "matched": False, "reasons": ["needs Apple M4; host: linux"]}
+    waived = AC10 | {"waived_to": "PR-C", "reason": "no M4 before PR-C"}
+    run.run_test("acceptance/test_ac10.py::test_speedup", waived, outcome="skipped", hardware=skipped)
+    run.run_test("acceptance/test_ac11.py::test_small_air", AC11)
+    bundle = run.finish()
+    sign(bundle.path, ci)
+    body = tmp_path / "PR.md"
+    body.write_text(bundle.markdown)
+    verdict = evaluate_gate(body, [bundle.path], ["AC-10", "AC-11"], git_repo.commit, "PR-B", policy)
+    assert (verdict.accepted, verdict.problems) == (("AC-10", "AC-11"), ())
+    ran = hardware_bundle(git_repo)
+    sign(ran.path, ci)
+    body.write_text(ran.markdown)
+    verdict = evaluate_gate(body, [ran.path], ["AC-10", "AC-11"], git_repo.commit, None, policy)
+    assert verdict.accepted == ("AC-11",)
+    assert verdict.problems[0].startswith("AC-10: hardware profile m4-16gb: signed by ci (SHA256:")
+
+
+def test_hardware_named_by_no_profile_cannot_be_vouched_for(git_repo: GitRepo, tmp_path: Path) -> None:
+    desk = pem_key(tmp_path, "desk")
+    policy = load_trust_policy(write_policy(tmp_path, {"desk-m4": (desk, ["m4-16gb"])}))
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    inline = {**M4_HARDWARE, "profile": None, "requirement": {"apple": "M4"}}
+    run.run_test("acceptance/test_ac10.py::test_speedup", AC10, hardware=inline)
+    bundle = run.finish()
+    sign(bundle.path, desk)
+    body = tmp_path / "PR.md"
+    body.write_text(bundle.markdown)
+    verdict = evaluate_gate(body, [bundle.path], ["AC-10"], git_repo.commit, None, policy)
+    assert verdict.problems == (
+        "AC-10: acceptance/test_ac10.py::test_speedup ran on hardware no host profile names, and the "
+        "trust policy enrolls signers per profile: name a [tool.specgate.hosts] profile in its "
+        "@pytest.mark.hardware",
+    )
+
+
+def test_gate_finds_the_policy_in_the_nearest_pyproject(tmp_path: Path) -> None:
+    key = pem_key(tmp_path, "k")
+    project = tmp_path / "project"
+    (project / "sub").mkdir(parents=True)
+    write_policy(tmp_path, {"desk-m4": (key, ["m4-16gb"])}).rename(project / "pyproject.toml")
+    policy = gate_trust_policy(None, project / "sub")
+    assert policy is not None and policy.source == project / "pyproject.toml"
+    assert [signer.name for signer in policy.signers] == ["desk-m4"]
+    (project / "sub" / "pyproject.toml").write_text("[tool.specgate.hosts.gb10]\ncuda_sm = '12.1'\n")
+    assert gate_trust_policy(None, project / "sub") is None

@@ -129,10 +129,6 @@ class BundleTrust:
     commit: str | None
 
 
-def _signatures_found(descriptions: Sequence[str]) -> str:
-    return "; ".join(descriptions) or "no signature"
-
-
 def judge_bundle(bundle_dir: Path, policy: TrustPolicy) -> BundleTrust:
     """Verify the envelope: enrolled keys only, and subjects exactly this bundle's files."""
     from pytest_specgate.evidence._signing import (
@@ -161,7 +157,7 @@ def judge_bundle(bundle_dir: Path, policy: TrustPolicy) -> BundleTrust:
             found.append(signer.label())
         else:
             found.append(f"a signature claiming {signer.label()} that does not verify")
-    described = _signatures_found(found)
+    described = "; ".join(found)
     if not verified:
         return BundleTrust((), described, f"signed only by {described}", None)
     try:

@@ -152,8 +152,7 @@ def test_failed_threshold_is_rejected(
 ) -> None:
     run = SyntheticRun(git_repo.path, TEST_ENV)
     recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
-    with pytest.raises(pytest.fail.Exception):
-        recorder.measure("median_speedup", 1.1, "x", at_least=1.4)
+    recorder.measure("median_speedup", 1.1, "x", at_least=1.4)
     run.run_test(
         "acceptance/test_ac10.py::test_speedup", AC10, outcome="failed", message="below", recorder=recorder
     )

@@ -25,9 +25,18 @@ if TYPE_CHECKING:
         verify_bundle,
     )
     from pytest_specgate.evidence._collector import EvidenceCollector, probe_source
-    from pytest_specgate.evidence._gate import GateInputError, GateVerdict, evaluate_gate
+    from pytest_specgate.evidence._gate import GateInputError, GateVerdict, PrBodyText, evaluate_gate
     from pytest_specgate.evidence._gates import GateName, GateOrderError, parse_gate_name
-    from pytest_specgate.evidence._markdown import EvidenceBlock, PrBodyError, parse_pr_body, render_markdown
+    from pytest_specgate.evidence._markdown import (
+        EvidenceBlock,
+        HiddenEvidence,
+        PrBody,
+        PrBodyError,
+        parse_pr_body,
+        read_pr_body,
+        render_markdown,
+        verdict_text,
+    )
     from pytest_specgate.evidence._marker import AC_MARKER_LINE, AcceptanceCriterion, ac_from_marker, is_ac_id
     from pytest_specgate.evidence._recorder import (
         Attachment,
@@ -55,12 +64,15 @@ _EXPORTS: dict[str, str] = {
     "GateName": "_gates",
     "GateOrderError": "_gates",
     "GateVerdict": "_gate",
+    "HiddenEvidence": "_markdown",
     "LocalIdentity": "_redact",
     "MANIFEST_NAME": "_bundle",
     "MARKDOWN_NAME": "_bundle",
     "Measurement": "_recorder",
     "NOT_QUALIFIED": "_writer",
+    "PrBody": "_markdown",
     "PrBodyError": "_markdown",
+    "PrBodyText": "_gate",
     "QUALIFIED": "_writer",
     "RECEIPT_NAME": "_bundle",
     "Redactor": "_redact",
@@ -79,10 +91,12 @@ _EXPORTS: dict[str, str] = {
     "parse_gate_name": "_gates",
     "parse_pr_body": "_markdown",
     "probe_source": "_collector",
+    "read_pr_body": "_markdown",
     "read_records": "_bundle",
     "render_markdown": "_markdown",
     "schema_problems": "_bundle",
     "staging_dir": "_recorder",
+    "verdict_text": "_markdown",
     "verify_bundle": "_bundle",
     "write_redacted": "_redact",
 }
@@ -117,9 +131,12 @@ __all__ = [
     "GateName",
     "GateOrderError",
     "GateVerdict",
+    "HiddenEvidence",
     "LocalIdentity",
     "Measurement",
+    "PrBody",
     "PrBodyError",
+    "PrBodyText",
     "Redactor",
     "WrittenBundle",
     "ac_from_marker",
@@ -134,10 +151,12 @@ __all__ = [
     "parse_gate_name",
     "parse_pr_body",
     "probe_source",
+    "read_pr_body",
     "read_records",
     "render_markdown",
     "schema_problems",
     "staging_dir",
+    "verdict_text",
     "verify_bundle",
     "write_redacted",
 ]

@@ -7,6 +7,7 @@ wires into its subparsers. Exit codes: 0 ok, 1 the gate (or a due waiver) reject
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,6 +26,7 @@ from pytest_specgate.evidence._gate import GateInputError, evaluate_gate, load_a
 from pytest_specgate.evidence._gates import GateOrderError, parse_gate_name
 from pytest_specgate.evidence._jsonio import JsonValue, sha256_hex
 from pytest_specgate.evidence._markdown import render_markdown
+from pytest_specgate.evidence._pr_body_input import pr_body_input
 from pytest_specgate.evidence._redact import build_redactor
 from pytest_specgate.evidence._writer import write_bundle
 
@@ -163,7 +165,15 @@ def configure_gate_parser(parser: argparse.ArgumentParser) -> None:
         "passing, qualifying bundle (exit 0); otherwise print one line per problem (exit 1). "
         "Unreadable input exits 2."
     )
-    parser.add_argument("--pr-body", type=Path, required=True, help="markdown file with the PR description")
+    body = parser.add_mutually_exclusive_group(required=True)
+    body.add_argument(
+        "--pr-body", metavar="FILE", help="markdown file with the PR description; '-' reads stdin"
+    )
+    body.add_argument(
+        "--pr-body-from-event",
+        action="store_true",
+        help="in GitHub Actions: read pull_request.body from the event payload ($GITHUB_EVENT_PATH)",
+    )
     parser.add_argument(
         "--evidence",
         type=Path,
@@ -182,7 +192,8 @@ def configure_gate_parser(parser: argparse.ArgumentParser) -> None:
 
 def run_gate(args: argparse.Namespace) -> int:
     try:
-        verdict = evaluate_gate(args.pr_body, args.evidence, args.require, args.commit, args.gate)
+        pr_body = pr_body_input(args.pr_body, args.pr_body_from_event, sys.stdin, os.environ)
+        verdict = evaluate_gate(pr_body, args.evidence, args.require, args.commit, args.gate)
     except GateInputError as error:
         return _error("gate", str(error))
     if verdict.problems:

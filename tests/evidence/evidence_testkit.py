@@ -7,6 +7,7 @@ conftest, so tests can import it by its unique name.)
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from pytest_specgate.evidence import (
     empty_properties,
     staging_dir,
 )
+from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 from pytest_specgate.properties import SPEC_PROPERTY
 
 PLANTED_HF_TOKEN = "hf_PlantedTokenValue0123456789abcdefXYZ"
@@ -173,3 +175,12 @@ def qualifying_bundle(repo: Path, environ: Mapping[str, str], **options: Any) ->
     run.run_test("acceptance/test_ac11.py::test_small_air", AC11)
     run.run_test("tests/test_helper.py::test_no_ac", None)
     return run.finish()
+
+
+def gate(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, list[str], str]:
+    """``specgate gate ARGUMENTS`` in process: exit code, stdout lines, stderr."""
+    parser = argparse.ArgumentParser(prog="specgate gate")
+    configure_gate_parser(parser)
+    code = run_gate(parser.parse_args(list(arguments)))
+    captured = capsys.readouterr()
+    return code, captured.out.splitlines(), captured.err

@@ -1,25 +1,15 @@
 from __future__ import annotations
 
-import argparse
 import json
 import shutil
 from pathlib import Path
 
 import pytest
-from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun, qualifying_bundle
+from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun, gate, qualifying_bundle
 
 from pytest_specgate.evidence import WrittenBundle, load_bundle
-from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 
 OTHER_COMMIT = "0123456789abcdef0123456789abcdef01234567"
-
-
-def gate(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, list[str], str]:
-    parser = argparse.ArgumentParser(prog="specgate gate")
-    configure_gate_parser(parser)
-    code = run_gate(parser.parse_args(list(arguments)))
-    captured = capsys.readouterr()
-    return code, captured.out.splitlines(), captured.err
 
 
 def pr_body(tmp_path: Path, markdown: str, name: str = "PR.md") -> Path:

@@ -7,13 +7,12 @@ HTML comments, fenced or indented code are not evidence) has its own case here.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 from pathlib import Path
 
 import pytest
-from evidence_testkit import TEST_ENV, GitRepo, qualifying_bundle
+from evidence_testkit import TEST_ENV, GitRepo, gate, qualifying_bundle
 
 from pytest_specgate.evidence import (
     HiddenEvidence,
@@ -22,7 +21,6 @@ from pytest_specgate.evidence import (
     read_pr_body,
 )
 from pytest_specgate.evidence._markdown import digest_line
-from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 
 AC_SHA = "a" * 64
 BUNDLE_SHA = "b" * 64
@@ -140,14 +138,6 @@ def bundle(git_repo: GitRepo) -> WrittenBundle:
     return qualifying_bundle(git_repo.path, TEST_ENV)
 
 
-def _gate(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, list[str], str]:
-    parser = argparse.ArgumentParser(prog="specgate gate")
-    configure_gate_parser(parser)
-    code = run_gate(parser.parse_args(list(arguments)))
-    captured = capsys.readouterr()
-    return code, captured.out.splitlines(), captured.err
-
-
 def _quoted(markdown: str) -> str:
     return "".join(f"> {line}\n" if line else ">\n" for line in markdown.splitlines())
 
@@ -156,7 +146,7 @@ def test_gate_reads_the_body_from_stdin(
     bundle: WrittenBundle, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO(bundle.markdown.replace("\n", "\r\n")))
-    code, out, _ = _gate(capsys, "--pr-body=-", f"--evidence={bundle.path}", "--require=AC-10")
+    code, out, _ = gate(capsys, "--pr-body=-", f"--evidence={bundle.path}", "--require=AC-10")
     assert (code, out) == (0, ["specgate gate: accepted AC-10"])
 
 
@@ -168,7 +158,7 @@ def test_gate_reads_the_body_from_the_github_event(
     body = "## Summary\r\n\r\nSPEC-028.\r\n\r\n" + _quoted(bundle.markdown).replace("## AC-", "### AC-")
     event.write_text(json.dumps({"action": "opened", "pull_request": {"number": 7, "body": body}}))
     monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
-    code, out, _ = _gate(capsys, "--pr-body-from-event", f"--evidence={bundle.path}",
+    code, out, _ = gate(capsys, "--pr-body-from-event", f"--evidence={bundle.path}",
                          "--require=AC-10", "--require=AC-11")
     assert (code, out) == (0, ["specgate gate: accepted AC-10, AC-11"])
 
@@ -181,12 +171,12 @@ def test_gate_on_an_event_without_a_pull_request_exits_2(
     event.write_text(json.dumps({"ref": "refs/heads/main"}))
     monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
     monkeypatch.setenv("GITHUB_EVENT_NAME", "push")
-    code, out, err = _gate(capsys, "--pr-body-from-event", f"--evidence={bundle.path}")
+    code, out, err = gate(capsys, "--pr-body-from-event", f"--evidence={bundle.path}")
     assert (code, out) == (2, [])
     assert err == (f"specgate gate: error: {event}: the push event has no pull_request; "
                    "run the gate on pull_request events\n")
     monkeypatch.delenv("GITHUB_EVENT_PATH")
-    code, _, err = _gate(capsys, "--pr-body-from-event", f"--evidence={bundle.path}")
+    code, _, err = gate(capsys, "--pr-body-from-event", f"--evidence={bundle.path}")
     assert code == 2 and "$GITHUB_EVENT_PATH is not set" in err
 
 
@@ -196,7 +186,7 @@ def test_gate_names_a_required_block_found_only_in_a_comment(
     ac10, ac11 = bundle.markdown.split("## AC-11 evidence")
     body = tmp_path / "PR.md"
     body.write_text(f"{ac10}<!-- reviewers: skip this\n## AC-11 evidence{ac11}-->\n")
-    code, out, _ = _gate(capsys, f"--pr-body={body}", f"--evidence={bundle.path}",
+    code, out, _ = gate(capsys, f"--pr-body={body}", f"--evidence={bundle.path}",
                          "--require=AC-10", "--require=AC-11")
     hidden_line = ac10.count("\n") + 2
     assert (code, out) == (1, [

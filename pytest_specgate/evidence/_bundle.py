@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 MANIFEST_NAME = "manifest.json"
 MARKDOWN_NAME = "evidence.md"
 RECEIPT_NAME = "receipt.json"
+RECEIPT_SCHEMA_ID = "specgate.receipt/v1"
 STATEMENT_NAME = "statement.intoto.json"
 MERGE_NAME = "merge.json"
 MANIFEST_SCHEMA_ID = "specgate.manifest/v1"

@@ -68,7 +68,28 @@ def _format_hosts(report: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
+def _write_host_example(name: str, out: Path | None) -> int:
+    from pytest_specgate.examples import HostExampleError, host_example_text
+
+    try:
+        text = host_example_text(name)
+        if out is None:
+            sys.stdout.write(text)
+        else:
+            out.write_text(text, "utf-8")
+            print(f"specgate hosts: wrote the {name} example to {out}")
+    except (HostExampleError, OSError) as exc:
+        print(f"specgate hosts: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _run_hosts(args: argparse.Namespace) -> int:
+    if args.example is not None:
+        return _write_host_example(args.example, None if args.out is None else Path(args.out))
+    if args.out is not None:
+        print("specgate hosts: --out=FILE writes an example; give --example=NAME too", file=sys.stderr)
+        return 2
     try:
         facts = load_host_facts(Path(args.host_facts)) if args.host_facts else probe_host()
         pyproject = Path(args.pyproject) if args.pyproject else find_pyproject(Path.cwd())
@@ -93,6 +114,10 @@ def build_parser() -> argparse.ArgumentParser:
     hosts.add_argument("--host-facts", metavar="FILE", help="read facts from FILE instead of probing")
     hosts.add_argument("--pyproject", metavar="FILE",
                        help="pyproject.toml declaring [tool.specgate.hosts] (default: nearest)")
+    hosts.add_argument("--example", metavar="NAME",
+                       help="print a shipped example host-facts file (m4-16gb, m1-8gb-air-macos26, "
+                            "gb10, linux-x86_64-24gb-nogpu) for --specgate-host-facts=FILE")
+    hosts.add_argument("--out", metavar="FILE", help="with --example: write it to FILE instead")
     hosts.set_defaults(handler=_run_hosts)
 
     from pytest_specgate.evidence import cli_commands as evidence_cli

@@ -102,6 +102,24 @@ def _run_hosts(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_tiny_models(args: argparse.Namespace) -> int:
+    """Build the tiny local checkpoints (``tiny:<role>``) outside pytest and print their paths."""
+    try:
+        from pytest_specgate.models import TINY_MODEL_ROLES, tiny_model_pair
+
+        pair = tiny_model_pair(Path(args.out))
+    except ImportError as exc:
+        print(f"specgate tiny-models: building tiny models needs tokenizers and safetensors "
+              f"({exc.name or exc} is missing): pip install 'pytest-specgate[tiny]'", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"specgate tiny-models: --out={args.out}: {exc}", file=sys.stderr)
+        return 2
+    for role in TINY_MODEL_ROLES:
+        print(f"tiny:{role:<9} {pair.path_for(role)}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="specgate",
@@ -119,6 +137,15 @@ def build_parser() -> argparse.ArgumentParser:
                             "gb10, linux-x86_64-24gb-nogpu) for --specgate-host-facts=FILE")
     hosts.add_argument("--out", metavar="FILE", help="with --example: write it to FILE instead")
     hosts.set_defaults(handler=_run_hosts)
+
+    tiny = commands.add_parser(
+        "tiny-models",
+        help="build the tiny local models (tiny:target, tiny:draft, ...) and print their paths",
+        description="Build the tiny random Llama checkpoints that tiny:<role> model references name "
+                    "(deterministic, offline, once per content hash). Needs tokenizers and "
+                    "safetensors: pip install 'pytest-specgate[tiny]'.")
+    tiny.add_argument("--out", metavar="DIR", required=True, help="cache directory to build into")
+    tiny.set_defaults(handler=_run_tiny_models)
 
     from pytest_specgate.evidence import cli_commands as evidence_cli
 

@@ -308,6 +308,18 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     )
 
 
+def duration_scale_of(config: pytest.Config) -> float:
+    """``--specgate-duration-scale``: 1 unless shortened (and then nothing qualifies)."""
+    return config.stash[SETTINGS_KEY].duration_scale
+
+
+@pytest.fixture
+def duration_scale(pytestconfig: pytest.Config) -> float:
+    """``--specgate-duration-scale``: multiply long durations by it (1 on a qualifying run,
+    e.g. 0.02 on the mock in CI); ``SustainedSettings(scale=duration_scale)`` does so."""
+    return duration_scale_of(pytestconfig)
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
     """Soft checks: the test body runs to its end, then its missed thresholds fail it at once."""

@@ -5,8 +5,9 @@ Data flows one way: marker + reports -> records -> redaction -> bundle -> markdo
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from pytest_specgate._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from pytest_specgate.evidence._bundle import (
@@ -102,13 +103,7 @@ _EXPORTS: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 
 __all__ = [

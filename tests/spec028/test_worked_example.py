@@ -21,7 +21,6 @@ def test_the_worked_example_passes_and_measures_everything_it_promises(readme_bu
     assert (figures["median_speedup"]["at_least"], figures["acceptance_rate"]["at_least"]) == (1.4, 0.30)
     assert figures["sustained_last_window_speedup"]["at_least"] == 1.2
     assert figures["greedy_outputs_differing_from_baseline"]["value"] == 0
-    assert figures["median_speedup"]["value"] > 1.0, "the mock's step times should make speculation faster"
     assert {row["name"] for row in record["attachments"]} == {"canary.png", "canary.json"}
     assert record["qualifying"] is False
 

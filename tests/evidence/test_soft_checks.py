@@ -114,9 +114,12 @@ def test_marked(evidence):
 """
 
 
-def test_evidence_without_an_ac_marker_is_named_in_the_summary(pytester: pytest.Pytester) -> None:
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+def test_evidence_without_an_ac_marker_is_named_in_the_summary(
+    pytester: pytest.Pytester, workers: tuple[str, ...]
+) -> None:
     pytester.makepyfile(test_dropped=DROPPED_SPECS)
-    result = pytester.runpytest("--specgate-evidence=out", "--specgate-allow-dirty")
+    result = pytester.runpytest_subprocess("--specgate-evidence=out", "--specgate-allow-dirty", *workers)
     result.assert_outcomes(passed=3)
     result.stdout.fnmatch_lines(
         [

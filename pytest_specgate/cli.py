@@ -68,7 +68,28 @@ def _format_hosts(report: dict[str, object]) -> str:
     return "\n".join(lines)
 
 
+def _write_host_example(name: str, out: Path | None) -> int:
+    from pytest_specgate.examples import HostExampleError, host_example_text
+
+    try:
+        text = host_example_text(name)
+        if out is None:
+            sys.stdout.write(text)
+        else:
+            out.write_text(text, "utf-8")
+            print(f"specgate hosts: wrote the {name} example to {out}")
+    except (HostExampleError, OSError) as exc:
+        print(f"specgate hosts: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def _run_hosts(args: argparse.Namespace) -> int:
+    if args.example is not None:
+        return _write_host_example(args.example, None if args.out is None else Path(args.out))
+    if args.out is not None:
+        print("specgate hosts: --out=FILE writes an example; give --example=NAME too", file=sys.stderr)
+        return 2
     try:
         facts = load_host_facts(Path(args.host_facts)) if args.host_facts else probe_host()
         pyproject = Path(args.pyproject) if args.pyproject else find_pyproject(Path.cwd())
@@ -78,6 +99,24 @@ def _run_hosts(args: argparse.Namespace) -> int:
         return 2
     report = hosts_report(facts, profiles)
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else _format_hosts(report))
+    return 0
+
+
+def _run_tiny_models(args: argparse.Namespace) -> int:
+    """Build the tiny local checkpoints (``tiny:<role>``) outside pytest and print their paths."""
+    try:
+        from pytest_specgate.models import TINY_MODEL_ROLES, tiny_model_pair
+
+        pair = tiny_model_pair(Path(args.out))
+    except ImportError as exc:
+        print(f"specgate tiny-models: building tiny models needs tokenizers and safetensors "
+              f"({exc.name or exc} is missing): pip install 'pytest-specgate[tiny]'", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"specgate tiny-models: --out={args.out}: {exc}", file=sys.stderr)
+        return 2
+    for role in TINY_MODEL_ROLES:
+        print(f"tiny:{role:<9} {pair.path_for(role)}")
     return 0
 
 
@@ -93,7 +132,20 @@ def build_parser() -> argparse.ArgumentParser:
     hosts.add_argument("--host-facts", metavar="FILE", help="read facts from FILE instead of probing")
     hosts.add_argument("--pyproject", metavar="FILE",
                        help="pyproject.toml declaring [tool.specgate.hosts] (default: nearest)")
+    hosts.add_argument("--example", metavar="NAME",
+                       help="print a shipped example host-facts file (m4-16gb, m1-8gb-air-macos26, "
+                            "gb10, linux-x86_64-24gb-nogpu) for --specgate-host-facts=FILE")
+    hosts.add_argument("--out", metavar="FILE", help="with --example: write it to FILE instead")
     hosts.set_defaults(handler=_run_hosts)
+
+    tiny = commands.add_parser(
+        "tiny-models",
+        help="build the tiny local models (tiny:target, tiny:draft, ...) and print their paths",
+        description="Build the tiny random Llama checkpoints that tiny:<role> model references name "
+                    "(deterministic, offline, once per content hash). Needs tokenizers and "
+                    "safetensors: pip install 'pytest-specgate[tiny]'.")
+    tiny.add_argument("--out", metavar="DIR", required=True, help="cache directory to build into")
+    tiny.set_defaults(handler=_run_tiny_models)
 
     from pytest_specgate.evidence import cli_commands as evidence_cli
 

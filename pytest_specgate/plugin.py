@@ -19,7 +19,12 @@ from pytest_specgate.hardware import (
     requirement_from_marker,
 )
 from pytest_specgate.host import HostFacts, HostFactsError, host_facts_from_dict, load_host_facts
-from pytest_specgate.properties import SPEC_PROPERTY, mismatched_hardware_runs, spec_payload
+from pytest_specgate.properties import (
+    SPEC_PROPERTY,
+    mismatched_hardware_runs,
+    spec_payload,
+    unbundled_evidence,
+)
 from pytest_specgate.runmode import RunAction, RunDecision, RunMode, decide_run
 
 if TYPE_CHECKING:
@@ -322,11 +327,20 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         statement = signed.statement
         terminalreporter.write_line(f"specgate: signed {signed.path.name} with {signed.keyid} "
                                     f"({len(statement.files)} files, commit {statement.commit})")
+    reports = [report for reports in terminalreporter.stats.values() for report in reports]
+    if config.stash[SETTINGS_KEY].evidence_dir is not None:
+        unbundled = unbundled_evidence(reports)
+        if unbundled:
+            terminalreporter.write_line(
+                f"specgate: {len(unbundled)} test(s) recorded evidence but have no @pytest.mark.ac, "
+                "so no bundle holds it:",
+                yellow=True,
+            )
+            for entry in unbundled:
+                terminalreporter.write_line(f"  {entry.describe()}", yellow=True)
     if not config.stash[SETTINGS_KEY].run.diagnostic:
         return
-    mismatched = mismatched_hardware_runs(
-        report for reports in terminalreporter.stats.values() for report in reports
-    )
+    mismatched = mismatched_hardware_runs(reports)
     terminalreporter.write_line(
         f"specgate: DIAGNOSTIC run: nothing here qualifies ({len(mismatched)} hardware spec(s) "
         "ran on a host that does not match)",
@@ -334,16 +348,50 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     )
 
 
+def duration_scale_of(config: pytest.Config) -> float:
+    """``--specgate-duration-scale``: 1 unless shortened (and then nothing qualifies)."""
+    return config.stash[SETTINGS_KEY].duration_scale
+
+
 @pytest.fixture
-def evidence(request: pytest.FixtureRequest) -> EvidenceRecorder:
-    """Record measurements (``measure``), artifacts (``attach``) and context (``note``)."""
+def duration_scale(pytestconfig: pytest.Config) -> float:
+    """``--specgate-duration-scale``: multiply long durations by it (1 on a qualifying run,
+    e.g. 0.02 on the mock in CI); ``SustainedSettings(scale=duration_scale)`` does so."""
+    return duration_scale_of(pytestconfig)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Soft checks: the test body runs to its end, then its missed thresholds fail it at once."""
+    recorder = item.stash.get(RECORDER_KEY, None)
+    try:
+        result = yield
+    except BaseException as error:
+        missed = recorder.take_new_misses() if recorder is not None else ()
+        if missed:
+            error.add_note(f"specgate soft checks missed before this error: {'; '.join(missed)}")
+        raise
+    if recorder is not None:
+        recorder.fail_on_new_misses()
+    return result
+
+
+@pytest.fixture
+def evidence(request: pytest.FixtureRequest) -> Iterator[EvidenceRecorder]:
+    """Record measurements (``measure``, soft checks), artifacts (``attach``) and context (``note``).
+
+    A missed ``at_least``/``at_most`` or a false ``check`` fails the test after its body ends.
+    """
     from pytest_specgate.evidence import EvidenceRecorder, staging_dir
 
     directory = request.config.stash[SETTINGS_KEY].evidence_dir
+    criterion = request.node.stash.get(AC_KEY, None)
     recorder = EvidenceRecorder(request.node.nodeid, session_redactor(request.config),
-                                None if directory is None else staging_dir(directory))
+                                None if directory is None else staging_dir(directory),
+                                ac_id=criterion.id if criterion is not None else None)
     request.node.stash[RECORDER_KEY] = recorder
-    return recorder
+    yield recorder
+    recorder.fail_on_new_misses()
 
 
 # ---------------------------------------------------------------------------

@@ -7,14 +7,24 @@ controller that writes evidence, so it holds plain JSON data only.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Final
 
 from pytest_specgate.hardware import HardwareVerdict
 from pytest_specgate.runmode import RunDecision
 
-__all__ = ["SPEC_PROPERTY", "mismatched_hardware_runs", "payload_of", "spec_payload"]
+__all__ = [
+    "SPEC_PROPERTY",
+    "UnbundledEvidence",
+    "mismatched_hardware_runs",
+    "payload_of",
+    "spec_payload",
+    "unbundled_evidence",
+]
 
 SPEC_PROPERTY: Final = "specgate"
+PLUGIN_NOTE_KEYS: Final = frozenset({"engines"})
+"""Notes the fixtures write for every test that boots an engine: not something the test recorded."""
 
 
 def spec_payload(
@@ -59,3 +69,59 @@ def mismatched_hardware_runs(reports: Iterable[Any]) -> set[str]:
         and payload["hardware"] is not None
         and not payload["hardware"]["matched"]
     }
+
+
+@dataclass(frozen=True)
+class UnbundledEvidence:
+    """What a test without an ``ac`` marker recorded, which therefore no bundle holds."""
+
+    nodeid: str
+    measurements: tuple[str, ...]
+    attachments: tuple[str, ...]
+    notes: tuple[str, ...]
+
+    def describe(self) -> str:
+        parts = [
+            f"{label} {', '.join(names)}"
+            for label, names in (
+                ("measurements", self.measurements),
+                ("attachments", self.attachments),
+                ("notes", self.notes),
+            )
+            if names
+        ]
+        return f"{self.nodeid}: {'; '.join(parts)}"
+
+
+def _names(rows: Any, key: str) -> tuple[str, ...]:
+    if not isinstance(rows, list):
+        return ()
+    return tuple(str(row.get(key)) for row in rows if isinstance(row, Mapping))
+
+
+def unbundled_evidence(reports: Iterable[Any]) -> list[UnbundledEvidence]:
+    """Tests that recorded measurements, attachments or notes but carry no ``ac`` marker.
+
+    A test's last report holds everything it recorded; fixture-written notes do not count.
+    """
+    latest: dict[str, dict[str, Any]] = {}
+    for report in reports:
+        payload = payload_of(getattr(report, "user_properties", ()))
+        if payload is not None:
+            latest[str(payload.get("nodeid", getattr(report, "nodeid", "")))] = payload
+    found = []
+    for nodeid, payload in sorted(latest.items()):
+        if payload.get("ac") is not None:
+            continue
+        notes = payload.get("notes")
+        entry = UnbundledEvidence(
+            nodeid=nodeid,
+            measurements=_names(payload.get("measurements"), "name"),
+            attachments=_names(payload.get("attachments"), "name"),
+            notes=tuple(sorted(k for k in notes if k not in PLUGIN_NOTE_KEYS))
+            if isinstance(notes, Mapping)
+            else (),
+        )
+        if entry.measurements or entry.attachments or entry.notes:
+            found.append(entry)
+    return found

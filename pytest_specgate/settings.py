@@ -6,8 +6,9 @@ Each option's help text is one constant shared by ``addoption`` and
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, final
@@ -115,8 +116,34 @@ def _ini_or(config: pytest.Config, name: str) -> str | None:
     return str(value) if value not in (None, "", []) else None
 
 
+def spaced_outside_values(args: Sequence[str], invocation_dir: Path) -> list[tuple[str, str]]:
+    """``(option, value)`` pairs given as ``--specgate-x VALUE`` where VALUE is an existing path
+    outside ``invocation_dir``.
+
+    pytest picks the rootdir (and so the pyproject and its host profiles) before plugins
+    register their options, so such a VALUE is read as a test path and can move the rootdir
+    to another project without a word; ``--specgate-x=VALUE`` cannot.
+    """
+    found = []
+    for option, value in itertools.pairwise(args):
+        if not option.startswith("--specgate-") or "=" in option or value.startswith("-"):
+            continue
+        path = (invocation_dir / value).resolve()
+        if path.exists() and not path.is_relative_to(invocation_dir.resolve()):
+            found.append((option, value))
+    return found
+
+
 def resolve_settings(config: pytest.Config) -> SpecgateSettings:
     """Read every specgate option once; bad values are a UsageError naming the option."""
+    spaced = spaced_outside_values(config.invocation_params.args, config.invocation_params.dir)
+    if spaced:
+        option, value = spaced[0]
+        raise pytest.UsageError(
+            f"{option} {value}: give the value with '=' ({option}={value}): with a space pytest also "
+            f"reads {value} as a test path when it picks the rootdir, and this run took its settings "
+            f"from {config.rootpath}"
+        )
     raw_required: list[str] = config.getoption("specgate_require") or []
     required = frozenset(value.strip() for value in raw_required if value.strip())
     if REQUIRE_ALL in required and len(required) > 1:

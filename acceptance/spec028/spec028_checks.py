@@ -1,7 +1,8 @@
-"""Checks the SPEC-028 specs share: requirement-named figures, output identity, "nothing served".
+"""Checks the SPEC-028 specs share: output identity, "nothing served", peak memory.
 
-Every failure message starts with the requirement id (``FR-8: ...``), so a red
-run says which part of SPEC-028 broke without opening the spec.
+Thresholds and soft checks go through ``evidence.measure``/``evidence.check``, whose
+failure starts with the AC id (``FR-8: ...``), so a red run says which part of SPEC-028
+broke without opening the spec.
 """
 
 from __future__ import annotations
@@ -16,57 +17,18 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import TracebackType
 from typing import TYPE_CHECKING
 
 import pytest
 
 if TYPE_CHECKING:
     from pytest_specgate.engines import ChatResult
-    from pytest_specgate.evidence import EvidenceRecorder
 
 _VOLATILE_FIELDS = frozenset({"id", "created"})
 _OOM_PATTERN = re.compile(
     r"out of memory|insufficient memory|OutOfMemory|kIOGPUCommandBufferCallbackErrorOutOfMemory",
     re.IGNORECASE,
 )
-
-
-class RequirementChecks:
-    """Record every figure with its threshold, then fail once, naming the requirement.
-
-    ``evidence.measure`` fails at the first missed bound; collecting the misses
-    here keeps every later figure in the bundle too.
-    """
-
-    def __init__(self, evidence: EvidenceRecorder, requirement: str) -> None:
-        self.evidence = evidence
-        self.requirement = requirement
-        self.misses: list[str] = []
-
-    def measure(self, name: str, value: float, unit: str | None = None, *,
-                at_least: float | None = None, at_most: float | None = None) -> None:
-        try:
-            self.evidence.measure(name, value, unit, at_least=at_least, at_most=at_most)
-        except pytest.fail.Exception as exc:
-            self.misses.append(str(exc.msg))
-
-    def expect(self, condition: bool, message: str) -> None:
-        if not condition:
-            self.misses.append(message)
-
-    def finish(self) -> None:
-        if self.misses:
-            pytest.fail(f"{self.requirement}: " + f"\n{self.requirement}: ".join(self.misses),
-                        pytrace=False)
-
-    def __enter__(self) -> RequirementChecks:
-        return self
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
-        if exc_type is None:
-            self.finish()
 
 
 def first_difference(left: Sequence[object], right: Sequence[object]) -> int | None:

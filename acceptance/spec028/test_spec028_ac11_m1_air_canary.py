@@ -18,13 +18,12 @@ from spec028_backends import (
     engine_pid,
     fetch_pinned_pair,
 )
-from spec028_checks import RequirementChecks, out_of_memory_lines, sampling_peak_memory
+from spec028_checks import out_of_memory_lines, sampling_peak_memory
 
 from pytest_specgate.engines import Engine
 from pytest_specgate.evidence import EvidenceRecorder
 from pytest_specgate.measure import load_named_prompt_set, model_pair
 
-REQUIREMENT = "AC-11"
 FINISHED = ("stop", "length")
 
 
@@ -61,20 +60,19 @@ def test_ac11_short_chat_and_streaming_check_complete(
     oom = out_of_memory_lines(engine_log(engine))
     evidence.note("peak_memory", {**peak.to_dict(), "process": what})
     evidence.note("engine_log_scanned", oom is not None)
-    with RequirementChecks(evidence, REQUIREMENT) as checks:
-        checks.measure("requests_failed", len(problems), at_most=0)
-        for problem in problems:
-            checks.expect(False, problem)
-        checks.measure("requests_completed", len(short_chat.prompts) + len(streaming.prompts),
-                       at_least=len(short_chat.prompts) + len(streaming.prompts))
-        checks.expect(exit_code is None, f"the engine process exited with code {exit_code}")
-        checks.expect(bool(healthy.text), "the engine no longer answers after the canary")
-        if oom is None:
-            evidence.note("metal_oom", "unknown: the engine has no log file to scan")
-        else:
-            checks.measure("out_of_memory_log_lines", len(oom), at_most=0)
-            checks.expect(not oom, f"the engine log reports running out of memory: {oom[:3]}")
-        if peak.peak_bytes is None:
-            evidence.note("peak_rss", "unknown: no way to read the engine process's memory")
-        else:
-            checks.measure("peak_rss", peak.peak_bytes / 2**30, "GiB")
+    evidence.measure("requests_failed", len(problems), at_most=0)
+    for problem in problems:
+        evidence.check(False, problem)
+    evidence.measure("requests_completed", len(short_chat.prompts) + len(streaming.prompts),
+                     at_least=len(short_chat.prompts) + len(streaming.prompts))
+    evidence.check(exit_code is None, f"the engine process exited with code {exit_code}")
+    evidence.check(bool(healthy.text), "the engine no longer answers after the canary")
+    if oom is None:
+        evidence.note("metal_oom", "unknown: the engine has no log file to scan")
+    else:
+        evidence.measure("out_of_memory_log_lines", len(oom), at_most=0)
+        evidence.check(not oom, f"the engine log reports running out of memory: {oom[:3]}")
+    if peak.peak_bytes is None:
+        evidence.note("peak_rss", "unknown: no way to read the engine process's memory")
+    else:
+        evidence.measure("peak_rss", peak.peak_bytes / 2**30, "GiB")

@@ -20,12 +20,11 @@ from spec028_backends import (
     swaps_done,
     warm_swap,
 )
-from spec028_checks import RequirementChecks, output_difference, wait_until
+from spec028_checks import output_difference, wait_until
 
 from pytest_specgate.engines import ChatResult, Engine
 from pytest_specgate.evidence import EvidenceRecorder
 
-REQUIREMENT = "AC-9a"
 PROMPTS: tuple[list[dict[str, object]], ...] = (
     [{"role": "user", "content": "Write a parser for ISO-8601 ordinal dates like 2024-060."}],
     [{"role": "user", "content": "Explain the difference between 24:00 and 00:00 in ISO-8601."}],
@@ -47,12 +46,11 @@ def test_ac9a_draft_failure_mid_request_keeps_output_correct(
     got = engine.chat(PROMPTS[0], **GREEDY)
     want = baseline.chat(PROMPTS[0], **GREEDY)
     difference = output_difference("answer after a draft failure", got, want)
-    with RequirementChecks(evidence, REQUIREMENT) as checks:
-        checks.measure("outputs_differing_after_draft_failure", 0 if difference is None else 1,
-                       at_most=0)
-        checks.expect(difference is None, str(difference))
-        checks.measure("draft_failures_in_telemetry", draft_failures(engine) - failures_before,
-                       at_least=1)
+    evidence.measure("outputs_differing_after_draft_failure", 0 if difference is None else 1,
+                     at_most=0)
+    evidence.check(difference is None, str(difference))
+    evidence.measure("draft_failures_in_telemetry", draft_failures(engine) - failures_before,
+                     at_least=1)
 
 
 def _stream_all(engine: Engine, answers: dict[int, ChatResult | BaseException],
@@ -101,9 +99,8 @@ def test_ac9a_warm_swap_under_traffic_keeps_output_correct(
         difference = output_difference(f"request {index} ({side})", got, want)
         if difference is not None:
             problems.append(difference)
-    with RequirementChecks(evidence, REQUIREMENT) as checks:
-        checks.measure("requests_wrong_or_failed_across_swap", len(problems), at_most=0)
-        for problem in problems:
-            checks.expect(False, problem)
-        checks.measure("swaps_in_telemetry", swaps_done(engine) - swaps_before, at_least=1,
-                       at_most=1)
+    evidence.measure("requests_wrong_or_failed_across_swap", len(problems), at_most=0)
+    for problem in problems:
+        evidence.check(False, problem)
+    evidence.measure("swaps_in_telemetry", swaps_done(engine) - swaps_before, at_least=1,
+                     at_most=1)

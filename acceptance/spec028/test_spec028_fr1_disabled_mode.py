@@ -12,12 +12,11 @@ from collections.abc import Callable
 
 import pytest
 from spec028_backends import GREEDY_MAX_TOKENS, BackendProfile
-from spec028_checks import RequirementChecks, without_volatile
+from spec028_checks import without_volatile
 
 from pytest_specgate.engines import Engine
 from pytest_specgate.evidence import EvidenceRecorder
 
-REQUIREMENT = "FR-1"
 MESSAGES: tuple[list[dict[str, object]], ...] = (
     [{"role": "user", "content": "Parse 2024-02-29T23:59:60Z and say whether it is valid."}],
     [{"role": "system", "content": "Answer briefly."},
@@ -43,7 +42,6 @@ def test_fr1_no_draft_answers_byte_identically(
     # engine would be compared with itself.
     before = boot_engine(**spec028.pre_feature_build)
     evidence.note("baseline", spec028.pre_feature_note)
-    checks = RequirementChecks(evidence, REQUIREMENT)
     compared = differing = 0
     for messages in MESSAGES:
         for params in REQUESTS:
@@ -52,9 +50,9 @@ def test_fr1_no_draft_answers_byte_identically(
             compared += 1
             if _canonical(got.raw) != _canonical(want.raw):
                 differing += 1
-                checks.expect(False, f"non-streamed answer to {messages[-1]['content']!r} with "
-                              f"{params} differs: disabled {without_volatile(got.raw)}, "
-                              f"before {without_volatile(want.raw)}")
+                evidence.check(False, f"non-streamed answer to {messages[-1]['content']!r} with "
+                               f"{params} differs: disabled {without_volatile(got.raw)}, "
+                               f"before {without_volatile(want.raw)}")
             got_stream = disabled.stream(messages, **params).drain()
             want_stream = before.stream(messages, **params).drain()
             compared += 1
@@ -62,13 +60,12 @@ def test_fr1_no_draft_answers_byte_identically(
             want_events = [_canonical(event) for event in want_stream.raw_events]
             if got_events != want_events:
                 differing += 1
-                checks.expect(False, f"streamed answer to {messages[-1]['content']!r} with {params} "
-                              f"differs: disabled {got_stream.raw_events}, "
-                              f"before {want_stream.raw_events}")
+                evidence.check(False, f"streamed answer to {messages[-1]['content']!r} with {params} "
+                               f"differs: disabled {got_stream.raw_events}, "
+                               f"before {want_stream.raw_events}")
     telemetry = disabled.telemetry()
-    checks.expect(telemetry.enabled is False,
-                  f"an engine without a draft reports speculation enabled: {telemetry}")
-    checks.expect(not telemetry.drafted, f"an engine without a draft drafted tokens: {telemetry}")
-    checks.measure("responses_compared", compared, at_least=len(MESSAGES) * len(REQUESTS) * 2)
-    checks.measure("responses_differing_from_baseline", differing, at_most=0)
-    checks.finish()
+    evidence.check(telemetry.enabled is False,
+                   f"an engine without a draft reports speculation enabled: {telemetry}")
+    evidence.check(not telemetry.drafted, f"an engine without a draft drafted tokens: {telemetry}")
+    evidence.measure("responses_compared", compared, at_least=len(MESSAGES) * len(REQUESTS) * 2)
+    evidence.measure("responses_differing_from_baseline", differing, at_most=0)

@@ -12,12 +12,11 @@ from collections.abc import Callable
 
 import pytest
 from spec028_backends import GATED_REQUESTS, GREEDY_MAX_TOKENS, BackendProfile
-from spec028_checks import RequirementChecks, choice_texts, output_difference
+from spec028_checks import choice_texts, output_difference
 
 from pytest_specgate.engines import Engine, Telemetry
 from pytest_specgate.evidence import EvidenceRecorder
 
-REQUIREMENT = "FR-5"
 MESSAGES: list[dict[str, object]] = [
     {"role": "user", "content": "Write a function that formats a date as ISO-8601 week date."},
 ]
@@ -45,8 +44,7 @@ def test_fr5_greedy_request_takes_the_speculative_path(
     before = _counts(engine.telemetry())
     engine.chat(MESSAGES, **GREEDY)
     after = _counts(engine.telemetry())
-    with RequirementChecks(evidence, REQUIREMENT) as checks:
-        checks.measure("greedy_request_drafted_tokens", after[0] - before[0], "tokens", at_least=1)
+    evidence.measure("greedy_request_drafted_tokens", after[0] - before[0], "tokens", at_least=1)
 
 
 @pytest.mark.ac("FR-5", spec="SPEC-028", title="greedy gate: only temperature 0 speculates")
@@ -57,10 +55,9 @@ def test_fr5_greedy_output_equals_baseline(
     baseline = shared_engine(**spec028.disabled)
     got, want = engine.chat(MESSAGES, **GREEDY), baseline.chat(MESSAGES, **GREEDY)
     difference = output_difference("greedy speculative answer", got, want)
-    with RequirementChecks(evidence, REQUIREMENT) as checks:
-        checks.measure("greedy_outputs_differing_from_baseline", 0 if difference is None else 1,
-                       at_most=0)
-        checks.expect(difference is None, str(difference))
+    evidence.measure("greedy_outputs_differing_from_baseline", 0 if difference is None else 1,
+                     at_most=0)
+    evidence.check(difference is None, str(difference))
 
 
 @pytest.mark.ac("FR-5", spec="SPEC-028", title="greedy gate: only temperature 0 speculates")
@@ -75,9 +72,8 @@ def test_fr5_gated_request_is_not_drafted(
     before = _counts(engine.telemetry())
     engine.chat(MESSAGES, **request)
     after = _counts(engine.telemetry())
-    with RequirementChecks(evidence, REQUIREMENT) as checks:
-        checks.measure(f"{gate}_request_drafted_tokens", after[0] - before[0], "tokens", at_most=0)
-        checks.measure(f"{gate}_request_accepted_tokens", after[1] - before[1], "tokens", at_most=0)
+    evidence.measure(f"{gate}_request_drafted_tokens", after[0] - before[0], "tokens", at_most=0)
+    evidence.measure(f"{gate}_request_accepted_tokens", after[1] - before[1], "tokens", at_most=0)
 
 
 @pytest.mark.ac("FR-5", spec="SPEC-028", title="greedy gate: only temperature 0 speculates")
@@ -93,10 +89,9 @@ def test_fr5_gated_request_answers_as_baseline(
     engine = shared_engine(**spec028.speculative)
     baseline = shared_engine(**spec028.disabled)
     got, want = engine.chat(MESSAGES, **request), baseline.chat(MESSAGES, **request)
-    with RequirementChecks(evidence, REQUIREMENT) as checks:
-        got_texts, want_texts = choice_texts(got), choice_texts(want)
-        differing = sum(a != b for a, b in zip(got_texts, want_texts, strict=False))
-        differing += abs(len(got_texts) - len(want_texts))
-        checks.measure(f"{gate}_choices_differing_from_baseline", differing, at_most=0)
-        checks.expect(differing == 0, f"request with {gate}: answers {got_texts} differ "
-                      f"from the baseline's {want_texts}")
+    got_texts, want_texts = choice_texts(got), choice_texts(want)
+    differing = sum(a != b for a, b in zip(got_texts, want_texts, strict=False))
+    differing += abs(len(got_texts) - len(want_texts))
+    evidence.measure(f"{gate}_choices_differing_from_baseline", differing, at_most=0)
+    evidence.check(differing == 0, f"request with {gate}: answers {got_texts} differ "
+                   f"from the baseline's {want_texts}")

@@ -12,7 +12,6 @@ from collections.abc import Callable
 
 import pytest
 from spec028_backends import GREEDY_MAX_TOKENS, BackendProfile, draft_counter, raw_status, roll_window
-from spec028_checks import RequirementChecks
 
 from pytest_specgate.engines import Engine, Telemetry
 from pytest_specgate.evidence import EvidenceRecorder
@@ -62,31 +61,30 @@ def test_fr8_every_field_present_and_typed(
     engine.chat(PROMPTS[0], temperature=0, max_tokens=GREEDY_MAX_TOKENS)
     telemetry = _telemetry_with_counters(spec028, engine)
     evidence.note("telemetry", telemetry.to_dict())
-    with RequirementChecks(evidence, REQUIREMENT) as checks:
-        checks.expect(telemetry.enabled is True, f"speculation not reported enabled: {telemetry}")
-        checks.expect(isinstance(telemetry.draft_model_id, str) and bool(telemetry.draft_model_id),
-                      f"draft model id missing: {telemetry}")
-        checks.expect(telemetry.num_draft_tokens == spec028.speculative["num_draft_tokens"],
-                      f"num_draft_tokens {telemetry.num_draft_tokens} is not the configured "
-                      f"{spec028.speculative['num_draft_tokens']}")
-        status = raw_status(engine)
-        if status is None:
-            evidence.note("status_fields", f"{engine.backend} has no raw status body; checked the "
-                          "normalized telemetry only")
-        else:
-            missing = sorted(set(STATUS_FIELDS) - set(status))
-            mistyped = sorted(name for name, types in STATUS_FIELDS.items()
-                              if name in status and (not isinstance(status[name], types)
-                                                     or (isinstance(status[name], bool)
-                                                     and bool not in types)))
-            checks.measure("status_fields_missing", len(missing), at_most=0)
-            checks.measure("status_fields_mistyped", len(mistyped), at_most=0)
-            checks.expect(not missing, f"/v1/status lacks {missing}")
-            checks.expect(not mistyped, f"/v1/status fields of the wrong type: "
-                          f"{ {name: status[name] for name in mistyped} }")
-        fields = {field.name: getattr(telemetry, field.name) for field in dataclasses.fields(telemetry)}
-        checks.expect(isinstance(fields["drafted"], int) and isinstance(fields["accepted"], int),
-                      f"counts are not integers: {fields}")
+    evidence.check(telemetry.enabled is True, f"speculation not reported enabled: {telemetry}")
+    evidence.check(isinstance(telemetry.draft_model_id, str) and bool(telemetry.draft_model_id),
+                   f"draft model id missing: {telemetry}")
+    evidence.check(telemetry.num_draft_tokens == spec028.speculative["num_draft_tokens"],
+                   f"num_draft_tokens {telemetry.num_draft_tokens} is not the configured "
+                   f"{spec028.speculative['num_draft_tokens']}")
+    status = raw_status(engine)
+    if status is None:
+        evidence.note("status_fields", f"{engine.backend} has no raw status body; checked the "
+                      "normalized telemetry only")
+    else:
+        missing = sorted(set(STATUS_FIELDS) - set(status))
+        mistyped = sorted(name for name, types in STATUS_FIELDS.items()
+                          if name in status and (not isinstance(status[name], types)
+                                                 or (isinstance(status[name], bool)
+                                                 and bool not in types)))
+        evidence.measure("status_fields_missing", len(missing), at_most=0)
+        evidence.measure("status_fields_mistyped", len(mistyped), at_most=0)
+        evidence.check(not missing, f"/v1/status lacks {missing}")
+        evidence.check(not mistyped, f"/v1/status fields of the wrong type: "
+                       f"{ {name: status[name] for name in mistyped} }")
+    fields = {field.name: getattr(telemetry, field.name) for field in dataclasses.fields(telemetry)}
+    evidence.check(isinstance(fields["drafted"], int) and isinstance(fields["accepted"], int),
+                   f"counts are not integers: {fields}")
 
 
 @pytest.mark.ac("FR-8", spec="SPEC-028", title="spec-decode telemetry: fields, counts, window")
@@ -105,19 +103,18 @@ def test_fr8_counts_match_an_independent_count(
     evidence.note("independent_count", {"drafted": expected_drafted, "accepted": expected_accepted,
                                         "method": "replay of each answer's tokens through the "
                                                   "draft agreement model"})
-    with RequirementChecks(evidence, REQUIREMENT) as checks:
-        checks.expect((start.drafted, start.accepted) == (0, 0),
-                      f"a fresh engine's window is not empty: (drafted, accepted) = "
-                      f"({start.drafted}, {start.accepted})")
-        checks.measure("drafted_minus_independent_count", drafted - expected_drafted, "tokens",
-                       at_least=0, at_most=0)
-        checks.measure("accepted_minus_independent_count", accepted - expected_accepted, "tokens",
-                       at_least=0, at_most=0)
-        rate = end.acceptance_rate
-        checks.expect(rate is not None and end.drafted > 0
-                      and abs(rate - end.accepted / end.drafted) < 1e-12,
-                      f"acceptance_rate {rate} is not accepted/drafted = "
-                      f"{end.accepted}/{end.drafted}")
+    evidence.check((start.drafted, start.accepted) == (0, 0),
+                   f"a fresh engine's window is not empty: (drafted, accepted) = "
+                   f"({start.drafted}, {start.accepted})")
+    evidence.measure("drafted_minus_independent_count", drafted - expected_drafted, "tokens",
+                     at_least=0, at_most=0)
+    evidence.measure("accepted_minus_independent_count", accepted - expected_accepted, "tokens",
+                     at_least=0, at_most=0)
+    rate = end.acceptance_rate
+    evidence.check(rate is not None and end.drafted > 0
+                   and abs(rate - end.accepted / end.drafted) < 1e-12,
+                   f"acceptance_rate {rate} is not accepted/drafted = "
+                   f"{end.accepted}/{end.drafted}")
 
 
 @pytest.mark.ac("FR-8", spec="SPEC-028", title="spec-decode telemetry: fields, counts, window")
@@ -135,13 +132,12 @@ def test_fr8_window_resets_on_roll(
     assert result.token_ids is not None
     expected = counter(engine, messages, GREEDY_MAX_TOKENS, result.token_ids)
     one_request = _telemetry_with_counters(spec028, engine)
-    with RequirementChecks(evidence, REQUIREMENT) as checks:
-        checks.measure("drafted_before_roll", before_roll.drafted or 0, "tokens", at_least=1)
-        checks.measure("drafted_after_roll", after_roll.drafted or 0, "tokens", at_most=0)
-        checks.measure("accepted_after_roll", after_roll.accepted or 0, "tokens", at_most=0)
-        checks.expect(after_roll.acceptance_rate is None,
-                      f"an empty window reports acceptance rate {after_roll.acceptance_rate}")
-        checks.expect((one_request.drafted, one_request.accepted) == expected,
-                      f"the window after the roll holds (drafted, accepted) = "
-                      f"({one_request.drafted}, {one_request.accepted}), but the one request "
-                      f"since then counts {expected}")
+    evidence.measure("drafted_before_roll", before_roll.drafted or 0, "tokens", at_least=1)
+    evidence.measure("drafted_after_roll", after_roll.drafted or 0, "tokens", at_most=0)
+    evidence.measure("accepted_after_roll", after_roll.accepted or 0, "tokens", at_most=0)
+    evidence.check(after_roll.acceptance_rate is None,
+                   f"an empty window reports acceptance rate {after_roll.acceptance_rate}")
+    evidence.check((one_request.drafted, one_request.accepted) == expected,
+                   f"the window after the roll holds (drafted, accepted) = "
+                   f"({one_request.drafted}, {one_request.accepted}), but the one request "
+                   f"since then counts {expected}")

@@ -5,8 +5,9 @@ Data flows one way: marker + reports -> records -> redaction -> bundle -> markdo
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING
+
+from pytest_specgate._lazy import lazy_getattr
 
 if TYPE_CHECKING:
     from pytest_specgate.evidence._bundle import (
@@ -26,9 +27,18 @@ if TYPE_CHECKING:
         verify_bundle,
     )
     from pytest_specgate.evidence._collector import EvidenceCollector, probe_source
-    from pytest_specgate.evidence._gate import GateInputError, GateVerdict, evaluate_gate
+    from pytest_specgate.evidence._gate import GateInputError, GateVerdict, PrBodyText, evaluate_gate
     from pytest_specgate.evidence._gates import GateName, GateOrderError, parse_gate_name
-    from pytest_specgate.evidence._markdown import EvidenceBlock, PrBodyError, parse_pr_body, render_markdown
+    from pytest_specgate.evidence._markdown import (
+        EvidenceBlock,
+        HiddenEvidence,
+        PrBody,
+        PrBodyError,
+        parse_pr_body,
+        read_pr_body,
+        render_markdown,
+        verdict_text,
+    )
     from pytest_specgate.evidence._marker import AC_MARKER_LINE, AcceptanceCriterion, ac_from_marker, is_ac_id
     from pytest_specgate.evidence._recorder import (
         Attachment,
@@ -58,12 +68,15 @@ _EXPORTS: dict[str, str] = {
     "GateName": "_gates",
     "GateOrderError": "_gates",
     "GateVerdict": "_gate",
+    "HiddenEvidence": "_markdown",
     "LocalIdentity": "_redact",
     "MANIFEST_NAME": "_bundle",
     "MARKDOWN_NAME": "_bundle",
     "Measurement": "_recorder",
     "NOT_QUALIFIED": "_writer",
+    "PrBody": "_markdown",
     "PrBodyError": "_markdown",
+    "PrBodyText": "_gate",
     "QUALIFIED": "_writer",
     "RECEIPT_NAME": "_bundle",
     "Redactor": "_redact",
@@ -89,23 +102,19 @@ _EXPORTS: dict[str, str] = {
     "parse_gate_name": "_gates",
     "parse_pr_body": "_markdown",
     "probe_source": "_collector",
+    "read_pr_body": "_markdown",
     "read_records": "_bundle",
     "render_markdown": "_markdown",
     "schema_problems": "_bundle",
     "sign_bundle": "_signing",
     "staging_dir": "_recorder",
+    "verdict_text": "_markdown",
     "verify_bundle": "_bundle",
     "write_redacted": "_redact",
 }
 
 
-def __getattr__(name: str) -> object:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value
-    return value
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 
 __all__ = [
@@ -129,9 +138,12 @@ __all__ = [
     "GateName",
     "GateOrderError",
     "GateVerdict",
+    "HiddenEvidence",
     "LocalIdentity",
     "Measurement",
+    "PrBody",
     "PrBodyError",
+    "PrBodyText",
     "Redactor",
     "SigningError",
     "SigningKey",
@@ -152,11 +164,13 @@ __all__ = [
     "parse_gate_name",
     "parse_pr_body",
     "probe_source",
+    "read_pr_body",
     "read_records",
     "render_markdown",
     "schema_problems",
     "sign_bundle",
     "staging_dir",
+    "verdict_text",
     "verify_bundle",
     "write_redacted",
 ]

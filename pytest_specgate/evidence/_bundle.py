@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 MANIFEST_NAME = "manifest.json"
 MARKDOWN_NAME = "evidence.md"
 RECEIPT_NAME = "receipt.json"
+RECEIPT_SCHEMA_ID = "specgate.receipt/v1"
 STATEMENT_NAME = "statement.intoto.json"
 SIGNATURE_NAME = "statement.intoto.dsse.json"
 """The signed statement sits beside the manifest, not in it: its subjects cover every other file."""

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from pytest_specgate import __version__
-from pytest_specgate.evidence._bundle import RECEIPT_NAME
+from pytest_specgate.evidence._bundle import RECEIPT_NAME, RECEIPT_SCHEMA_ID
 from pytest_specgate.evidence._jsonio import JsonValue, utc_timestamp
 from pytest_specgate.evidence._recorder import staging_dir
 from pytest_specgate.evidence._records import (
@@ -40,7 +40,6 @@ from pytest_specgate.evidence._redact import Redactor, append_redacted, build_re
 from pytest_specgate.evidence._writer import NOT_QUALIFIED, WrittenBundle, run_verdict, write_bundle
 from pytest_specgate.properties import payload_of
 
-RECEIPT_SCHEMA_ID = "specgate.receipt/v1"
 GIT_TIMEOUT_S = 30.0
 
 

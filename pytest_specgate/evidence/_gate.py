@@ -23,7 +23,7 @@ from pytest_specgate.evidence._bundle import (
 )
 from pytest_specgate.evidence._gates import GateName, GateOrderError, parse_gate_name
 from pytest_specgate.evidence._jsonio import JsonValue
-from pytest_specgate.evidence._markdown import EvidenceBlock, PrBodyError, parse_pr_body
+from pytest_specgate.evidence._markdown import EvidenceBlock, HiddenEvidence, PrBodyError, read_pr_body
 from pytest_specgate.evidence._marker import AC_ID_FORMS, is_ac_id
 from pytest_specgate.evidence._records import measurement_miss
 from pytest_specgate.evidence._trust import TrustCheck, TrustPolicy
@@ -84,8 +84,16 @@ def _parse_inputs(
     return gate_name, None if commit is None else commit.lower()
 
 
+@dataclass(frozen=True)
+class PrBodyText:
+    """A PR body already read (from stdin or a GitHub event); ``source`` names it in messages."""
+
+    text: str
+    source: str
+
+
 def evaluate_gate(
-    pr_body: Path,
+    pr_body: Path | PrBodyText,
     evidence_dirs: Sequence[Path],
     required: Sequence[str],
     commit: str | None = None,
@@ -97,26 +105,42 @@ def evaluate_gate(
     With a ``trust_policy`` every AC must also be vouched for by an enrolled signer.
     """
     gate_name, wanted_commit = _parse_inputs(required, commit, gate)
+    if isinstance(pr_body, Path):
+        pr_body = PrBodyText(read_text_input(pr_body, "PR body"), str(pr_body))
     try:
-        blocks = parse_pr_body(read_text_input(pr_body, "PR body"), str(pr_body))
+        body = read_pr_body(pr_body.text, pr_body.source)
     except PrBodyError as error:
         raise GateInputError(str(error)) from None
+    blocks = body.blocks
     bundles = load_all_bundles(evidence_dirs)
     acs = list(dict.fromkeys(required)) or sorted({block.ac_id for block in blocks})
     if not acs:
-        raise GateInputError(f"{pr_body}: no '## <AC> evidence' block and no --require: nothing to gate")
+        raise GateInputError(
+            f"{pr_body.source}: no '## <AC> evidence' block and no --require: nothing to gate"
+        )
     problems: list[str] = []
     accepted: list[str] = []
     integrity: dict[Path, list[str]] = {}
     trust = None if trust_policy is None else TrustCheck(trust_policy)
     for ac_id in acs:
         ac_blocks = [b for b in blocks if b.ac_id == ac_id]
+        if not ac_blocks and body.hidden_for(ac_id):
+            problems.append(f"{ac_id}: {_hidden_only(ac_id, body.hidden_for(ac_id))}")
+            continue
         found = _check_ac(ac_id, ac_blocks, bundles, integrity, wanted_commit, gate_name, trust)
         if found:
             problems += [f"{ac_id}: {problem}" for problem in found]
         else:
             accepted.append(ac_id)
     return GateVerdict(accepted=tuple(accepted), problems=tuple(problems))
+
+
+def _hidden_only(ac_id: str, hidden: Sequence[HiddenEvidence]) -> str:
+    where = hidden[0].describe()
+    return (
+        f"no visible '## {ac_id} evidence' block in the PR body: it was found only where a reviewer "
+        f"cannot see it ({where}); blocks in comments or code are not evidence"
+    )
 
 
 def _check_ac(

@@ -1,11 +1,16 @@
-"""What the ``evidence`` fixture returns: figures, artifacts and notes for one test."""
+"""What the ``evidence`` fixture returns: figures, artifacts and notes for one test.
+
+Thresholds are *soft checks*: a missed bound (or a failed ``evidence.check``) is recorded and
+the test goes on, so every later figure and note still reaches the bundle; the plugin fails
+the test once it has finished, naming the first miss and counting the others.
+"""
 
 from __future__ import annotations
 
 import math
 import numbers
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
@@ -89,16 +94,33 @@ def _number(label: str, value: object, figure: str) -> float:
     return float(value)
 
 
+def soft_failure_message(nodeid: str, ac_id: str | None, misses: Sequence[str]) -> str:
+    """The one failure of a test whose soft checks missed: the first miss and how many others,
+    then the others one per line. Lines start with the AC id when the test has one."""
+    prefix = f"{ac_id}: " if ac_id else ""
+    more = len(misses) - 1
+    first = f"{prefix}{nodeid}: {misses[0]}"
+    if more:
+        first += f" (and {more} more soft-check miss{'es' if more > 1 else ''})"
+    return "\n".join([first, *(f"{prefix}{miss}" for miss in misses[1:])])
+
+
 class EvidenceRecorder:
     """Collects one test's figures, artifacts and notes; ``to_properties`` ships them."""
 
-    def __init__(self, nodeid: str, redactor: Redactor, staging: Path | None) -> None:
+    def __init__(
+        self, nodeid: str, redactor: Redactor, staging: Path | None, ac_id: str | None = None
+    ) -> None:
+        """``ac_id``: the test's criterion, named first in its soft-check failure."""
         self.nodeid = nodeid
+        self.ac_id = ac_id
         self._redactor = redactor
         self._staging = staging
         self._measurements: list[Measurement] = []
         self._attachments: list[Attachment] = []
         self._notes: dict[str, JsonValue] = {}
+        self._misses: list[str] = []
+        self._reported = 0
 
     def measure(
         self,
@@ -109,7 +131,7 @@ class EvidenceRecorder:
         at_least: float | None = None,
         at_most: float | None = None,
     ) -> Measurement:
-        """Record a figure; a missed bound fails the test after the figure is recorded."""
+        """Record a figure; a missed bound is a soft check: the test fails when it has finished."""
         if not isinstance(name, str) or not name:
             raise TypeError(f"evidence.measure: name must be a non-empty string, found {name!r}")
         if unit is not None and not isinstance(unit, str):
@@ -125,8 +147,35 @@ class EvidenceRecorder:
         missed = threshold_verdict(measurement.value, measurement.at_least, measurement.at_most)
         if missed is not None:
             shown = f"{measurement.value:g}" + (f" {unit}" if unit else "")
-            pytest.fail(f"{self.nodeid}: measurement {name} = {shown} {missed}", pytrace=False)
+            self._misses.append(f"measurement {name} = {shown} {missed}")
         return measurement
+
+    def check(self, condition: bool, message: str) -> bool:
+        """A soft check without a figure: when ``condition`` is false, ``message`` fails the test
+        at its end (like a missed ``measure`` bound). Returns ``condition``."""
+        if not isinstance(message, str) or not message:
+            raise TypeError(f"evidence.check: message must be a non-empty string, found {message!r}")
+        if not condition:
+            self._misses.append(message)
+        return bool(condition)
+
+    @property
+    def misses(self) -> tuple[str, ...]:
+        """Every soft check missed so far, in the order they were made."""
+        return tuple(self._misses)
+
+    def take_new_misses(self) -> tuple[str, ...]:
+        """The misses not reported yet; each is handed out once."""
+        new = tuple(self._misses[self._reported :])
+        self._reported = len(self._misses)
+        return new
+
+    def fail_on_new_misses(self) -> None:
+        """Fail (``pytest.fail``) with the misses not reported yet; the plugin calls this when the
+        test body ends and again at teardown, so each miss fails exactly one phase."""
+        new = self.take_new_misses()
+        if new:
+            pytest.fail(soft_failure_message(self.nodeid, self.ac_id, new), pytrace=False)
 
     def attach(self, name: str, content: bytes | str | Path) -> Attachment:
         """Add an artifact: a file path, text or bytes; text is redacted before it is stored."""

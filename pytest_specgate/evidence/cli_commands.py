@@ -7,6 +7,7 @@ wires into its subparsers. Exit codes: 0 ok, 1 the gate (or a due waiver) reject
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import sys
 from collections.abc import Mapping, Sequence
@@ -15,6 +16,7 @@ from pathlib import Path
 from pytest_specgate import __version__
 from pytest_specgate.evidence._bundle import (
     MERGE_NAME,
+    RECEIPT_SCHEMA_ID,
     Bundle,
     BundleError,
     ac_file_name,
@@ -24,11 +26,19 @@ from pytest_specgate.evidence._bundle import (
 )
 from pytest_specgate.evidence._gate import GateInputError, evaluate_gate, load_all_bundles
 from pytest_specgate.evidence._gates import GateOrderError, parse_gate_name
-from pytest_specgate.evidence._jsonio import JsonValue, sha256_hex
+from pytest_specgate.evidence._jsonio import JsonValue, sha256_hex, utc_timestamp
 from pytest_specgate.evidence._markdown import render_markdown
+from pytest_specgate.evidence._merge import (
+    MergeChoice,
+    MergeError,
+    SourceRecords,
+    choose_records,
+    merged_commit,
+)
+from pytest_specgate.evidence._pr_body_input import pr_body_input
 from pytest_specgate.evidence._redact import build_redactor
 from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, load_trust_policy
-from pytest_specgate.evidence._writer import write_bundle
+from pytest_specgate.evidence._writer import run_verdict, write_bundle
 
 EXIT_OK = 0
 EXIT_REJECTED = 1
@@ -82,38 +92,40 @@ def run_render(args: argparse.Namespace) -> int:
 
 def configure_merge_parser(parser: argparse.ArgumentParser) -> None:
     parser.description = (
-        "Merge bundles from several hosts (e.g. an M4 run and an M1 run) into one bundle. "
-        "For an AC present in several bundles the passing, qualifying record wins."
+        "Merge bundles from several hosts (e.g. an M4 run and an M1 run of one commit) into one "
+        "bundle. For an AC present in several bundles the passing, qualifying record wins; one line "
+        "per AC says which record was kept and why."
     )
     parser.add_argument("bundles", nargs="+", type=Path, help="bundle directories or evidence dirs")
     parser.add_argument(
         "-o", "--output", type=Path, required=True, help="new bundle directory (must not exist)"
     )
-
-
-def _rank(record: Mapping[str, JsonValue]) -> int:
-    return (
-        2
-        if record.get("outcome") == "passed" and record.get("qualifying")
-        else int(record.get("outcome") == "passed")
+    parser.add_argument(
+        "--allow-mixed-commits",
+        action="store_true",
+        help="merge bundles of different commits (the result has no in-toto statement)",
     )
 
 
-def _select_records(
-    bundles: Sequence[Bundle],
-) -> dict[str, tuple[Bundle, Mapping[str, JsonValue]]]:
-    chosen: dict[str, tuple[Bundle, Mapping[str, JsonValue]]] = {}
-    for bundle in bundles:
-        for ac_id, record in _verified_records(bundle).items():
-            current = chosen.get(ac_id)
-            if current is None or _rank(record) > _rank(current[1]):
-                chosen[ac_id] = (bundle, record)
-            elif _rank(record) == _rank(current[1]) == 2:
-                raise BundleError(
-                    f"{ac_id} has qualifying evidence in both {current[0].path} and {bundle.path}: "
-                    "merge only one of them"
-                )
-    return dict(sorted(chosen.items()))
+def _merge_receipt(run_id: str, choices: Sequence[MergeChoice]) -> dict[str, JsonValue]:
+    records = [choice.record for choice in choices]
+    verdict, reasons = run_verdict(records)
+    started = sorted(
+        str(run["started_at"])
+        for record in records
+        if isinstance(run := record.get("run"), Mapping) and isinstance(run.get("started_at"), str)
+    )
+    return {
+        "schema": RECEIPT_SCHEMA_ID,
+        "run_id": run_id,
+        "status": "merged",
+        "verdict": verdict,
+        "reasons": list(reasons),
+        "running": [],
+        "tests_finished": sum(len(t) for r in records if isinstance(t := r.get("tests"), list)),
+        "started_at": started[0] if started else None,
+        "updated_at": utc_timestamp(dt.datetime.now(dt.UTC)),
+    }
 
 
 def run_merge(args: argparse.Namespace) -> int:
@@ -121,46 +133,53 @@ def run_merge(args: argparse.Namespace) -> int:
     if output.exists():
         return _error("merge", f"{output}: already exists; merge writes a new bundle directory")
     try:
-        bundles = load_all_bundles(args.bundles)
-        chosen = _select_records(bundles)
-    except (GateInputError, BundleError) as error:
+        sources = [
+            SourceRecords(bundle, _verified_records(bundle)) for bundle in load_all_bundles(args.bundles)
+        ]
+        commit = merged_commit(sources, args.allow_mixed_commits)
+        choices = choose_records(sources)
+    except (GateInputError, BundleError, MergeError) as error:
         return _error("merge", str(error))
+    for choice in choices:
+        print(choice.explain())
     attachments: dict[str, bytes] = {}
-    for bundle, record in chosen.values():
-        rows = record.get("attachments")
+    for choice in choices:
+        rows = choice.record.get("attachments")
         for row in rows if isinstance(rows, list) else []:
             relative = str(row["path"])
-            attachments[relative] = (bundle.path / relative).read_bytes()
-    sources = sorted({bundle.path: bundle for bundle, _ in chosen.values()}.values(), key=lambda b: b.digest)
+            attachments[relative] = (choice.kept.path / relative).read_bytes()
+    kept = sorted({choice.kept.path: choice.kept for choice in choices}.values(), key=lambda b: b.digest)
     merge_document: JsonValue = {
         "schema": "specgate.merge/v1",
         "sources": [
             {
                 "run_id": bundle.run_id,
                 "bundle_sha256": bundle.digest,
-                "acs": sorted(ac for ac, (b, _) in chosen.items() if b is bundle),
+                "acs": [choice.ac_id for choice in choices if choice.kept is bundle],
             }
-            for bundle in sources
+            for bundle in kept
         ],
+        "choices": [choice.explain() for choice in choices],
     }
-    run_id = "merged-" + sha256_hex("".join(b.digest for b in sources).encode())[:12]
-    commits = {
-        str(record["source"]["commit"])
-        for _, record in chosen.values()
-        if isinstance(record.get("source"), Mapping) and record["source"].get("commit")
-    }
+    run_id = "merged-" + sha256_hex("".join(b.digest for b in kept).encode())[:12]
+    if commit is None:
+        commits = sorted({c for source in sources for c in source.commits()})
+        print(
+            f"specgate merge: warning: no in-toto statement: the records are for {len(commits)} "
+            f"commit(s) ({', '.join(commits)}) and a statement names one known commit"
+        )
     written = write_bundle(
         output,
         build_redactor(None),
         run_id,
-        [record for _, record in chosen.values()],
+        [choice.record for choice in choices],
         attachments,
-        None,
-        commits.pop() if len(commits) == 1 else None,
+        _merge_receipt(run_id, choices),
+        commit,
         __version__,
         extra_documents={MERGE_NAME: merge_document},
     )
-    print(f"specgate merge: wrote {output} ({len(chosen)} AC, bundle-sha256 {written.digest})")
+    print(f"specgate merge: wrote {output} ({len(choices)} AC, bundle-sha256 {written.digest})")
     return EXIT_OK
 
 
@@ -202,7 +221,15 @@ def configure_gate_parser(parser: argparse.ArgumentParser) -> None:
         "passing, qualifying bundle (exit 0); otherwise print one line per problem (exit 1). "
         "Unreadable input exits 2."
     )
-    parser.add_argument("--pr-body", type=Path, required=True, help="markdown file with the PR description")
+    body = parser.add_mutually_exclusive_group(required=True)
+    body.add_argument(
+        "--pr-body", metavar="FILE", help="markdown file with the PR description; '-' reads stdin"
+    )
+    body.add_argument(
+        "--pr-body-from-event",
+        action="store_true",
+        help="in GitHub Actions: read pull_request.body from the event payload ($GITHUB_EVENT_PATH)",
+    )
     parser.add_argument(
         "--evidence",
         type=Path,
@@ -240,8 +267,9 @@ def gate_trust_policy(explicit: Path | None, start: Path) -> TrustPolicy | None:
 
 def run_gate(args: argparse.Namespace) -> int:
     try:
+        pr_body = pr_body_input(args.pr_body, args.pr_body_from_event, sys.stdin, os.environ)
         policy = gate_trust_policy(args.trust_policy, Path.cwd())
-        verdict = evaluate_gate(args.pr_body, args.evidence, args.require, args.commit, args.gate, policy)
+        verdict = evaluate_gate(pr_body, args.evidence, args.require, args.commit, args.gate, policy)
     except (GateInputError, TrustPolicyError) as error:
         return _error("gate", str(error))
     print(

@@ -23,6 +23,7 @@ from pytest_specgate.evidence import (
     empty_properties,
     staging_dir,
 )
+from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 from pytest_specgate.properties import SPEC_PROPERTY
 
 PLANTED_HF_TOKEN = "hf_PlantedTokenValue0123456789abcdefXYZ"
@@ -188,3 +189,12 @@ def cli(
     code = run(parser.parse_args(list(arguments)))
     captured = capsys.readouterr()
     return code, captured.out, captured.err
+
+
+def gate(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, list[str], str]:
+    """``specgate gate ARGUMENTS`` in process: exit code, stdout lines, stderr."""
+    parser = argparse.ArgumentParser(prog="specgate gate")
+    configure_gate_parser(parser)
+    code = run_gate(parser.parse_args(list(arguments)))
+    captured = capsys.readouterr()
+    return code, captured.out.splitlines(), captured.err

@@ -5,7 +5,6 @@ from importlib import resources
 from pathlib import Path
 
 import jsonschema
-import pytest
 from evidence_testkit import (
     AC10,
     AC11,
@@ -164,8 +163,7 @@ def test_waiver_failure_and_skip_reach_record_and_markdown(git_repo: GitRepo) ->
         "acceptance/test_ac11.py::test_small_air", waived, outcome="skipped", message="needs Apple M1"
     )
     recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
-    with pytest.raises(pytest.fail.Exception):
-        recorder.measure("median_speedup", 1.1, "x", at_least=1.4)
+    recorder.measure("median_speedup", 1.1, "x", at_least=1.4)
     run.run_test(
         "acceptance/test_ac10.py::test_speedup",
         AC10,

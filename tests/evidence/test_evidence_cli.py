@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
-from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun, cli, qualifying_bundle
+from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun, cli, git, qualifying_bundle
 
 from pytest_specgate.evidence import WrittenBundle, load_bundle, parse_pr_body, verify_bundle
 from pytest_specgate.evidence.cli_commands import (
@@ -60,9 +60,20 @@ def test_merge_combines_hosts_and_the_gate_accepts_the_merged_bundle(
     code, out, _ = cli(
         capsys, configure_merge_parser, run_merge, str(m4.path), str(m1.path), "-o", str(merged)
     )
-    assert code == 0 and out.startswith(f"specgate merge: wrote {merged} (2 AC, bundle-sha256 ")
     bundle = load_bundle(merged)
+    assert (code, out.splitlines()) == (0, [
+        f"AC-10: kept run {m4.path.name} (passed, qualifying) over run {m1.path.name} (skipped, not "
+        "qualifying): a passing, qualifying record wins over a passing one, which wins over the rest",
+        f"AC-11: kept run {m1.path.name} (passed, qualifying) over run {m4.path.name} (skipped, not "
+        "qualifying): a passing, qualifying record wins over a passing one, which wins over the rest",
+        f"specgate merge: wrote {merged} (2 AC, bundle-sha256 {bundle.digest})",
+    ])
     assert verify_bundle(bundle) == []
+    assert set(bundle.files) == set(load_bundle(m4.path).files) | {"merge.json"}
+    statement = json.loads((merged / "statement.intoto.json").read_text())
+    assert statement["subject"] == [{"name": "source", "digest": {"gitCommit": git_repo.commit}}]
+    receipt = json.loads((merged / "receipt.json").read_text())
+    assert (receipt["status"], receipt["verdict"], receipt["tests_finished"]) == ("merged", "QUALIFIED", 2)
     assert (merged / "AC-10.json").read_bytes() == (m4.path / "AC-10.json").read_bytes()
     assert (merged / "AC-11.json").read_bytes() == (m1.path / "AC-11.json").read_bytes()
     sources = json.loads((merged / "merge.json").read_text())["sources"]
@@ -108,6 +119,48 @@ def test_merge_refuses_two_qualifying_records_and_an_existing_output(
     assert code == 2 and "AC-10 has qualifying evidence in both" in err
     code, _, err = cli(capsys, configure_merge_parser, run_merge, str(first.path), "-o", str(first.path))
     assert code == 2 and "already exists" in err
+
+
+def test_merge_refuses_bundles_of_different_commits_unless_told(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    m4 = _host_run(git_repo.path, ac10_passes=True, ac11_passes=False)
+    (git_repo.path / "spec.py").write_text("SPEC = 29\n")
+    git(git_repo.path, "commit", "-qam", "later")
+    later = git(git_repo.path, "rev-parse", "HEAD")
+    m1 = _host_run(git_repo.path, ac10_passes=False, ac11_passes=True)
+    merged = tmp_path / "merged"
+    code, out, err = cli(capsys, configure_merge_parser, run_merge, str(m4.path), str(m1.path),
+                         f"--output={merged}")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"specgate merge: error: bundles are for different commits (run {m4.path.name}: "
+        f"{git_repo.commit}; run {m1.path.name}: {later}): merge runs of one commit, or pass "
+        "--allow-mixed-commits\n"
+    )
+    assert not merged.exists()
+    code, out, _ = cli(capsys, configure_merge_parser, run_merge, str(m4.path), str(m1.path),
+                       f"--output={merged}", "--allow-mixed-commits")
+    assert code == 0
+    commits = ", ".join(sorted([git_repo.commit, later]))
+    assert (f"specgate merge: warning: no in-toto statement: the records are for 2 commit(s) ({commits}) "
+            "and a statement names one known commit") in out.splitlines()
+    assert verify_bundle(load_bundle(merged)) == []
+    assert not (merged / "statement.intoto.json").exists()
+
+
+def test_merge_of_equal_records_keeps_the_first_and_says_so(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = _host_run(git_repo.path, ac10_passes=False, ac11_passes=False)
+    second = _host_run(git_repo.path, ac10_passes=False, ac11_passes=False)
+    code, out, _ = cli(capsys, configure_merge_parser, run_merge, str(first.path), str(second.path),
+                       f"--output={tmp_path / 'm'}")
+    assert code == 0
+    assert out.splitlines()[0] == (
+        f"AC-10: kept run {first.path.name} (skipped, not qualifying) over run {second.path.name} "
+        "(skipped, not qualifying): equal standing, the first bundle given wins"
+    )
 
 
 def test_waivers_lists_open_waivers_and_flags_due_ones(

@@ -43,15 +43,36 @@ def test_met_threshold_is_recorded_as_passed() -> None:
         (float("nan"), {"at_least": 1.0}, "measurement median_speedup = nan x is not a number"),
     ],
 )
-def test_missed_threshold_fails_the_test_after_recording_it(
+def test_missed_threshold_is_recorded_and_fails_only_when_asked(
     value: float, bounds: dict[str, float], message: str
 ) -> None:
     recorder = _recorder(None)
-    with pytest.raises(pytest.fail.Exception) as raised:
-        recorder.measure("median_speedup", value, "x", **bounds)
-    assert str(raised.value) == f"{NODE}: {message}"
+    recorder.measure("median_speedup", value, "x", **bounds)
+    recorder.measure("tokens", 12)
     recorded = recorder.to_properties()["measurements"]
-    assert len(recorded) == 1 and recorded[0]["passed"] is False
+    assert [row["passed"] for row in recorded] == [False, True]
+    assert recorder.misses == (message,)
+    with pytest.raises(pytest.fail.Exception) as raised:
+        recorder.fail_on_new_misses()
+    assert str(raised.value) == f"{NODE}: {message}"
+    recorder.fail_on_new_misses()
+
+
+def test_soft_failure_names_the_ac_and_first_miss_and_counts_the_others() -> None:
+    recorder = EvidenceRecorder(NODE, build_redactor(Path("/srv/repo"), (), {}, IDENTITY), None,
+                                ac_id="AC-10")
+    recorder.measure("median_speedup", 1.1, "x", at_least=1.4)
+    assert recorder.check(True, "never shown") is True
+    assert recorder.check(False, "greedy output differs at token 3") is False
+    recorder.measure("acceptance_rate", 0.2, at_least=0.3)
+    with pytest.raises(pytest.fail.Exception) as raised:
+        recorder.fail_on_new_misses()
+    assert str(raised.value).splitlines() == [
+        f"AC-10: {NODE}: measurement median_speedup = 1.1 x is below at_least=1.4 "
+        "(and 2 more soft-check misses)",
+        "AC-10: greedy output differs at token 3",
+        "AC-10: measurement acceptance_rate = 0.2 is below at_least=0.3",
+    ]
 
 
 def test_figure_without_bounds_always_passes() -> None:
@@ -68,6 +89,7 @@ def test_figure_without_bounds_always_passes() -> None:
         (lambda r: r.measure("x", 1.0, unit=3), "unit must be a string"),
         (lambda r: r.attach("log", 3), "expected bytes, str or pathlib.Path, found int"),
         (lambda r: r.note("", 1), "key must be a non-empty string"),
+        (lambda r: r.check(False, ""), "message must be a non-empty string"),
     ],
 )
 def test_bad_arguments_say_what_was_expected(call: object, message: str) -> None:

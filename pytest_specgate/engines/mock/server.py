@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_specgate.engines.boot import ManagedProcess, wait_for_health
+from pytest_specgate.engines.capabilities import Capabilities
 from pytest_specgate.engines.client import ClientEngine, OpenAIClient, telemetry_from_status
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.mock.settings import (
@@ -164,6 +165,13 @@ class MockEngine(ClientEngine):
     @property
     def port(self) -> int:
         return int(self.base_url.rsplit(":", 1)[1])
+
+    def capabilities(self) -> Capabilities:
+        """Everything: the mock exists to be put into every situation a spec needs."""
+        return Capabilities(
+            telemetry_reset=self, faults=self, swap=self, process=self.process, raw_status=self,
+            log=self.log_path,
+        )
 
     def _read_telemetry(self) -> Telemetry:
         return telemetry_from_status(self.status())

@@ -420,7 +420,8 @@ def _served_config(base: EngineConfig, changes: dict[str, object],
     try:
         return route_endpoint(base, base.changed(**changes), routes, call)
     except EndpointUnserved as exc:
-        pytest.fail(str(exc), pytrace=False)
+        refusal = str(exc)
+    pytest.fail(refusal, pytrace=False)
 
 
 @pytest.fixture

@@ -23,12 +23,12 @@ from pytest_specgate.engines.prometheus import MetricsParseError
 from pytest_specgate.engines.protocol import EngineBootError, Telemetry
 from pytest_specgate.engines.spec_decode_metrics import SpecDecodeTelemetry
 
-__all__ = ["boot", "choose_telemetry"]
+__all__ = ["boot", "choose_telemetry", "served_model"]
 
 _DEFAULT_HEALTH_DEADLINE_S = 30.0
 
 
-def _served_model(client: OpenAIClient, wanted: str | None) -> str:
+def served_model(client: OpenAIClient, wanted: str | None) -> str:
     """The model to ask for: ``wanted`` if the server lists it, else the first it lists.
 
     An answer that is not JSON, has no ``data`` list, or lists nothing is an error
@@ -100,7 +100,7 @@ def boot(config: EngineConfig, workdir: Path) -> ClientEngine:
         return ClientEngine(
             backend="endpoint",
             client=client,
-            model_id=_served_model(client, config.target),
+            model_id=served_model(client, config.target),
             telemetry=choose_telemetry(client, config),
         )
     except BaseException:

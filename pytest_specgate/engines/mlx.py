@@ -448,5 +448,5 @@ def _first_completion(
 
 
 def boot(config: EngineConfig, workdir: Path) -> MlxEngine:
-    """The backend entry point (``BACKENDS["mlx"]``): check, start, wait, hand over."""
+    """The backend entry point (``BUILTIN_BACKENDS["mlx"]``): check, start, wait, hand over."""
     return start_server(plan_boot(config, workdir), workdir)

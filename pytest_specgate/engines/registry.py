@@ -51,7 +51,7 @@ class Backend:
     """A backend: where its boot function lives and which marker options it takes.
 
     ``options`` None means the backend reads its options at boot and the engine
-    marker's keywords are not checked at collection (entry-point backends, vllm).
+    marker's keywords are not checked at collection (entry-point backends).
     ``builds_tiny_models``: ``tiny:<role>`` references are built into the
     session's model cache for it.
     """
@@ -79,6 +79,16 @@ MLX_OPTIONS: Final = frozenset({
     "boot_timeout_s", "context_tokens", "max_tokens", "memory_limit_bytes", "model_cache",
     "prompt_cache_size", "request_timeout_s",
 })
+VLLM_OPTIONS: Final = frozenset({
+    "mode", "boot_timeout_s", "model_cache", "speculative_method", "max_model_len",
+    "gpu_memory_utilization",
+    # process mode
+    "python", "dtype", "enforce_eager", "prompt_lookup_max", "prompt_lookup_min",
+    # compose mode
+    "image", "weights_dir", "gpu_indices", "weight_format", "compute_dtype", "kv_cache_dtype",
+    "tensor_parallel_size", "max_num_seqs", "trust_remote_code", "required_gpu_memory_bytes",
+    "image_platforms", "image_min_compute_capability", "host_facts",
+})
 ENDPOINT_OPTIONS: Final = frozenset({
     "url", "health_path", "health_deadline_s", "api_key", "request_timeout_s",
 })
@@ -88,8 +98,10 @@ BUILTIN_BACKENDS: Final[Mapping[str, Backend]] = {
     backend.name: backend
     for backend in (
         Backend("mock", "pytest_specgate.engines.mock:boot", _BUILT_IN, MOCK_OPTIONS),
-        Backend("mlx", "pytest_specgate.engines.mlx:boot", _BUILT_IN, MLX_OPTIONS, builds_tiny_models=True),
-        Backend("vllm", "pytest_specgate.engines.vllm:boot", _BUILT_IN, None, builds_tiny_models=True),
+        Backend("mlx", "pytest_specgate.engines.mlx:boot", _BUILT_IN, MLX_OPTIONS,
+                builds_tiny_models=True),
+        Backend("vllm", "pytest_specgate.engines.vllm:boot", _BUILT_IN, VLLM_OPTIONS,
+                builds_tiny_models=True),
         Backend("endpoint", "pytest_specgate.engines.endpoint:boot", _BUILT_IN, ENDPOINT_OPTIONS),
     )
 }

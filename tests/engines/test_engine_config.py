@@ -35,26 +35,16 @@ def test_endpoint_url_selects_the_endpoint_backend() -> None:
 
 
 def test_named_fields_and_sorted_hashable_options() -> None:
-    config = engine_config_from(
-        {"target": "t", "draft": "d", "num_draft_tokens": 3, "zeta": [1, 2], "alpha": 0.5, "extra": {"b": 1}},
-        {"engine": "vllm"},
-    )
+    marker = {"target": "t", "draft": "d", "num_draft_tokens": 3, "host_facts": {"b": 1},
+              "gpu_indices": [1, 2], "gpu_memory_utilization": 0.5}
+    config = engine_config_from(marker, {"engine": "vllm"})
     assert (config.target, config.draft, config.num_draft_tokens) == ("t", "d", 3)
-    assert config.options == (("alpha", 0.5), ("extra", (("b", 1),)), ("zeta", (1, 2)))
-    assert hash(config) == hash(
-        engine_config_from(
-            {
-                "alpha": 0.5,
-                "zeta": (1, 2),
-                "extra": {"b": 1},
-                "target": "t",
-                "draft": "d",
-                "num_draft_tokens": 3,
-            },
-            {"engine": "vllm"},
-        )
+    assert config.options == (
+        ("gpu_indices", (1, 2)), ("gpu_memory_utilization", 0.5), ("host_facts", (("b", 1),))
     )
-    assert config.with_options(alpha=0.9).option("alpha") == 0.9
+    reordered = dict(reversed(list(marker.items())), gpu_indices=(1, 2))
+    assert hash(config) == hash(engine_config_from(reordered, {"engine": "vllm"}))
+    assert config.with_options(gpu_memory_utilization=0.9).option("gpu_memory_utilization") == 0.9
     assert "gamma=3" in config.describe()
 
 
@@ -73,6 +63,8 @@ def test_named_fields_and_sorted_hashable_options() -> None:
          r"unknown option\(s\) gama for the mock backend; it takes "),
         ({"urll": "http://x"}, {"engine": "endpoint", "endpoint": "http://127.0.0.1:9"}, (),
          r"unknown option\(s\) urll for the endpoint backend"),
+        ({"gpu_memory_utilisation": 0.5}, {"engine": "vllm"}, (),
+         r"unknown option\(s\) gpu_memory_utilisation for the vllm backend; it takes boot_timeout_s, "),
     ],
 )
 def test_bad_engine_configuration_is_a_usage_error_naming_the_test(

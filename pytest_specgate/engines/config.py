@@ -258,7 +258,7 @@ class EnginePool:
         try:
             engine = boot(config, workdir)
         except Exception as exc:
-            self._failures[config] = remembered_failure(config, exc, requested_by)
+            self._failures[config] = _remembered_failure(config, exc, requested_by)
             raise
         self._engines[config] = engine
         return engine
@@ -275,7 +275,7 @@ class EnginePool:
         close_in_reverse(engines, "closing engines failed")
 
 
-def remembered_failure(config: EngineConfig, exc: Exception, requested_by: str | None) -> str:
+def _remembered_failure(config: EngineConfig, exc: Exception, requested_by: str | None) -> str:
     """The one line every later request for a configuration that failed to boot gets."""
     first = str(exc).splitlines()[0] if str(exc) else ""
     by = f" for {requested_by}" if requested_by else ""

@@ -133,3 +133,11 @@ def test_boot_engine_on_an_endpoint_refuses_then_uses_the_named_server(
     served.stdout.fnmatch_lines([
         f"*BASELINE_URL {baseline_engine.base_url} ENGINE_URL {spec_engine.base_url}",
     ])
+
+
+def test_a_malformed_endpoint_for_option_stops_the_run_in_one_line(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_nothing="def test_nothing():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--specgate-endpoint-for=draft=none")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: --specgate-endpoint-for: expected CHANGES=URL such as "
+                                 "draft=none=http://127.0.0.1:8001, got 'draft=none'"])

@@ -35,8 +35,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_specgate.engines.config import EngineConfig, boot_function
+from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.mock.settings import DEFAULT_DRAFT, DEFAULT_TARGET
+from pytest_specgate.engines.registry import boot_function
 from pytest_specgate.measure import (
     ProgressReporter,
     Prompt,

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from pytest_specgate.engines import Engine, EngineConfig, EnginePool
+    from pytest_specgate.engines.endpoint_routes import EndpointRoute
     from pytest_specgate.evidence import (
         AcceptanceCriterion,
         EvidenceCollector,
@@ -56,6 +57,7 @@ RECORDER_KEY: Final[pytest.StashKey[EvidenceRecorder]] = pytest.StashKey()
 ENGINE_RECORDS_KEY: Final[pytest.StashKey[dict[EngineConfig, dict[str, Any]]]] = pytest.StashKey()
 SIGNING_KEY: Final[pytest.StashKey[SigningKey]] = pytest.StashKey()
 SIGNED_KEY: Final[pytest.StashKey[SignedBundle | str]] = pytest.StashKey()
+ENGINE_CONFIG_KEY: Final[pytest.StashKey[EngineConfig]] = pytest.StashKey()
 
 AC_MARKER_DOC: Final = (
     "ac(id, *, spec=None, title=None, waived_to=None, reason=None): the acceptance criterion "
@@ -86,6 +88,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     default=None, help=opts.ENGINE_HELP)
     group.addoption("--specgate-endpoint", dest="specgate_endpoint", metavar="URL",
                     default=None, help=opts.ENDPOINT_HELP)
+    group.addoption("--specgate-endpoint-for", action="append", dest="specgate_endpoint_for",
+                    metavar="CHANGES=URL", default=[], help=opts.ENDPOINT_FOR_HELP)
     group.addoption("--specgate-duration-scale", dest="specgate_duration_scale",
                     metavar="FACTOR", default=None, help=opts.DURATION_SCALE_HELP)
     group.addoption("--specgate-engine-option", action="append", dest="specgate_engine_option",
@@ -263,7 +267,17 @@ def _prepare_item(item: pytest.Item, config: pytest.Config) -> None:
             raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.hardware: {exc}") from None
         verdict = evaluate_requirement(requirement, session_host_facts(config), os.environ)
         item.stash[VERDICT_KEY] = verdict
+    if item.get_closest_marker("engine") is not None:
+        item.stash[ENGINE_CONFIG_KEY] = _marked_engine_config(item, config.stash[SETTINGS_KEY])
     item.stash[DECISION_KEY] = decide_run(verdict, required=required, diagnostic=settings.diagnostic)
+
+
+def _marked_engine_config(item: pytest.Item, settings: opts.SpecgateSettings) -> EngineConfig:
+    """The test's ``@pytest.mark.engine`` resolved now, so a bad one stops collection naming the test."""
+    from pytest_specgate.engines.config import engine_config_for_node
+
+    return engine_config_for_node(item, {"engine": settings.engine, "endpoint": settings.endpoint},
+                                  where=f"{item.nodeid}: @pytest.mark.engine")
 
 
 def _check_required_present(required: frozenset[str], items: list[pytest.Item]) -> None:
@@ -420,12 +434,14 @@ def tiny_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> EngineConfig:
     """The engine this test asks for: ``@pytest.mark.engine`` over the command line."""
     from pytest_specgate.engines.config import engine_config_for_node
+    from pytest_specgate.engines.registry import backend_named
 
     settings = request.config.stash[SETTINGS_KEY]
     node = request.node
     assert isinstance(node, pytest.Item)
-    config = engine_config_for_node(node, {"engine": settings.engine, "endpoint": settings.endpoint})
-    if config.backend in ("mlx", "vllm") and config.option("model_cache") is None:
+    config = node.stash.get(ENGINE_CONFIG_KEY, None) or engine_config_for_node(
+        node, {"engine": settings.engine, "endpoint": settings.endpoint})
+    if backend_named(config.backend, node.nodeid).builds_tiny_models and config.option("model_cache") is None:
         config = config.with_options(model_cache=str(tiny_model_cache))
     if config.backend == "vllm" and settings.vllm_python and config.option("python") is None:
         config = config.with_options(python=settings.vllm_python)
@@ -450,7 +466,7 @@ def _pooled_engine(pytestconfig: pytest.Config, pool: EnginePool, config: Engine
     from pytest_specgate.engines.config import engine_workdir
 
     base = tmp_path_factory.getbasetemp() / "specgate-engines"
-    pooled = pool.get(config, engine_workdir(base, config))
+    pooled = pool.get(config, engine_workdir(base, config), requested_by=evidence.nodeid)
     records = pytestconfig.stash.setdefault(ENGINE_RECORDS_KEY, {})
     if config not in records:
         records[config] = engine_record(pooled, config)
@@ -474,12 +490,31 @@ def shared_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
     For specs that only send requests and read telemetry deltas; a spec that swaps,
     rolls, injects faults or times an engine should ``boot_engine`` its own.
     """
-    return lambda **changes: _pooled_engine(pytestconfig, specgate_engine_pool,
-                                            engine_config.changed(**changes), tmp_path_factory, evidence)
+    routes = pytestconfig.stash[SETTINGS_KEY].endpoint_routes
+
+    def pooled(**changes: object) -> Engine:
+        config = _served_config(engine_config, changes, routes, "shared_engine")
+        return _pooled_engine(pytestconfig, specgate_engine_pool, config, tmp_path_factory, evidence)
+
+    return pooled
+
+
+def _served_config(base: EngineConfig, changes: dict[str, object],
+                   routes: tuple[EndpointRoute, ...], fixture: str) -> EngineConfig:
+    """``base`` with ``changes``, on the server that runs it (the endpoint backend cannot reconfigure)."""
+    from pytest_specgate.engines.endpoint_routes import EndpointUnserved, route_endpoint
+
+    call = f"{fixture}({', '.join(f'{key}={value!r}' for key, value in changes.items())})"
+    try:
+        return route_endpoint(base, base.changed(**changes), routes, call)
+    except EndpointUnserved as exc:
+        refusal = str(exc)
+    pytest.fail(refusal, pytrace=False)
 
 
 @pytest.fixture
-def boot_engine(engine_config: EngineConfig, tmp_path_factory: pytest.TempPathFactory,
+def boot_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
+                tmp_path_factory: pytest.TempPathFactory,
                 evidence: EvidenceRecorder) -> Iterator[Callable[..., Engine]]:
     """``boot_engine(**changes)``: a new, unshared engine like ``engine``, closed after the test.
 
@@ -488,11 +523,13 @@ def boot_engine(engine_config: EngineConfig, tmp_path_factory: pytest.TempPathFa
     """
     from pytest_specgate.engines.config import fresh_engines
 
-    with fresh_engines(engine_config, tmp_path_factory.mktemp) as boot:
+    routes = pytestconfig.stash[SETTINGS_KEY].endpoint_routes
+    with fresh_engines(tmp_path_factory.mktemp) as boot:
 
         def boot_and_record(**changes: object) -> Engine:
-            booted = boot(**changes)
-            evidence.note_engine(engine_record(booted, engine_config.changed(**changes)))
+            config = _served_config(engine_config, changes, routes, "boot_engine")
+            booted = boot(config)
+            evidence.note_engine(engine_record(booted, config))
             return booted
 
         yield boot_and_record

@@ -11,17 +11,27 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, final
+from typing import TYPE_CHECKING, Final, final
 
 import pytest
 
+from pytest_specgate.engines.registry import (
+    BUILTIN_BACKENDS,
+    DEFAULT_BACKEND,
+    ENTRY_POINT_GROUP,
+    backend_named,
+)
 from pytest_specgate.hardware import HostProfile, RequirementError, host_profiles_from_table, specgate_table
 from pytest_specgate.runmode import REQUIRE_ALL, RunSettings
+
+if TYPE_CHECKING:
+    from pytest_specgate.engines.endpoint_routes import EndpointRoute
 
 __all__ = [
     "ALLOW_DIRTY_HELP",
     "DIAGNOSTIC_HELP",
     "DURATION_SCALE_HELP",
+    "ENDPOINT_FOR_HELP",
     "ENDPOINT_HELP",
     "ENGINE_HELP",
     "ENGINE_OPTION_HELP",
@@ -33,6 +43,7 @@ __all__ = [
     "ProjectSettings",
     "SpecgateSettings",
     "load_project_settings",
+    "parse_endpoint_routes",
     "parse_engine_options",
     "resolve_settings",
 ]
@@ -49,8 +60,17 @@ HOST_FACTS_HELP: Final = (
 )
 EVIDENCE_HELP: Final = "directory to write the evidence bundle into (one sub-directory per run)."
 ALLOW_DIRTY_HELP: Final = "let evidence from a dirty git working tree count as qualifying."
-ENGINE_HELP: Final = "backend for the `engine` fixture: mock (default), mlx, vllm, endpoint."
+ENGINE_HELP: Final = (
+    f"backend for the `engine` fixture: {', '.join(BUILTIN_BACKENDS)} (default {DEFAULT_BACKEND}), "
+    f"or one installed in the entry-point group {ENTRY_POINT_GROUP}."
+)
 ENDPOINT_HELP: Final = "URL of a running OpenAI-compatible server (implies --specgate-engine endpoint)."
+ENDPOINT_FOR_HELP: Final = (
+    "CHANGES=URL (repeatable): the running server that serves the endpoint configuration "
+    "boot_engine(**CHANGES) or shared_engine(**CHANGES) asks for, e.g. "
+    "--specgate-endpoint-for=draft=none,num_draft_tokens=none=http://127.0.0.1:8001 for the "
+    "baseline; without one such a request on the endpoint backend is refused."
+)
 DURATION_SCALE_HELP: Final = (
     "multiply the durations of long specs (e.g. AC-10's 5-minute sustained window) by this "
     "factor; any value other than 1 makes the run non-qualifying."
@@ -66,7 +86,6 @@ SIGN_KEY_HELP: Final = (
     "Ed25519 private key (PEM, or OpenSSH from ssh-keygen -t ed25519) that signs the bundle at "
     "session end (statement.intoto.dsse.json); passphrase from $SPECGATE_SIGN_PASSPHRASE."
 )
-ENGINES: Final = ("mock", "mlx", "vllm", "endpoint")
 
 
 @final
@@ -82,6 +101,7 @@ class SpecgateSettings:
     vllm_python: str | None
     engine_options: tuple[tuple[str, object], ...] = ()
     sign_key: Path | None = None
+    endpoint_routes: tuple[EndpointRoute, ...] = ()
 
 
 @final
@@ -153,12 +173,11 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         )
     diagnostic = bool(config.getoption("specgate_diagnostic"))
     endpoint = config.getoption("specgate_endpoint") or _ini_or(config, "specgate_endpoint")
-    engine = (config.getoption("specgate_engine") or _ini_or(config, "specgate_engine")
-              or ("endpoint" if endpoint else "mock"))
-    if engine not in ENGINES:
-        raise pytest.UsageError(
-            f"--specgate-engine: expected one of {', '.join(ENGINES)}, got {engine!r}"
-        )
+    engine = backend_named(
+        config.getoption("specgate_engine") or _ini_or(config, "specgate_engine")
+        or ("endpoint" if endpoint else DEFAULT_BACKEND),
+        "--specgate-engine",
+    ).name
     if engine == "endpoint" and not endpoint:
         raise pytest.UsageError("--specgate-engine endpoint needs --specgate-endpoint URL")
     scale_text = config.getoption("specgate_duration_scale") or _ini_or(
@@ -191,7 +210,18 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         vllm_python=config.getoption("specgate_vllm_python") or _ini_or(config, "specgate_vllm_python"),
         engine_options=parse_engine_options(config.getoption("specgate_engine_option") or []),
         sign_key=config.invocation_params.dir / sign_key if sign_key else None,
+        endpoint_routes=parse_endpoint_routes(config.getoption("specgate_endpoint_for") or []),
     )
+
+
+def parse_endpoint_routes(texts: list[str]) -> tuple[EndpointRoute, ...]:
+    """Each ``--specgate-endpoint-for`` value as a route; a bad one is a UsageError quoting it."""
+    from pytest_specgate.engines.endpoint_routes import parse_endpoint_route
+
+    try:
+        return tuple(parse_endpoint_route(text) for text in texts)
+    except ValueError as exc:
+        raise pytest.UsageError(f"--specgate-endpoint-for: {exc}") from None
 
 
 def parse_engine_options(pairs: list[str]) -> tuple[tuple[str, object], ...]:

@@ -20,7 +20,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from pytest_specgate.engines import Engine, Telemetry
+from pytest_specgate.engines import Capabilities, Engine, Telemetry
 
 GAMMA = 3
 MAX_TOKENS = 24
@@ -138,6 +138,29 @@ def test_telemetry_has_the_normalized_shape(engine: Engine) -> None:
     as_dict = telemetry.to_dict()
     assert set(as_dict) == {field.name for field in dataclasses.fields(Telemetry)}
     assert json.loads(json.dumps(as_dict)) == as_dict
+
+
+def test_declared_capabilities_do_what_they_declare(boot_engine: Callable[..., Engine]) -> None:
+    """An ability a backend declares must work: a process that runs, a reset that empties the window,
+    a status body, a log file. (Faults and swap break an engine; their specs use their own.)"""
+    engine = boot_engine()
+    capabilities = engine.capabilities()
+    assert isinstance(capabilities, Capabilities)
+    if capabilities.process is not None:
+        assert isinstance(capabilities.process.pid, int) and capabilities.process.pid > 0
+        assert capabilities.process.returncode() is None, "a serving engine's process has exited"
+    if capabilities.log is not None:
+        assert capabilities.log.is_file(), f"{engine.backend} declares log {capabilities.log}, not a file"
+    if capabilities.raw_status is not None:
+        assert capabilities.raw_status.status(), f"{engine.backend} declares an empty raw status"
+    if capabilities.telemetry_reset is not None:
+        engine.chat(_messages(PROMPTS[1]), max_tokens=MAX_TOKENS, temperature=0)
+        before = engine.telemetry()
+        capabilities.telemetry_reset.reset_telemetry()
+        after = engine.telemetry()
+        if before.available:
+            assert before.drafted, f"{engine.backend} counted no drafts for a speculative request"
+            assert (after.drafted, after.accepted) == (0, 0), f"reset left {after}"
 
 
 def test_close_tears_the_engine_down(engine: Engine, boot_engine: Callable[..., Engine]) -> None:

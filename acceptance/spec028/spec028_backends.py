@@ -14,9 +14,11 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import pytest
+
+from pytest_specgate.engines.capabilities import Capabilities, MissingCapability
 
 if TYPE_CHECKING:
     from pytest_specgate.engines import Engine, Telemetry
@@ -24,6 +26,7 @@ if TYPE_CHECKING:
     from pytest_specgate.measure import ModelPair
     from pytest_specgate.weights import VerifiedSnapshot
 
+A = TypeVar("A")
 EngineChanges = Mapping[str, object]
 DraftCounter = Callable[["Engine", list[dict[str, object]], int, Sequence[int]], tuple[int, int]]
 
@@ -255,7 +258,7 @@ def ac11_plan(profile: BackendProfile, pair: ModelPair,
 
 
 def mock_engine(engine: Engine) -> MockEngine:
-    """``engine`` as the mock, for its admin API (roll, swap, faults, raw status)."""
+    """``engine`` as the mock, for what only the mock has: its settings, to replay its draft rounds."""
     from pytest_specgate.engines.mock import MockEngine
 
     if not isinstance(engine, MockEngine):
@@ -316,20 +319,28 @@ def draft_counter(profile: BackendProfile) -> DraftCounter:
     return mock_draft_rounds
 
 
+def _ability(ability: A | None, engine: Engine, what: str) -> A:
+    """The engine's ``ability``; a profile that promised one the engine lacks fails, naming both."""
+    try:
+        return Capabilities.require(ability, engine.backend, what)
+    except MissingCapability as exc:
+        raise AssertionError(f"{exc}, though its SPEC-028 profile says it has one") from None
+
+
 def roll_window(profile: BackendProfile, engine: Engine) -> None:
     """Close the telemetry window (the mock's metrics roll)."""
     profile.require(profile.no_roll, "a telemetry window roll")
-    mock_engine(engine).roll()
+    _ability(engine.capabilities().telemetry_reset, engine, "telemetry reset").reset_telemetry()
 
 
 def warm_swap(profile: BackendProfile, engine: Engine, target: str) -> None:
     profile.require(profile.no_warm_swap, "a warm swap")
-    mock_engine(engine).swap(target)
+    _ability(engine.capabilities().swap, engine, "warm swap").swap(target)
 
 
 def status_field(engine: Engine, name: str) -> object:
     """A field of the backend's raw status (the mock's ``/v1/status``)."""
-    return mock_engine(engine).status()[name]
+    return _ability(engine.capabilities().raw_status, engine, "raw status").status()[name]
 
 
 def in_flight(engine: Engine) -> int:
@@ -348,34 +359,32 @@ def draft_failures(engine: Engine) -> int:
 
 def inject_draft_failure(profile: BackendProfile, engine: Engine) -> None:
     profile.require(profile.no_fault_injection, "a draft failure mid-request")
-    mock_engine(engine).inject_fault("draft-failure")
+    _ability(engine.capabilities().faults, engine, "fault injection").inject_fault("draft-failure")
 
 
 def engine_pid(engine: Engine) -> tuple[int, str]:
     """The process serving ``engine`` and what that process is."""
-    process = getattr(engine, "process", None)
-    pid = getattr(process, "pid", None)
-    if isinstance(pid, int):
+    process = engine.capabilities().process
+    pid = None if process is None else process.pid
+    if pid is not None:
         return pid, f"{engine.backend} engine process"
     return os.getpid(), f"this pytest process ({engine.backend} engine runs on one of its threads)"
 
 
 def engine_exit_code(engine: Engine) -> int | None:
     """The engine process's exit code once it has died (None: running, or no process of its own)."""
-    returncode = getattr(getattr(engine, "process", None), "returncode", None)
-    code = returncode() if callable(returncode) else None
-    return code if isinstance(code, int) else None
+    process = engine.capabilities().process
+    return None if process is None else process.returncode()
 
 
 def engine_log(engine: Engine) -> Path | None:
-    path = getattr(engine, "log_path", None)
-    return path if isinstance(path, Path) else None
+    return engine.capabilities().log
 
 
 def raw_status(engine: Engine) -> Mapping[str, object] | None:
     """The backend's own status body, where it has one (the FR-8 field names live there)."""
-    status = getattr(engine, "status", None)
-    return status() if callable(status) else None
+    status = engine.capabilities().raw_status
+    return None if status is None else status.status()
 
 
 def offline_acceptance(engine: Engine, prompts: Sequence[list[dict[str, object]]],

@@ -15,6 +15,7 @@ from typing import Self
 
 import httpx
 
+from pytest_specgate.engines.capabilities import Capabilities
 from pytest_specgate.engines.protocol import (
     ChatResult,
     StreamResult,
@@ -259,6 +260,10 @@ class ClientEngine:
 
     def telemetry(self) -> Telemetry:
         return self._telemetry()
+
+    def capabilities(self) -> Capabilities:
+        """A plain HTTP engine can only serve; backends with more say so by overriding this."""
+        return Capabilities()
 
     def versions(self) -> dict[str, str]:
         found = {"backend": self.backend, "model": self.model_id}

@@ -7,25 +7,31 @@ once per session (once per xdist worker) and share it between tests.
 from __future__ import annotations
 
 import dataclasses
-import importlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, cast, overload
+from typing import TYPE_CHECKING, overload
 
 import pytest
+
+from pytest_specgate.engines.protocol import EngineBootError
+from pytest_specgate.engines.registry import (
+    BUILTIN_BACKENDS,
+    DEFAULT_BACKEND,
+    ENTRY_POINT_GROUP,
+    BootFunction,
+    backend_named,
+    boot_function,
+)
 
 if TYPE_CHECKING:
     from pytest_specgate.engines.protocol import Engine
 
 __all__ = [
-    "BACKENDS",
-    "DEFAULT_BACKEND",
     "ENGINE_MARKER_DOC",
     "EngineConfig",
     "EnginePool",
-    "boot_function",
     "close_in_reverse",
     "engine_config_for_node",
     "engine_config_from",
@@ -34,17 +40,11 @@ __all__ = [
     "fresh_engines",
 ]
 
-BACKENDS: dict[str, str] = {
-    "mock": "pytest_specgate.engines.mock:boot",
-    "mlx": "pytest_specgate.engines.mlx:boot",
-    "vllm": "pytest_specgate.engines.vllm:boot",
-    "endpoint": "pytest_specgate.engines.endpoint:boot",
-}
-DEFAULT_BACKEND = "mock"
 ENGINE_MARKER_DOC = (
     "engine(backend=None, *, target=None, draft=None, num_draft_tokens=None, **options): "
-    "the engine the `engine` fixture boots for this test (backend mock|mlx|vllm|endpoint, "
-    "default from --specgate-engine, else mock); engines with equal arguments are shared."
+    f"the engine the `engine` fixture boots for this test (backend {'|'.join(BUILTIN_BACKENDS)} or one "
+    f"registered in the entry-point group {ENTRY_POINT_GROUP}; default from --specgate-engine, else "
+    f"{DEFAULT_BACKEND}); engines with equal arguments are shared."
 )
 _NAMED_FIELDS = ("backend", "target", "draft", "num_draft_tokens")
 
@@ -157,14 +157,6 @@ def _optional_gamma(where: str, value: object) -> int | None:
     return value
 
 
-def _resolve_backend(where: str, chosen: object) -> str:
-    if not isinstance(chosen, str) or chosen not in BACKENDS:
-        raise pytest.UsageError(
-            f"{where}: unknown engine backend {chosen!r}; expected one of {sorted(BACKENDS)}"
-        )
-    return chosen
-
-
 def engine_config_from(
     marker_kwargs: Mapping[str, object],
     option_values: Mapping[str, object],
@@ -192,8 +184,15 @@ def engine_config_from(
     chosen = (
         (marker_args[0] if marker_args else marker_kwargs.get("backend")) or option_backend or DEFAULT_BACKEND
     )
-    backend = _resolve_backend(where, chosen)
+    resolved = backend_named(chosen, where)
+    backend = resolved.name
     options = {key: freeze_option(value) for key, value in marker_kwargs.items() if key not in _NAMED_FIELDS}
+    unknown = resolved.unknown_options(options)
+    if unknown:
+        raise pytest.UsageError(
+            f"{where}: unknown option(s) {', '.join(unknown)} for the {backend} backend; "
+            f"it takes {', '.join(sorted(resolved.options or ()))}"
+        )
     if backend == "endpoint" and "url" not in options:
         if endpoint_url is None:
             raise pytest.UsageError(
@@ -210,12 +209,18 @@ def engine_config_from(
     )
 
 
-def engine_config_for_node(node: pytest.Item, option_values: Mapping[str, object]) -> EngineConfig:
-    """The EngineConfig for a test: its closest ``engine`` marker over the command-line options."""
+def engine_config_for_node(
+    node: pytest.Item, option_values: Mapping[str, object], *, where: str | None = None
+) -> EngineConfig:
+    """The EngineConfig for a test: its closest ``engine`` marker over the command-line options.
+
+    ``where`` (default: the test id) starts every error message.
+    """
+    label = node.nodeid if where is None else where
     marker = node.get_closest_marker("engine")
     if marker is None:
-        return engine_config_from({}, option_values, where=node.nodeid)
-    return engine_config_from(marker.kwargs, option_values, marker.args, where=node.nodeid)
+        return engine_config_from({}, option_values, where=label)
+    return engine_config_from(marker.kwargs, option_values, marker.args, where=label)
 
 
 def engine_workdir(base: Path, config: EngineConfig) -> Path:
@@ -226,37 +231,36 @@ def engine_workdir(base: Path, config: EngineConfig) -> Path:
     return base / f"{config.backend}-{digest}"
 
 
-BootFunction = Callable[[EngineConfig, Path], "Engine"]
-
-
-def boot_function(backend: str) -> BootFunction:
-    """Import a backend's ``boot`` lazily, so unused backends cost nothing at load."""
-    target = BACKENDS.get(backend)
-    if target is None:
-        raise pytest.UsageError(f"unknown engine backend {backend!r}; expected one of {sorted(BACKENDS)}")
-    module_name, _, attribute = target.partition(":")
-    module = importlib.import_module(module_name)
-    return cast(BootFunction, getattr(module, attribute))
-
-
 class EnginePool:
     """Boots each distinct EngineConfig once and hands the same engine to every test.
 
-    ``close_all`` belongs in a ``finally`` (session fixture teardown) and closes
-    every engine even if one of them fails to close.
+    A configuration that failed to boot is remembered: later requests for it fail
+    at once with the first failure's message instead of booting (and timing out)
+    again for every test. ``close_all`` belongs in a ``finally`` (session fixture
+    teardown) and closes every engine even if one of them fails to close.
     """
 
-    def __init__(self, boot: Callable[[EngineConfig, Path], Engine] | None = None) -> None:
+    def __init__(self, boot: BootFunction | None = None) -> None:
         self._boot = boot
         self._engines: dict[EngineConfig, Engine] = {}
+        self._failures: dict[EngineConfig, str] = {}
 
-    def get(self, config: EngineConfig, workdir: Path) -> Engine:
+    def get(self, config: EngineConfig, workdir: Path, *, requested_by: str | None = None) -> Engine:
+        """The engine for ``config``; ``requested_by`` (a test id) is named if its boot fails."""
         engine = self._engines.get(config)
-        if engine is None:
-            boot = self._boot or boot_function(config.backend)
-            workdir.mkdir(parents=True, exist_ok=True)
+        if engine is not None:
+            return engine
+        failure = self._failures.get(config)
+        if failure is not None:
+            raise EngineBootError(failure)
+        boot = self._boot or boot_function(config.backend)
+        workdir.mkdir(parents=True, exist_ok=True)
+        try:
             engine = boot(config, workdir)
-            self._engines[config] = engine
+        except Exception as exc:
+            self._failures[config] = _remembered_failure(config, exc, requested_by)
+            raise
+        self._engines[config] = engine
         return engine
 
     def __len__(self) -> int:
@@ -269,6 +273,16 @@ class EnginePool:
         engines = list(self._engines.values())
         self._engines.clear()
         close_in_reverse(engines, "closing engines failed")
+
+
+def _remembered_failure(config: EngineConfig, exc: Exception, requested_by: str | None) -> str:
+    """The one line every later request for a configuration that failed to boot gets."""
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    by = f" for {requested_by}" if requested_by else ""
+    return (
+        f"{config.backend} engine ({config.describe()}) failed to boot earlier in this session{by} "
+        f"and is not booted again: {type(exc).__name__}: {first}"
+    )
 
 
 def close_in_reverse(engines: Sequence[Engine], failure: str) -> None:
@@ -287,18 +301,15 @@ def close_in_reverse(engines: Sequence[Engine], failure: str) -> None:
 
 
 @contextmanager
-def fresh_engines(base: EngineConfig, workdir_for: Callable[[str], Path]) -> Iterator[Callable[..., Engine]]:
-    """``boot(**changes)`` boots a new, unshared engine like ``base``; all are closed at exit.
+def fresh_engines(workdir_for: Callable[[str], Path]) -> Iterator[Callable[[EngineConfig], Engine]]:
+    """``boot(config)`` boots a new, unshared engine; all are closed at exit.
 
-    ``changes`` replace the named fields (``draft=None`` turns speculation off) or
-    set backend options. For specs that need a second engine (a baseline next to
-    the speculative one), one they may break, or one that must not boot before a
-    budget is priced.
+    For specs that need a second engine (a baseline next to the speculative one),
+    one they may break, or one that must not boot before a budget is priced.
     """
     booted: list[Engine] = []
 
-    def boot(**changes: object) -> Engine:
-        config = base.changed(**changes)
+    def boot(config: EngineConfig) -> Engine:
         engine = boot_function(config.backend)(config, workdir_for(config.backend))
         booted.append(engine)
         return engine

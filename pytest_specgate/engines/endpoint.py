@@ -18,25 +18,38 @@ from pytest_specgate.engines.client import (
     telemetry_from_status,
 )
 from pytest_specgate.engines.config import EngineConfig
+from pytest_specgate.engines.endpoint_routes import normalized_url
 from pytest_specgate.engines.prometheus import MetricsParseError
 from pytest_specgate.engines.protocol import EngineBootError, Telemetry
 from pytest_specgate.engines.spec_decode_metrics import SpecDecodeTelemetry
 
-__all__ = ["boot", "choose_telemetry"]
+__all__ = ["boot", "choose_telemetry", "served_model"]
 
 _DEFAULT_HEALTH_DEADLINE_S = 30.0
 
 
-def _served_model(client: OpenAIClient, wanted: str | None) -> str:
-    models = client.get_json("/v1/models").get("data")
-    ids = [m.get("id") for m in models if isinstance(m, dict)] if isinstance(models, list) else []
-    if wanted is not None:
-        if ids and wanted not in ids:
-            raise EngineBootError(f"endpoint {client.base_url} does not serve {wanted!r}; it serves {ids}")
-        return wanted
-    if not ids or not isinstance(ids[0], str):
-        raise EngineBootError(f"endpoint {client.base_url} lists no models at /v1/models")
-    return ids[0]
+def served_model(client: OpenAIClient, wanted: str | None) -> str:
+    """The model to ask for: ``wanted`` if the server lists it, else the first it lists.
+
+    An answer that is not JSON, has no ``data`` list, or lists nothing is an error
+    naming the URL: a server that does not say what it serves cannot be checked.
+    """
+    where = f"{client.base_url}/v1/models"
+    try:
+        body = client.get_json("/v1/models")
+    except (EngineHTTPError, ValueError) as exc:
+        raise EngineBootError(
+            f"endpoint {where} did not answer a JSON model list ({type(exc).__name__}: {exc})"
+        ) from None
+    models = body.get("data")
+    if not isinstance(models, list):
+        raise EngineBootError(f"endpoint {where} answered JSON without a 'data' list: {str(body)[:200]}")
+    ids = [m["id"] for m in models if isinstance(m, dict) and isinstance(m.get("id"), str)]
+    if not ids:
+        raise EngineBootError(f"endpoint {where} lists no models (data: {str(models)[:200]})")
+    if wanted is not None and wanted not in ids:
+        raise EngineBootError(f"endpoint {client.base_url} does not serve {wanted!r}; it serves {ids}")
+    return wanted if wanted is not None else ids[0]
 
 
 def choose_telemetry(client: OpenAIClient, config: EngineConfig) -> Callable[[], Telemetry]:
@@ -73,7 +86,7 @@ def boot(config: EngineConfig, workdir: Path) -> ClientEngine:
     url = config.option("url")
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         raise EngineBootError(f"endpoint backend needs url='http://host:port', got {url!r}")
-    base_url = url.rstrip("/").removesuffix("/v1")
+    base_url = normalized_url(url)
     health_path = config.option("health_path", "/v1/models")
     deadline_s = config.positive_number_option("health_deadline_s", _DEFAULT_HEALTH_DEADLINE_S)
     wait_for_health(f"{base_url}{health_path}", deadline_s)
@@ -87,7 +100,7 @@ def boot(config: EngineConfig, workdir: Path) -> ClientEngine:
         return ClientEngine(
             backend="endpoint",
             client=client,
-            model_id=_served_model(client, config.target),
+            model_id=served_model(client, config.target),
             telemetry=choose_telemetry(client, config),
         )
     except BaseException:

@@ -53,6 +53,7 @@ import httpx
 import pytest
 
 from pytest_specgate.engines.boot import ManagedProcess, boot_error, free_loopback_port, wait_for_health
+from pytest_specgate.engines.capabilities import Capabilities
 from pytest_specgate.engines.client import ClientEngine, EngineHTTPError, OpenAIClient
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.protocol import (
@@ -61,6 +62,7 @@ from pytest_specgate.engines.protocol import (
     Telemetry,
     acceptance_rate_of,
 )
+from pytest_specgate.engines.registry import MLX_OPTIONS
 from pytest_specgate.engines.tokenizer_match import check_draft_tokenizer
 from pytest_specgate.models import is_tiny_ref, resolve_model_ref
 
@@ -87,15 +89,6 @@ DEFAULT_CONTEXT_TOKENS = 4096
 DEFAULT_MAX_TOKENS = 256
 DEFAULT_NUM_DRAFT_TOKENS = 3
 DEFAULT_REQUEST_TIMEOUT_S = 120.0
-KNOWN_OPTIONS = (
-    "boot_timeout_s",
-    "context_tokens",
-    "max_tokens",
-    "memory_limit_bytes",
-    "model_cache",
-    "prompt_cache_size",
-    "request_timeout_s",
-)
 CAPACITY_SHORTFALL = "draft_model_capacity_shortfall"
 _MLX_FINAL_STATUSES = {
     503: "its generation thread failed, usually because a model could not be loaded "
@@ -305,6 +298,10 @@ class MlxEngine(ClientEngine):
         self.process = process
         self.log_path = process.log_path
 
+    def capabilities(self) -> Capabilities:
+        """A process and its log; mlx_lm.server has no counters to reset, no faults, no swap."""
+        return Capabilities(process=self.process, log=self.log_path)
+
 
 def mlx_versions() -> dict[str, str]:
     """Installed versions of the packages that serve (the server runs this interpreter)."""
@@ -350,11 +347,11 @@ def _local_model_dir(config: EngineConfig, role: str, ref: str, cache: Path) -> 
 
 def plan_boot(config: EngineConfig, workdir: Path) -> BootPlan:
     """Resolve models and options and run the pre-boot checks; no process is started."""
-    unknown = sorted(name for name, _ in config.options if name not in KNOWN_OPTIONS)
+    unknown = sorted(name for name, _ in config.options if name not in MLX_OPTIONS)
     if unknown:
         raise pytest.UsageError(
             f"mlx engine ({config.describe()}): unknown option(s) {unknown}; "
-            f"known: {list(KNOWN_OPTIONS)}"
+            f"known: {sorted(MLX_OPTIONS)}"
         )
     if config.target is None:
         raise pytest.UsageError(
@@ -451,5 +448,5 @@ def _first_completion(
 
 
 def boot(config: EngineConfig, workdir: Path) -> MlxEngine:
-    """The backend entry point (``BACKENDS["mlx"]``): check, start, wait, hand over."""
+    """The backend entry point (``BUILTIN_BACKENDS["mlx"]``): check, start, wait, hand over."""
     return start_server(plan_boot(config, workdir), workdir)

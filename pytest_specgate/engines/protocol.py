@@ -15,6 +15,8 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
+from pytest_specgate.engines.capabilities import Capabilities
+
 __all__ = [
     "ChatResult",
     "Engine",
@@ -271,6 +273,10 @@ class Engine(Protocol):
     def telemetry(self) -> Telemetry: ...
 
     def versions(self) -> dict[str, str]: ...
+
+    def capabilities(self) -> Capabilities:
+        """What this engine can do beyond serving (reset, faults, swap, process, raw status)."""
+        ...
 
     def close(self) -> None: ...
 

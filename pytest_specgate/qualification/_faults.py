@@ -258,11 +258,11 @@ class MockFaultInjector:
         self.cancel_after_s = cancel_after_s
 
     @staticmethod
-    def _arm(engine: Engine, kind: str, **fields: object) -> None:
-        inject = getattr(engine, "inject_fault", None)
-        if inject is None:
+    def _arm(engine: Engine, kind: str, *, seconds: float | None = None, after_chunks: int = 2) -> None:
+        faults = engine.capabilities().faults
+        if faults is None:
             raise TypeError(f"{engine.backend} engine at {engine.base_url} has no fault-injection API")
-        inject(kind, **fields)
+        faults.inject_fault(kind, seconds=seconds, after_chunks=after_chunks)
 
     def cancel_stream(self, engine: Engine, messages: Messages) -> FaultObservation:
         self._arm(engine, "stall", seconds=self.stall_s)
@@ -401,8 +401,8 @@ class ClientFaultInjector:
 
 
 def injector_for(engine: Engine) -> FaultInjector:
-    """Server-side faults for the mock engine, client-side faults for every other engine."""
-    return MockFaultInjector() if callable(getattr(engine, "inject_fault", None)) else ClientFaultInjector()
+    """Server-side faults where the engine can inject them (the mock), client-side faults elsewhere."""
+    return MockFaultInjector() if engine.capabilities().faults is not None else ClientFaultInjector()
 
 
 # -- the gates -------------------------------------------------------------------------------

@@ -9,15 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_specgate.engines.config import (
-    BACKENDS,
-    EngineConfig,
-    EnginePool,
-    boot_function,
-    engine_config_from,
-)
+from pytest_specgate.engines.config import EngineConfig, EnginePool, engine_config_from
 from pytest_specgate.engines.mock import MockEngine
 from pytest_specgate.engines.mock import boot as mock_boot
+from pytest_specgate.engines.registry import BUILTIN_BACKENDS, boot_function
 
 NO_OPTIONS: dict[str, object] = {"engine": None, "endpoint": None}
 
@@ -40,26 +35,16 @@ def test_endpoint_url_selects_the_endpoint_backend() -> None:
 
 
 def test_named_fields_and_sorted_hashable_options() -> None:
-    config = engine_config_from(
-        {"target": "t", "draft": "d", "num_draft_tokens": 3, "zeta": [1, 2], "alpha": 0.5, "extra": {"b": 1}},
-        NO_OPTIONS,
-    )
+    marker = {"target": "t", "draft": "d", "num_draft_tokens": 3, "host_facts": {"b": 1},
+              "gpu_indices": [1, 2], "gpu_memory_utilization": 0.5}
+    config = engine_config_from(marker, {"engine": "vllm"})
     assert (config.target, config.draft, config.num_draft_tokens) == ("t", "d", 3)
-    assert config.options == (("alpha", 0.5), ("extra", (("b", 1),)), ("zeta", (1, 2)))
-    assert hash(config) == hash(
-        engine_config_from(
-            {
-                "alpha": 0.5,
-                "zeta": (1, 2),
-                "extra": {"b": 1},
-                "target": "t",
-                "draft": "d",
-                "num_draft_tokens": 3,
-            },
-            NO_OPTIONS,
-        )
+    assert config.options == (
+        ("gpu_indices", (1, 2)), ("gpu_memory_utilization", 0.5), ("host_facts", (("b", 1),))
     )
-    assert config.with_options(alpha=0.9).option("alpha") == 0.9
+    reordered = dict(reversed(list(marker.items())), gpu_indices=(1, 2))
+    assert hash(config) == hash(engine_config_from(reordered, {"engine": "vllm"}))
+    assert config.with_options(gpu_memory_utilization=0.9).option("gpu_memory_utilization") == 0.9
     assert "gamma=3" in config.describe()
 
 
@@ -74,6 +59,12 @@ def test_named_fields_and_sorted_hashable_options() -> None:
         ({}, NO_OPTIONS, ("mock", "mlx"), "at most one positional argument"),
         ({"backend": "mock"}, NO_OPTIONS, ("mock",), "backend given both"),
         ({}, {"engine": "endpoint"}, (), "the endpoint backend needs a URL"),
+        ({"alpha": 0.5, "gama": 3}, NO_OPTIONS, (),
+         r"unknown option\(s\) gama for the mock backend; it takes "),
+        ({"urll": "http://x"}, {"engine": "endpoint", "endpoint": "http://127.0.0.1:9"}, (),
+         r"unknown option\(s\) urll for the endpoint backend"),
+        ({"gpu_memory_utilisation": 0.5}, {"engine": "vllm"}, (),
+         r"unknown option\(s\) gpu_memory_utilisation for the vllm backend; it takes boot_timeout_s, "),
     ],
 )
 def test_bad_engine_configuration_is_a_usage_error_naming_the_test(
@@ -90,7 +81,7 @@ def test_unhashable_option_is_a_usage_error() -> None:
 
 
 def test_backends_are_imported_lazily_by_name() -> None:
-    assert set(BACKENDS) == {"mock", "mlx", "vllm", "endpoint"}
+    assert set(BUILTIN_BACKENDS) == {"mock", "mlx", "vllm", "endpoint"}
     assert boot_function("mock") is mock_boot
     with pytest.raises(pytest.UsageError, match="unknown engine backend"):
         boot_function("tgi")

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_specgate.engines.config import EngineConfig, boot_function
+from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.mock.settings import DEFAULT_DRAFT, DEFAULT_TARGET
 from pytest_specgate.engines.protocol import Engine
+from pytest_specgate.engines.registry import boot_function
 from pytest_specgate.measure import (
     engine_arm,
     engine_telemetry,

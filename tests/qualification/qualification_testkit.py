@@ -12,6 +12,7 @@ import hashlib
 from dataclasses import dataclass, field
 from types import TracebackType
 
+from pytest_specgate.engines.capabilities import Capabilities
 from pytest_specgate.engines.protocol import ChatResult, StreamResult, Telemetry
 from pytest_specgate.qualification import CounterReading, FaultObservation
 
@@ -73,6 +74,9 @@ class FakeEngine:
 
     def versions(self) -> dict[str, str]:
         return {"backend": self.backend}
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities()
 
     def close(self) -> None:
         return None

@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass, field
 from types import TracebackType
 
+from pytest_specgate.engines.capabilities import Capabilities
 from pytest_specgate.engines.protocol import ChatResult, StreamResult, Telemetry
 
 
@@ -55,6 +56,9 @@ class CapableEngine:
 
     def versions(self) -> dict[str, str]:
         return {"backend": self.backend}
+
+    def capabilities(self) -> Capabilities:
+        return Capabilities()
 
     def close(self) -> None:
         return None

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_specgate.engines.boot import ManagedProcess, wait_for_health
+from pytest_specgate.engines.capabilities import Capabilities
 from pytest_specgate.engines.client import ClientEngine, OpenAIClient, telemetry_from_status
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.mock.settings import (
@@ -165,6 +166,13 @@ class MockEngine(ClientEngine):
     def port(self) -> int:
         return int(self.base_url.rsplit(":", 1)[1])
 
+    def capabilities(self) -> Capabilities:
+        """Everything: the mock exists to be put into every situation a spec needs."""
+        return Capabilities(
+            telemetry_reset=self, faults=self, swap=self, process=self.process, raw_status=self,
+            log=self.log_path,
+        )
+
     def _read_telemetry(self) -> Telemetry:
         return telemetry_from_status(self.status())
 
@@ -278,7 +286,7 @@ def boot_settings(settings: MockSettings, workdir: Path) -> MockEngine:
 
 
 def boot(config: EngineConfig, workdir: Path) -> MockEngine:
-    """The ``mock`` backend's boot function (see engines.config.BACKENDS)."""
+    """The ``mock`` backend's boot function (see engines.registry.BUILTIN_BACKENDS)."""
     return boot_settings(settings_from_config(config), workdir)
 
 

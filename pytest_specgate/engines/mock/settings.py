@@ -11,6 +11,7 @@ from dataclasses import dataclass, field, replace
 
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.protocol import EngineStartupRefused
+from pytest_specgate.engines.registry import MOCK_OPTIONS
 
 __all__ = [
     "DEFAULT_DRAFT",
@@ -41,31 +42,6 @@ VIOLATIONS = (
 FAULT_KINDS = ("reset", "stall", "late-reply", "error-500", "crash", "draft-failure")
 ISOLATIONS = ("thread", "subprocess")
 
-_KNOWN_OPTIONS = frozenset(
-    {
-        "alpha",
-        "target_step_ms",
-        "draft_step_ms",
-        "vocab",
-        "draft_vocab",
-        "seed",
-        "eos_one_in",
-        "memory_budget_gb",
-        "target_size_gb",
-        "draft_size_gb",
-        "kv_cache_gb",
-        "gated_features",
-        "faults",
-        "violations",
-        "roll_period_s",
-        "default_max_tokens",
-        "max_model_len",
-        "speculation_support",
-        "isolation",
-        "boot_timeout_s",
-        "request_timeout_s",
-    }
-)
 
 
 @dataclass(frozen=True)
@@ -144,7 +120,7 @@ class MockSettings:
 
         values = {
             name: getattr(self, name)
-            for name in sorted(_KNOWN_OPTIONS)
+            for name in sorted(MOCK_OPTIONS)
             if name not in {"faults", "violations", "gated_features", "isolation"}
         }
         values["gated_features"] = list(self.gated_features)
@@ -234,9 +210,9 @@ def settings_from_options(
     options: Mapping[str, object],
 ) -> MockSettings:
     """Validate option names, types and ranges; ValueError names the bad option."""
-    unknown = sorted(set(options) - _KNOWN_OPTIONS)
+    unknown = sorted(set(options) - MOCK_OPTIONS)
     if unknown:
-        raise ValueError(f"unknown mock engine option(s) {unknown}; known: {sorted(_KNOWN_OPTIONS)}")
+        raise ValueError(f"unknown mock engine option(s) {unknown}; known: {sorted(MOCK_OPTIONS)}")
     gated = _names(options.get("gated_features", DEFAULT_GATED_FEATURES), "gated_features")
     bad_features = sorted(set(gated) - set(GATEABLE_FEATURES))
     if bad_features:

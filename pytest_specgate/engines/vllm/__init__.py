@@ -110,7 +110,7 @@ def host_facts_for(config: EngineConfig) -> Mapping[str, object]:
 
 
 def boot(config: EngineConfig, workdir: Path) -> Engine:
-    """The backend entry point (``BACKENDS["vllm"]``)."""
+    """The backend entry point (``BUILTIN_BACKENDS["vllm"]``)."""
     mode = config.option("mode", "process")
     if mode not in MODES:
         raise pytest.UsageError(f"vllm engine option mode must be one of {list(MODES)}, got {mode!r}")

@@ -36,6 +36,7 @@ import httpx
 import pytest
 
 from pytest_specgate.engines.boot import ManagedProcess, free_loopback_port, wait_for_health
+from pytest_specgate.engines.capabilities import Capabilities
 from pytest_specgate.engines.client import ClientEngine, OpenAIClient
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.protocol import EngineBootError
@@ -191,7 +192,7 @@ def probe_versions(python: str) -> dict[str, str]:
 class VllmEngine(ClientEngine):
     """A ClientEngine that also exposes the full spec-decode window.
 
-    ``pid`` is the server's process-group leader in process mode (None in compose
+    ``process`` is the server's process group in process mode (None in compose
     mode), so a spec can prove teardown by PID.
     """
 
@@ -203,7 +204,7 @@ class VllmEngine(ClientEngine):
         model_id: str,
         close: Callable[[], object],
         versions: Callable[[], dict[str, str]],
-        pid: int | None = None,
+        process: ManagedProcess | None = None,
     ) -> None:
         super().__init__(
             backend="vllm",
@@ -215,7 +216,16 @@ class VllmEngine(ClientEngine):
             default_params={"return_token_ids": True},
         )
         self.metrics = metrics
-        self.pid = pid
+        self.process = process
+
+    @property
+    def pid(self) -> int | None:
+        return None if self.process is None else self.process.pid
+
+    def capabilities(self) -> Capabilities:
+        """A resettable ``/metrics`` window, and the server process in process mode."""
+        return Capabilities(telemetry_reset=self, process=self.process,
+                            log=None if self.process is None else self.process.log_path)
 
     def spec_decode_window(self) -> SpecDecodeWindow:
         return self.metrics.window()
@@ -256,7 +266,7 @@ def boot_process(spec: VllmProcessSpec, workdir: Path) -> VllmEngine:
             client=client,
             model_id=spec.served_model_name,
             close=process.terminate,
-            pid=process.pid,
+            process=process,
             versions=lambda: {**versions, "vllm_server": server_version, "mode": "process"},
         )
     except BaseException:

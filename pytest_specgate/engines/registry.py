@@ -1,0 +1,166 @@
+"""The one list of engine backends: the built-ins here, third-party ones from an entry-point group.
+
+Every place that needs backend names (option validation, help text, the engine
+marker, boot) reads them from here. A third-party package adds a backend by
+declaring, in its own metadata::
+
+    [project.entry-points."pytest_specgate.backends"]
+    echo = "specgate_echo:boot"
+
+where ``boot(config: EngineConfig, workdir: Path) -> Engine``. Entry points are
+only scanned when a name is not built in, so runs on the built-ins never pay
+for the scan; built-in names cannot be replaced by an entry point.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, cast, final
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_specgate.engines.config import EngineConfig
+    from pytest_specgate.engines.protocol import Engine
+
+__all__ = [
+    "BUILTIN_BACKENDS",
+    "DEFAULT_BACKEND",
+    "ENTRY_POINT_GROUP",
+    "Backend",
+    "BootFunction",
+    "available_backends",
+    "backend_named",
+    "backends_from_entry_points",
+    "boot_function",
+]
+
+ENTRY_POINT_GROUP: Final = "pytest_specgate.backends"
+DEFAULT_BACKEND: Final = "mock"
+
+BootFunction = Callable[["EngineConfig", Path], "Engine"]
+
+
+@final
+@dataclass(frozen=True)
+class Backend:
+    """A backend: where its boot function lives and which marker options it takes.
+
+    ``options`` None means the backend reads its options at boot and the engine
+    marker's keywords are not checked at collection (entry-point backends).
+    ``builds_tiny_models``: ``tiny:<role>`` references are built into the
+    session's model cache for it.
+    """
+
+    name: str
+    boot: str
+    origin: str
+    options: frozenset[str] | None = None
+    builds_tiny_models: bool = False
+
+    def unknown_options(self, names: Iterable[str]) -> list[str]:
+        """The given option names this backend does not take (none when it does not say)."""
+        if self.options is None:
+            return []
+        return sorted(set(names) - self.options)
+
+
+MOCK_OPTIONS: Final = frozenset({
+    "alpha", "target_step_ms", "draft_step_ms", "vocab", "draft_vocab", "seed", "eos_one_in",
+    "memory_budget_gb", "target_size_gb", "draft_size_gb", "kv_cache_gb", "gated_features", "faults",
+    "violations", "roll_period_s", "default_max_tokens", "max_model_len", "speculation_support",
+    "isolation", "boot_timeout_s", "request_timeout_s",
+})
+MLX_OPTIONS: Final = frozenset({
+    "boot_timeout_s", "context_tokens", "max_tokens", "memory_limit_bytes", "model_cache",
+    "prompt_cache_size", "request_timeout_s",
+})
+VLLM_OPTIONS: Final = frozenset({
+    "mode", "boot_timeout_s", "model_cache", "speculative_method", "max_model_len",
+    "gpu_memory_utilization",
+    # process mode
+    "python", "dtype", "enforce_eager", "prompt_lookup_max", "prompt_lookup_min",
+    # compose mode
+    "image", "weights_dir", "gpu_indices", "weight_format", "compute_dtype", "kv_cache_dtype",
+    "tensor_parallel_size", "max_num_seqs", "trust_remote_code", "required_gpu_memory_bytes",
+    "image_platforms", "image_min_compute_capability", "host_facts",
+})
+ENDPOINT_OPTIONS: Final = frozenset({
+    "url", "health_path", "health_deadline_s", "api_key", "request_timeout_s",
+})
+
+_BUILT_IN = "built in"
+BUILTIN_BACKENDS: Final[Mapping[str, Backend]] = {
+    backend.name: backend
+    for backend in (
+        Backend("mock", "pytest_specgate.engines.mock:boot", _BUILT_IN, MOCK_OPTIONS),
+        Backend("mlx", "pytest_specgate.engines.mlx:boot", _BUILT_IN, MLX_OPTIONS,
+                builds_tiny_models=True),
+        Backend("vllm", "pytest_specgate.engines.vllm:boot", _BUILT_IN, VLLM_OPTIONS,
+                builds_tiny_models=True),
+        Backend("endpoint", "pytest_specgate.engines.endpoint:boot", _BUILT_IN, ENDPOINT_OPTIONS),
+    )
+}
+
+
+def backends_from_entry_points(entry_points: Iterable[metadata.EntryPoint]) -> dict[str, Backend]:
+    """The built-ins plus one backend per entry point; a clash is a UsageError naming both sides."""
+    found: dict[str, Backend] = dict(BUILTIN_BACKENDS)
+    for entry in entry_points:
+        origin = f"entry point {entry.name} = {entry.value} ({_distribution_of(entry)})"
+        clash = found.get(entry.name)
+        if clash is not None:
+            raise pytest.UsageError(
+                f"engine backend {entry.name!r}: {origin} clashes with the {clash.origin} one; "
+                f"rename one of them in group {ENTRY_POINT_GROUP}"
+            )
+        found[entry.name] = Backend(entry.name, entry.value, origin)
+    return found
+
+
+def _distribution_of(entry: metadata.EntryPoint) -> str:
+    dist = entry.dist
+    return "unknown distribution" if dist is None else f"{dist.name} {dist.version}"
+
+
+@functools.cache
+def available_backends() -> Mapping[str, Backend]:
+    """Built-ins and installed entry-point backends (scanned once per process)."""
+    return backends_from_entry_points(metadata.entry_points(group=ENTRY_POINT_GROUP))
+
+
+def backend_named(name: object, where: str) -> Backend:
+    """The backend called ``name``; anything else is a UsageError listing what exists."""
+    if isinstance(name, str):
+        builtin = BUILTIN_BACKENDS.get(name)
+        if builtin is not None:
+            return builtin
+        installed = available_backends()
+        if name in installed:
+            return installed[name]
+    else:
+        installed = BUILTIN_BACKENDS
+    raise pytest.UsageError(
+        f"{where}: unknown engine backend {name!r}; expected one of {', '.join(sorted(installed))} "
+        f"(more register through the entry-point group {ENTRY_POINT_GROUP})"
+    )
+
+
+def boot_function(name: str) -> BootFunction:
+    """Import a backend's ``boot`` lazily, so unused backends cost nothing at load."""
+    backend = backend_named(name, "engine")
+    try:
+        loaded: object = metadata.EntryPoint(backend.name, backend.boot, ENTRY_POINT_GROUP).load()
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise pytest.UsageError(
+            f"engine backend {name!r} ({backend.origin}) cannot be loaded: {type(exc).__name__}: {exc}"
+        ) from None
+    if not callable(loaded):
+        raise pytest.UsageError(
+            f"engine backend {name!r} ({backend.origin}) names a {type(loaded).__name__}, not a boot function"
+        )
+    return cast(BootFunction, loaded)

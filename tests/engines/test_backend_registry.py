@@ -1,0 +1,177 @@
+"""Backends are listed once; a third-party package adds one through the ``pytest_specgate.backends`` group."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import subprocess
+import sys
+import zipfile
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+
+from pytest_specgate.engines import registry
+from pytest_specgate.engines.registry import (
+    BUILTIN_BACKENDS,
+    ENTRY_POINT_GROUP,
+    Backend,
+    backend_named,
+    backends_from_entry_points,
+    boot_function,
+)
+from pytest_specgate.settings import ENGINE_HELP
+
+
+def _entry(name: str, value: str) -> metadata.EntryPoint:
+    return metadata.EntryPoint(name, value, ENTRY_POINT_GROUP)
+
+
+def test_the_built_ins_are_the_one_list_every_message_uses() -> None:
+    assert list(BUILTIN_BACKENDS) == ["mock", "mlx", "vllm", "endpoint"]
+    assert "mock, mlx, vllm, endpoint (default mock)" in ENGINE_HELP and ENTRY_POINT_GROUP in ENGINE_HELP
+    with pytest.raises(pytest.UsageError, match=r"^here: unknown engine backend 'tgi'; expected one of "
+                                                r"endpoint, mlx, mock, vllm \(more register through"):
+        backend_named("tgi", "here")
+
+
+def test_an_entry_point_adds_a_backend_and_may_not_replace_one() -> None:
+    found = backends_from_entry_points([_entry("echo", "specgate_echo:boot")])
+    assert found["echo"] == Backend("echo", "specgate_echo:boot", "entry point echo = specgate_echo:boot "
+                                                                  "(unknown distribution)")
+    assert found["mock"] is BUILTIN_BACKENDS["mock"]
+    with pytest.raises(pytest.UsageError, match=r"'mock': entry point mock = evil:boot .* clashes with the "
+                                                r"built in one"):
+        backends_from_entry_points([_entry("mock", "evil:boot")])
+    with pytest.raises(pytest.UsageError, match=r"'echo': entry point echo = b:boot .* clashes "
+                                                r"with the entry point echo = a:boot"):
+        backends_from_entry_points([_entry("echo", "a:boot"), _entry("echo", "b:boot")])
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("no_such_module_xyz:boot",
+         "cannot be loaded: ModuleNotFoundError: No module named 'no_such_module_xyz'"),
+        ("json:no_such_boot", "cannot be loaded: AttributeError: "),
+        ("json.decoder:JSONArray", None),
+        ("sys:maxsize", "names a int, not a boot function"),
+    ],
+)
+def test_an_entry_point_that_does_not_load_to_a_boot_function_is_a_usage_error(
+    monkeypatch: pytest.MonkeyPatch, value: str, message: str | None
+) -> None:
+    monkeypatch.setattr(registry, "available_backends",
+                        lambda: backends_from_entry_points([_entry("third", value)]))
+    if message is None:
+        assert callable(boot_function("third"))
+        return
+    with pytest.raises(pytest.UsageError, match=f"^engine backend 'third' \\(entry point third = {value} "):
+        boot_function("third")
+    with pytest.raises(pytest.UsageError) as error:
+        boot_function("third")
+    assert message in str(error.value)
+
+
+ECHO_BACKEND = '''\
+"""A third-party pytest-specgate backend: an in-process engine that answers with the last message."""
+
+from pytest_specgate.engines import Capabilities, ChatResult, StreamResult, Telemetry
+
+
+class EchoEngine:
+    backend = "echo"
+    base_url = "http://127.0.0.1:9"
+
+    def __init__(self, model_id):
+        self.model_id = model_id
+
+    def chat(self, messages, **params):
+        return ChatResult(str(messages[-1]["content"]), None, "stop", None, None, {}, 0.0)
+
+    def stream(self, messages, **params):
+        text = str(messages[-1]["content"])
+        return StreamResult([{"choices": [{"delta": {"content": text}, "finish_reason": "stop"}]}])
+
+    def telemetry(self):
+        return Telemetry.unavailable(enabled=False)
+
+    def versions(self):
+        return {"specgate-echo": "1.0"}
+
+    def capabilities(self):
+        return Capabilities()
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def boot(config, workdir):
+    return EchoEngine(config.target or "echo-model")
+'''
+
+ECHO_SPECS = """
+import pytest
+
+from pytest_specgate.engines import Engine
+
+
+@pytest.mark.engine("echo", target="parrot")
+def test_marked_for_the_third_party_backend(engine, boot_engine):
+    assert isinstance(engine, Engine) and engine.backend == "echo" and engine.model_id == "parrot"
+    assert engine.chat([{"role": "user", "content": "hello"}]).text == "hello"
+    assert boot_engine(target="other").model_id == "other"
+
+
+def test_chosen_on_the_command_line(engine):
+    assert engine.backend == "echo" and engine.stream([{"role": "user", "content": "hi"}]).text == "hi"
+"""
+
+
+def _record_line(path: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{path},sha256={digest},{len(data)}"
+
+
+def build_echo_wheel(directory: Path) -> Path:
+    """A real wheel of the ``specgate-echo`` distribution declaring its backend entry point."""
+    info = "specgate_echo-1.0.dist-info"
+    files = {
+        "specgate_echo.py": ECHO_BACKEND.encode(),
+        f"{info}/METADATA": b"Metadata-Version: 2.1\nName: specgate-echo\nVersion: 1.0\n",
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/entry_points.txt": f"[{ENTRY_POINT_GROUP}]\necho = specgate_echo:boot\n".encode(),
+    }
+    record = "\n".join([*(_record_line(path, data) for path, data in files.items()), f"{info}/RECORD,,"])
+    wheel = directory / "specgate_echo-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, data in {**files, f"{info}/RECORD": (record + "\n").encode()}.items():
+            archive.writestr(path, data)
+    return wheel
+
+
+def test_a_pip_installed_backend_package_runs_specs_by_its_entry_point(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+         "--disable-pip-version-check", "--target", str(site), str(build_echo_wheel(tmp_path))],
+        check=True, capture_output=True, timeout=120,
+    )
+    assert (site / "specgate_echo-1.0.dist-info" / "entry_points.txt").is_file()
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    pytester.makepyfile(test_echo=ECHO_SPECS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--specgate-engine=echo")
+    result.assert_outcomes(passed=2)
+    unknown = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--specgate-engine=parrot")
+    assert unknown.ret == pytest.ExitCode.USAGE_ERROR
+    unknown.stderr.fnmatch_lines(["ERROR: --specgate-engine: unknown engine backend 'parrot'; expected one "
+                                  "of echo, endpoint, mlx, mock, vllm *"])

@@ -20,7 +20,6 @@ from typing import Any, Final, final
 from pytest_specgate.host import GIB, GpuFacts, HostFacts
 
 __all__ = [
-    "HARDWARE_MARKER_DOC",
     "HardwareRequirement",
     "HardwareVerdict",
     "HostProfile",
@@ -32,13 +31,6 @@ __all__ = [
     "specgate_table",
 ]
 
-HARDWARE_MARKER_DOC: Final = (
-    "hardware(profile=None, *, apple=None, min_memory_gb=None, max_memory_gb=None, "
-    "cuda_sm=None, min_cuda_sm=None, min_gpus=None, min_gpu_memory_gb=None, os=None, "
-    "macos_min=None, macos_max=None, env=None): the host this spec needs. A host that "
-    "does not match skips the spec with every mismatch named; --specgate-require makes "
-    "it an error; --specgate-diagnostic runs it as non-qualifying."
-)
 _APPLE_MODEL = re.compile(r"M-any|M\d+(?: (?:Pro|Max|Ultra))?")
 _SM = re.compile(r"\d+\.\d+")
 _VERSION = re.compile(r"\d+(?:\.\d+){0,2}")

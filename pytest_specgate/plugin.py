@@ -1,4 +1,9 @@
-"""pytest hooks of pytest-specgate. Thin by design: logic lives in the modules they call."""
+"""pytest hooks of pytest-specgate. Thin by design: logic lives in the modules they call.
+
+pytest imports this module for every command, so it imports only pytest and the texts
+in ``_docs``; settings, host facts, hardware verdicts, run modes and evidence load in the
+hook that first needs them.
+"""
 
 from __future__ import annotations
 
@@ -9,27 +14,12 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
-from pytest_specgate import settings as opts
-from pytest_specgate.engines.config import ENGINE_MARKER_DOC
-from pytest_specgate.hardware import (
-    HARDWARE_MARKER_DOC,
-    HardwareVerdict,
-    RequirementError,
-    evaluate_requirement,
-    requirement_from_marker,
-)
-from pytest_specgate.host import HostFacts, HostFactsError, host_facts_from_dict, load_host_facts
-from pytest_specgate.properties import (
-    SPEC_PROPERTY,
-    mismatched_hardware_runs,
-    spec_payload,
-    unbundled_evidence,
-)
-from pytest_specgate.runmode import RunAction, RunDecision, RunMode, decide_run
+from pytest_specgate import _docs
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from pytest_specgate.collection import SpecPlan
     from pytest_specgate.engines import Engine, EngineConfig, EnginePool
     from pytest_specgate.engines.endpoint_routes import EndpointRoute
     from pytest_specgate.evidence import (
@@ -39,17 +29,17 @@ if TYPE_CHECKING:
         Redactor,
     )
     from pytest_specgate.evidence._signing import SignedBundle, SigningKey
+    from pytest_specgate.hardware import HardwareVerdict
+    from pytest_specgate.host import HostFacts
     from pytest_specgate.qualification import QualificationFactory
+    from pytest_specgate.runmode import RunDecision
+    from pytest_specgate.settings import ProjectSettings, SpecgateSettings
 
-SETTINGS_KEY: Final = pytest.StashKey[opts.SpecgateSettings]()
-PROJECT_KEY: Final = pytest.StashKey[opts.ProjectSettings]()
-HOST_FACTS_KEY: Final = pytest.StashKey[HostFacts]()
-DECISION_KEY: Final = pytest.StashKey[RunDecision]()
-VERDICT_KEY: Final = pytest.StashKey[HardwareVerdict]()
-REAL_ENGINE_MARKER_DOC: Final = (
-    "real_engine: boots a real inference engine (mlx-lm, vLLM); slow, deselect with "
-    "-m 'not real_engine'"
-)
+SETTINGS_KEY: Final[pytest.StashKey[SpecgateSettings]] = pytest.StashKey()
+PROJECT_KEY: Final[pytest.StashKey[ProjectSettings]] = pytest.StashKey()
+HOST_FACTS_KEY: Final[pytest.StashKey[HostFacts]] = pytest.StashKey()
+DECISION_KEY: Final[pytest.StashKey[RunDecision]] = pytest.StashKey()
+VERDICT_KEY: Final[pytest.StashKey[HardwareVerdict]] = pytest.StashKey()
 AC_KEY: Final[pytest.StashKey[AcceptanceCriterion]] = pytest.StashKey()
 COLLECTOR_KEY: Final[pytest.StashKey[EvidenceCollector]] = pytest.StashKey()
 REDACTOR_KEY: Final[pytest.StashKey[Redactor]] = pytest.StashKey()
@@ -58,12 +48,7 @@ ENGINE_RECORDS_KEY: Final[pytest.StashKey[dict[EngineConfig, dict[str, Any]]]] =
 SIGNING_KEY: Final[pytest.StashKey[SigningKey]] = pytest.StashKey()
 SIGNED_KEY: Final[pytest.StashKey[SignedBundle | str]] = pytest.StashKey()
 ENGINE_CONFIG_KEY: Final[pytest.StashKey[EngineConfig]] = pytest.StashKey()
-
-AC_MARKER_DOC: Final = (
-    "ac(id, *, spec=None, title=None, waived_to=None, reason=None): the acceptance criterion "
-    "(AC-<n>[a-z] or FR-<n>[.<n>]) this test is evidence for; several tests may share one. "
-    "waived_to=PR-<letters>|PR-<n> moves it to a later merge gate and needs reason="
-)
+PLAN_KEY: Final[pytest.StashKey[SpecPlan]] = pytest.StashKey()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -75,43 +60,43 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("specgate", "executable acceptance criteria (pytest-specgate)")
     group.addoption("--specgate-require", action="append", dest="specgate_require",
-                    metavar="AC", default=[], help=opts.REQUIRE_HELP)
+                    metavar="AC", default=[], help=_docs.REQUIRE_HELP)
     group.addoption("--specgate-diagnostic", action="store_true", dest="specgate_diagnostic",
-                    default=False, help=opts.DIAGNOSTIC_HELP)
+                    default=False, help=_docs.DIAGNOSTIC_HELP)
     group.addoption("--specgate-host-facts", dest="specgate_host_facts", metavar="FILE",
-                    default=None, help=opts.HOST_FACTS_HELP)
+                    default=None, help=_docs.HOST_FACTS_HELP)
     group.addoption("--specgate-evidence", dest="specgate_evidence", metavar="DIR",
-                    default=None, help=opts.EVIDENCE_HELP)
+                    default=None, help=_docs.EVIDENCE_HELP)
     group.addoption("--specgate-allow-dirty", action="store_true", dest="specgate_allow_dirty",
-                    default=False, help=opts.ALLOW_DIRTY_HELP)
+                    default=False, help=_docs.ALLOW_DIRTY_HELP)
     group.addoption("--specgate-engine", dest="specgate_engine", metavar="BACKEND",
-                    default=None, help=opts.ENGINE_HELP)
+                    default=None, help=_docs.ENGINE_HELP)
     group.addoption("--specgate-endpoint", dest="specgate_endpoint", metavar="URL",
-                    default=None, help=opts.ENDPOINT_HELP)
+                    default=None, help=_docs.ENDPOINT_HELP)
     group.addoption("--specgate-endpoint-for", action="append", dest="specgate_endpoint_for",
-                    metavar="CHANGES=URL", default=[], help=opts.ENDPOINT_FOR_HELP)
+                    metavar="CHANGES=URL", default=[], help=_docs.ENDPOINT_FOR_HELP)
     group.addoption("--specgate-duration-scale", dest="specgate_duration_scale",
-                    metavar="FACTOR", default=None, help=opts.DURATION_SCALE_HELP)
+                    metavar="FACTOR", default=None, help=_docs.DURATION_SCALE_HELP)
     group.addoption("--specgate-engine-option", action="append", dest="specgate_engine_option",
-                    metavar="KEY=VALUE", default=[], help=opts.ENGINE_OPTION_HELP)
+                    metavar="KEY=VALUE", default=[], help=_docs.ENGINE_OPTION_HELP)
     group.addoption("--specgate-vllm-python", dest="specgate_vllm_python", metavar="PYTHON",
-                    default=None, help=opts.VLLM_PYTHON_HELP)
+                    default=None, help=_docs.VLLM_PYTHON_HELP)
     group.addoption("--specgate-sign-key", dest="specgate_sign_key", metavar="PATH",
-                    default=None, help=opts.SIGN_KEY_HELP)
-    parser.addini("specgate_evidence", opts.EVIDENCE_HELP, default=None)
-    parser.addini("specgate_vllm_python", opts.VLLM_PYTHON_HELP, default=None)
-    parser.addini("specgate_engine", opts.ENGINE_HELP, default=None)
-    parser.addini("specgate_endpoint", opts.ENDPOINT_HELP, default=None)
-    parser.addini("specgate_duration_scale", opts.DURATION_SCALE_HELP, default=None)
+                    default=None, help=_docs.SIGN_KEY_HELP)
+    parser.addini("specgate_evidence", _docs.EVIDENCE_HELP, default=None)
+    parser.addini("specgate_vllm_python", _docs.VLLM_PYTHON_HELP, default=None)
+    parser.addini("specgate_engine", _docs.ENGINE_HELP, default=None)
+    parser.addini("specgate_endpoint", _docs.ENDPOINT_HELP, default=None)
+    parser.addini("specgate_duration_scale", _docs.DURATION_SCALE_HELP, default=None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", HARDWARE_MARKER_DOC)
-    config.addinivalue_line("markers", AC_MARKER_DOC)
-    config.addinivalue_line("markers", ENGINE_MARKER_DOC)
-    config.addinivalue_line("markers", REAL_ENGINE_MARKER_DOC)
-    config.stash[SETTINGS_KEY] = opts.resolve_settings(config)
-    config.stash[PROJECT_KEY] = opts.load_project_settings(_pyproject(config))
+    from pytest_specgate.settings import load_project_settings, resolve_settings
+
+    for doc in _docs.MARKER_DOCS:
+        config.addinivalue_line("markers", doc)
+    config.stash[SETTINGS_KEY] = resolve_settings(config)
+    config.stash[PROJECT_KEY] = load_project_settings(_pyproject(config))
     settings = config.stash[SETTINGS_KEY]
     if settings.evidence_dir is not None and not hasattr(config, "workerinput"):
         if settings.sign_key is not None:
@@ -154,7 +139,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         config.pluginmanager.unregister(collector)
 
 
-def _evidence_collector(config: pytest.Config, settings: opts.SpecgateSettings,
+def _evidence_collector(config: pytest.Config, settings: SpecgateSettings,
                         evidence_dir: Path) -> EvidenceCollector:
     """The bundle writer of this run: created on the controller only, never on xdist workers."""
     from pytest_specgate.evidence import EvidenceCollector
@@ -197,7 +182,7 @@ def _pyproject(config: pytest.Config) -> Path | None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_specgate_host_facts(config: pytest.Config) -> HostFacts:
-    from pytest_specgate.host import probe_host
+    from pytest_specgate.host import load_host_facts, probe_host
 
     path = config.stash[SETTINGS_KEY].host_facts_file
     return load_host_facts(path) if path is not None else probe_host()
@@ -206,6 +191,8 @@ def pytest_specgate_host_facts(config: pytest.Config) -> HostFacts:
 def session_host_facts(config: pytest.Config) -> HostFacts:
     """The one host-facts object of this session: hook result, user edits, validated."""
     if HOST_FACTS_KEY not in config.stash:
+        from pytest_specgate.host import HostFactsError, host_facts_from_dict
+
         try:
             facts = config.hook.pytest_specgate_host_facts(config=config)
             edited = facts.to_dict()
@@ -221,16 +208,24 @@ def session_host_facts(config: pytest.Config) -> HostFacts:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from pytest_specgate.collection import SpecPlan
+    from pytest_specgate.runmode import RunAction, RunDecision, RunMode
+
     # On an xdist worker a UsageError would crash the worker, not stop the run: there
     # the problem becomes a setup ERROR of the tests it concerns, failing just as closed.
     on_worker = hasattr(config, "workerinput")
-    for item in items:
+    plan = config.stash[PLAN_KEY] = SpecPlan()
+    costs: dict[int, float] = {}
+    for index, item in enumerate(items):
         try:
-            _prepare_item(item, config)
+            cost = _prepare_item(item, config, plan)
         except pytest.UsageError as exc:
             if not on_worker:
                 raise
             item.stash[DECISION_KEY] = RunDecision(RunAction.ERROR, RunMode.DEFAULT, f"usage error: {exc}")
+            continue
+        if cost is not None:
+            costs[index] = cost
     try:
         _check_required_present(config.stash[SETTINGS_KEY].run.required - {"all"}, items)
     except pytest.UsageError as exc:
@@ -238,17 +233,53 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             raise
         for item in items:
             item.stash[DECISION_KEY] = RunDecision(RunAction.ERROR, RunMode.DEFAULT, f"usage error: {exc}")
+    if costs and on_worker and config.workerinput.get(_DIST_INPUT) == "load":  # type: ignore[attr-defined]
+        items[:] = _xdist_load_order(config, items, costs)
 
 
-def _prepare_item(item: pytest.Item, config: pytest.Config) -> None:
-    """Validate a test's markers and store its AC, hardware verdict and run decision."""
+_DIST_INPUT: Final = "specgate_dist"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Tell each xdist worker the controller's ``--dist`` mode (workers see ``no``)."""
+    node.workerinput[_DIST_INPUT] = node.config.getoption("dist", None)
+
+
+def _xdist_load_order(config: pytest.Config, items: list[pytest.Item],
+                      costs: dict[int, float]) -> list[pytest.Item]:
+    """Every worker orders alike, so the collections still agree; xdist then hands out the
+    longest specs first, one per worker."""
+    from pytest_specgate.collection import costliest_spread, load_chunk_size
+
+    workers = int(config.workerinput["workercount"])  # type: ignore[attr-defined]
+    chunk = load_chunk_size(len(items), workers, config.getoption("maxschedchunk", None))
+    return costliest_spread(items, costs, workers=workers, chunk=chunk)
+
+
+_OWN_MARKERS: Final = ("ac", "hardware", "engine", _docs.COST_MARKER)
+
+
+def _closest_markers(item: pytest.Item) -> dict[str, pytest.Mark]:
+    """The closest ``ac``, ``hardware``, ``engine`` and cost markers, in one walk up the node chain."""
+    found: dict[str, pytest.Mark] = {}
+    for mark in item.iter_markers():
+        if mark.name in _OWN_MARKERS and mark.name not in found:
+            found[mark.name] = mark
+    return found
+
+
+def _prepare_item(item: pytest.Item, config: pytest.Config, plan: SpecPlan) -> float | None:
+    """Validate a test's markers, store its AC, hardware verdict and run decision, and return
+    its declared cost (None when it declares none)."""
+    from pytest_specgate.collection import declared_cost
+    from pytest_specgate.runmode import decide_run
+
     settings = config.stash[SETTINGS_KEY].run
-    ac_marker = item.get_closest_marker("ac")
+    markers = _closest_markers(item)
     ac_id = None
-    if ac_marker is not None:
-        from pytest_specgate.evidence import ac_from_marker
-
-        criterion = ac_from_marker(ac_marker.args, ac_marker.kwargs, item.nodeid)
+    if "ac" in markers:
+        criterion = plan.criterion(markers["ac"].args, markers["ac"].kwargs, item.nodeid)
         item.stash[AC_KEY] = criterion
         ac_id = criterion.id
     required = settings.is_required(ac_id)
@@ -258,21 +289,28 @@ def _prepare_item(item: pytest.Item, config: pytest.Config) -> None:
             "required spec must qualify, a diagnostic run never does: choose one"
         )
     verdict = None
-    marker = item.get_closest_marker("hardware")
-    if marker is not None:
-        profiles = config.stash[PROJECT_KEY].profiles
-        try:
-            requirement = requirement_from_marker(marker.args, marker.kwargs, profiles)
-        except RequirementError as exc:
-            raise pytest.UsageError(f"{item.nodeid}: @pytest.mark.hardware: {exc}") from None
-        verdict = evaluate_requirement(requirement, session_host_facts(config), os.environ)
-        item.stash[VERDICT_KEY] = verdict
-    if item.get_closest_marker("engine") is not None:
+    if "hardware" in markers:
+        marker = markers["hardware"]
+        verdict = item.stash[VERDICT_KEY] = plan.verdict(
+            marker.args, marker.kwargs, lambda: _hardware_verdict(marker, item.nodeid, config))
+    if "engine" in markers:
         item.stash[ENGINE_CONFIG_KEY] = _marked_engine_config(item, config.stash[SETTINGS_KEY])
     item.stash[DECISION_KEY] = decide_run(verdict, required=required, diagnostic=settings.diagnostic)
+    cost = markers.get(_docs.COST_MARKER)
+    return None if cost is None else declared_cost(cost.args, cost.kwargs, item.nodeid)
 
 
-def _marked_engine_config(item: pytest.Item, settings: opts.SpecgateSettings) -> EngineConfig:
+def _hardware_verdict(marker: pytest.Mark, nodeid: str, config: pytest.Config) -> HardwareVerdict:
+    from pytest_specgate.hardware import RequirementError, evaluate_requirement, requirement_from_marker
+
+    try:
+        requirement = requirement_from_marker(marker.args, marker.kwargs, config.stash[PROJECT_KEY].profiles)
+    except RequirementError as exc:
+        raise pytest.UsageError(f"{nodeid}: @pytest.mark.hardware: {exc}") from None
+    return evaluate_requirement(requirement, session_host_facts(config), os.environ)
+
+
+def _marked_engine_config(item: pytest.Item, settings: SpecgateSettings) -> EngineConfig:
     """The test's ``@pytest.mark.engine`` resolved now, so a bad one stops collection naming the test."""
     from pytest_specgate.engines.config import engine_config_for_node
 
@@ -295,6 +333,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     decision = item.stash.get(DECISION_KEY, None)
     if decision is None:
         return
+    from pytest_specgate.runmode import RunAction
+
     if decision.action is RunAction.SKIP:
         pytest.skip(f"specgate: {decision.message}")
     if decision.action is RunAction.ERROR:
@@ -305,24 +345,41 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     decision = item.stash.get(DECISION_KEY, None)
-    if (decision is not None and decision.action is RunAction.SKIP and report.skipped
-            and isinstance(report.longrepr, tuple)):
-        # Point the skip at the spec, as pytest's skipping plugin does for skip markers.
+    if decision is not None and decision.message is not None and report.skipped:
+        _point_skip_at_spec(item, decision, report)
+    # The payload rides on the setup report (so a run interrupted mid-test still knows the
+    # test's AC) and on the teardown report, which carries everything the test recorded;
+    # nobody reads it when there is no evidence folder and no diagnostic summary.
+    if call.when != "call" and item.config.stash[SETTINGS_KEY].wants_payload:
+        _attach_payload(item, decision, report)
+    return report
+
+
+def _point_skip_at_spec(item: pytest.Item, decision: RunDecision, report: pytest.TestReport) -> None:
+    """Point a hardware skip at the spec, as pytest's skipping plugin does for skip markers."""
+    from pytest_specgate.runmode import RunAction
+
+    if decision.action is RunAction.SKIP and isinstance(report.longrepr, tuple):
         path, line, _ = item.reportinfo()
         report.longrepr = (str(path), (line or 0) + 1, report.longrepr[2])
+
+
+def _attach_payload(item: pytest.Item, decision: RunDecision | None, report: pytest.TestReport) -> None:
     verdict = item.stash.get(VERDICT_KEY, None)
     criterion = item.stash.get(AC_KEY, None)
     recorder = item.stash.get(RECORDER_KEY, None)
-    if criterion is not None or verdict is not None or recorder is not None:
-        payload = spec_payload(
-            item.nodeid,
-            ac=criterion.to_dict() if criterion is not None else None,
-            verdict=verdict,
-            decision=decision,
-            recorded=recorder.to_properties() if recorder is not None else None,
-        )
-        report.user_properties = [*report.user_properties, (SPEC_PROPERTY, payload)]
-    return report
+    if criterion is None and verdict is None and recorder is None:
+        return
+    from pytest_specgate.properties import SPEC_PROPERTY, spec_payload
+
+    payload = spec_payload(
+        item.nodeid,
+        ac=criterion.to_dict() if criterion is not None else None,
+        verdict=verdict,
+        decision=decision,
+        recorded=recorder.to_properties() if recorder is not None else None,
+    )
+    report.user_properties = [*report.user_properties, (SPEC_PROPERTY, payload)]
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -341,6 +398,10 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
         statement = signed.statement
         terminalreporter.write_line(f"specgate: signed {signed.path.name} with {signed.keyid} "
                                     f"({len(statement.files)} files, commit {statement.commit})")
+    if not config.stash[SETTINGS_KEY].wants_payload:
+        return
+    from pytest_specgate.properties import mismatched_hardware_runs, unbundled_evidence
+
     reports = [report for reports in terminalreporter.stats.values() for report in reports]
     if config.stash[SETTINGS_KEY].evidence_dir is not None:
         unbundled = unbundled_evidence(reports)

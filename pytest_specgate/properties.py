@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from pytest_specgate.hardware import HardwareVerdict
-from pytest_specgate.runmode import RunDecision
+if TYPE_CHECKING:
+    from pytest_specgate.hardware import HardwareVerdict
+    from pytest_specgate.runmode import RunDecision
 
 __all__ = [
     "SPEC_PROPERTY",
@@ -60,15 +61,20 @@ def payload_of(user_properties: Iterable[Any] | None) -> dict[str, Any] | None:
 
 
 def mismatched_hardware_runs(reports: Iterable[Any]) -> set[str]:
-    """Node ids whose call phase ran although the host did not match their hardware marker."""
-    return {
-        report.nodeid
-        for report in reports
-        if getattr(report, "when", None) == "call"
-        and (payload := payload_of(getattr(report, "user_properties", ()))) is not None
-        and payload["hardware"] is not None
-        and not payload["hardware"]["matched"]
-    }
+    """Node ids whose call phase ran although the host did not match their hardware marker.
+
+    The payload travels on the setup and teardown reports, so the verdict comes from
+    whichever report of the test carries one.
+    """
+    called: set[str] = set()
+    mismatched: set[str] = set()
+    for report in reports:
+        if getattr(report, "when", None) == "call":
+            called.add(report.nodeid)
+        payload = payload_of(getattr(report, "user_properties", ()))
+        if payload is not None and payload["hardware"] is not None and not payload["hardware"]["matched"]:
+            mismatched.add(report.nodeid)
+    return called & mismatched
 
 
 @dataclass(frozen=True)

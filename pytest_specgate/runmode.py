@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Final, final
+from typing import TYPE_CHECKING, Final, final
 
-from pytest_specgate.hardware import HardwareVerdict
+if TYPE_CHECKING:
+    from pytest_specgate.hardware import HardwareVerdict
 
 __all__ = ["REQUIRE_ALL", "RunAction", "RunDecision", "RunMode", "RunSettings", "decide_run"]
 

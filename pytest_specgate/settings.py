@@ -1,6 +1,6 @@
 """Session settings: resolved once, option > ini > default, and validated.
 
-Each option's help text is one constant shared by ``addoption`` and
+Each option's help text is one constant in ``_docs`` shared by ``addoption`` and
 ``addini`` (the pytest-timeout convention).
 """
 
@@ -11,16 +11,12 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Final, final
+from typing import TYPE_CHECKING, final
 
 import pytest
 
-from pytest_specgate.engines.registry import (
-    BUILTIN_BACKENDS,
-    DEFAULT_BACKEND,
-    ENTRY_POINT_GROUP,
-    backend_named,
-)
+from pytest_specgate._docs import DEFAULT_BACKEND
+from pytest_specgate.engines.registry import backend_named
 from pytest_specgate.hardware import HostProfile, RequirementError, host_profiles_from_table, specgate_table
 from pytest_specgate.runmode import REQUIRE_ALL, RunSettings
 
@@ -28,18 +24,6 @@ if TYPE_CHECKING:
     from pytest_specgate.engines.endpoint_routes import EndpointRoute
 
 __all__ = [
-    "ALLOW_DIRTY_HELP",
-    "DIAGNOSTIC_HELP",
-    "DURATION_SCALE_HELP",
-    "ENDPOINT_FOR_HELP",
-    "ENDPOINT_HELP",
-    "ENGINE_HELP",
-    "ENGINE_OPTION_HELP",
-    "EVIDENCE_HELP",
-    "HOST_FACTS_HELP",
-    "REQUIRE_HELP",
-    "SIGN_KEY_HELP",
-    "VLLM_PYTHON_HELP",
     "ProjectSettings",
     "SpecgateSettings",
     "load_project_settings",
@@ -47,45 +31,6 @@ __all__ = [
     "parse_engine_options",
     "resolve_settings",
 ]
-
-REQUIRE_HELP: Final = (
-    "AC id (repeatable) or 'all': these specs must run; on a host that does not match "
-    "their hardware marker they ERROR instead of skipping."
-)
-DIAGNOSTIC_HELP: Final = (
-    "run hardware specs on any host; every evidence record says qualifying: false."
-)
-HOST_FACTS_HELP: Final = (
-    "JSON file of host facts that replaces the hardware probe (simulate an M4 or a GB10)."
-)
-EVIDENCE_HELP: Final = "directory to write the evidence bundle into (one sub-directory per run)."
-ALLOW_DIRTY_HELP: Final = "let evidence from a dirty git working tree count as qualifying."
-ENGINE_HELP: Final = (
-    f"backend for the `engine` fixture: {', '.join(BUILTIN_BACKENDS)} (default {DEFAULT_BACKEND}), "
-    f"or one installed in the entry-point group {ENTRY_POINT_GROUP}."
-)
-ENDPOINT_HELP: Final = "URL of a running OpenAI-compatible server (implies --specgate-engine endpoint)."
-ENDPOINT_FOR_HELP: Final = (
-    "CHANGES=URL (repeatable): the running server that serves the endpoint configuration "
-    "boot_engine(**CHANGES) or shared_engine(**CHANGES) asks for, e.g. "
-    "--specgate-endpoint-for=draft=none,num_draft_tokens=none=http://127.0.0.1:8001 for the "
-    "baseline; without one such a request on the endpoint backend is refused."
-)
-DURATION_SCALE_HELP: Final = (
-    "multiply the durations of long specs (e.g. AC-10's 5-minute sustained window) by this "
-    "factor; any value other than 1 makes the run non-qualifying."
-)
-ENGINE_OPTION_HELP: Final = (
-    "KEY=VALUE (repeatable): a backend option set on every engine of the run, over the "
-    "engine marker; VALUE is read as JSON when it parses (e.g. faults='[\"corrupt-spec\"]')."
-)
-VLLM_PYTHON_HELP: Final = (
-    "Python interpreter that has vLLM installed, for the vllm backend (default: this one)."
-)
-SIGN_KEY_HELP: Final = (
-    "Ed25519 private key (PEM, or OpenSSH from ssh-keygen -t ed25519) that signs the bundle at "
-    "session end (statement.intoto.dsse.json); passphrase from $SPECGATE_SIGN_PASSPHRASE."
-)
 
 
 @final
@@ -102,6 +47,12 @@ class SpecgateSettings:
     engine_options: tuple[tuple[str, object], ...] = ()
     sign_key: Path | None = None
     endpoint_routes: tuple[EndpointRoute, ...] = ()
+
+    @property
+    def wants_payload(self) -> bool:
+        """Whether anyone reads the per-test payload: the evidence writer (on the controller,
+        fed by xdist workers) or the diagnostic summary."""
+        return self.evidence_dir is not None or self.run.diagnostic
 
 
 @final

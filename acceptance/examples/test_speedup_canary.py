@@ -32,6 +32,7 @@ GAMMA, COST_RATIO = 4, 0.1  # draft tokens per step; draft step time / target st
 
 
 @pytest.mark.ac("AC-100", spec="SPEC-EXAMPLE", title="speedup canary (worked example)")
+@pytest.mark.specgate_cost(360)  # a 5-minute sustained window after the paired run
 @pytest.mark.hardware("m4-16gb")
 @pytest.mark.engine("mock", target="specgate-mock-target", draft="specgate-mock-draft",
                     num_draft_tokens=GAMMA, alpha=0.8, target_step_ms=3.0, draft_step_ms=0.3, eos_one_in=0)

@@ -38,6 +38,7 @@ MIN_SUSTAINED_SPEEDUP = 1.2
 
 
 @pytest.mark.ac("AC-10", spec="SPEC-028", title="16 GB M4 performance canary")
+@pytest.mark.specgate_cost(360)  # a 5-minute sustained window after the paired run
 @pytest.mark.hardware("m4-16gb")
 def test_ac10_speedup_acceptance_and_sustained_window(
     spec028: BackendProfile, boot_engine: Callable[..., Engine], evidence: EvidenceRecorder,

@@ -1,38 +1,54 @@
 """Engines behind one protocol: the built-in mock, mlx-lm, vLLM and any running endpoint.
 
-Only the light modules are re-exported here; the HTTP client, boot helpers and
-backends are imported where they are needed so loading the plugin stays fast.
+Public names load their module on first use: the plugin reads ``engines.registry`` when it
+resolves its settings, and importing a submodule runs this file first, so re-exporting
+eagerly here would load the protocol, capabilities and configuration on every pytest start.
 """
 
 from __future__ import annotations
 
-from pytest_specgate.engines.capabilities import (
-    Capabilities,
-    EngineProcess,
-    FaultInjection,
-    MissingCapability,
-    RawStatus,
-    TelemetryReset,
-    WarmSwap,
-)
-from pytest_specgate.engines.config import EngineConfig, EnginePool, engine_config_from
-from pytest_specgate.engines.protocol import (
-    ChatResult,
-    Engine,
-    EngineBootError,
-    EngineStartupRefused,
-    StreamResult,
-    Telemetry,
-    acceptance_rate_of,
-)
-from pytest_specgate.engines.registry import (
-    BUILTIN_BACKENDS,
-    DEFAULT_BACKEND,
-    ENTRY_POINT_GROUP,
-    Backend,
-    available_backends,
-    boot_function,
-)
+from typing import TYPE_CHECKING
+
+from pytest_specgate._lazy import lazy_getattr
+
+if TYPE_CHECKING:
+    from pytest_specgate.engines.capabilities import (
+        Capabilities,
+        EngineProcess,
+        FaultInjection,
+        MissingCapability,
+        RawStatus,
+        TelemetryReset,
+        WarmSwap,
+    )
+    from pytest_specgate.engines.config import EngineConfig, EnginePool, engine_config_from
+    from pytest_specgate.engines.protocol import (
+        ChatResult,
+        Engine,
+        EngineBootError,
+        EngineStartupRefused,
+        StreamResult,
+        Telemetry,
+        acceptance_rate_of,
+    )
+    from pytest_specgate.engines.registry import (
+        BUILTIN_BACKENDS,
+        DEFAULT_BACKEND,
+        ENTRY_POINT_GROUP,
+        Backend,
+        available_backends,
+        boot_function,
+    )
+
+_EXPORTS: dict[str, str] = {
+    **dict.fromkeys(("Capabilities", "EngineProcess", "FaultInjection", "MissingCapability",
+                     "RawStatus", "TelemetryReset", "WarmSwap"), "capabilities"),
+    **dict.fromkeys(("EngineConfig", "EnginePool", "engine_config_from"), "config"),
+    **dict.fromkeys(("ChatResult", "Engine", "EngineBootError", "EngineStartupRefused",
+                     "StreamResult", "Telemetry", "acceptance_rate_of"), "protocol"),
+    **dict.fromkeys(("BUILTIN_BACKENDS", "DEFAULT_BACKEND", "ENTRY_POINT_GROUP", "Backend",
+                     "available_backends", "boot_function"), "registry"),
+}
 
 __all__ = [
     "BUILTIN_BACKENDS",
@@ -59,3 +75,5 @@ __all__ = [
     "boot_function",
     "engine_config_from",
 ]
+
+__getattr__ = lazy_getattr(__name__, _EXPORTS, globals())

@@ -15,21 +15,14 @@ from typing import TYPE_CHECKING, overload
 
 import pytest
 
+from pytest_specgate._docs import DEFAULT_BACKEND
 from pytest_specgate.engines.protocol import EngineBootError
-from pytest_specgate.engines.registry import (
-    BUILTIN_BACKENDS,
-    DEFAULT_BACKEND,
-    ENTRY_POINT_GROUP,
-    BootFunction,
-    backend_named,
-    boot_function,
-)
+from pytest_specgate.engines.registry import BootFunction, backend_named, boot_function
 
 if TYPE_CHECKING:
     from pytest_specgate.engines.protocol import Engine
 
 __all__ = [
-    "ENGINE_MARKER_DOC",
     "EngineConfig",
     "EnginePool",
     "close_in_reverse",
@@ -40,12 +33,6 @@ __all__ = [
     "fresh_engines",
 ]
 
-ENGINE_MARKER_DOC = (
-    "engine(backend=None, *, target=None, draft=None, num_draft_tokens=None, **options): "
-    f"the engine the `engine` fixture boots for this test (backend {'|'.join(BUILTIN_BACKENDS)} or one "
-    f"registered in the entry-point group {ENTRY_POINT_GROUP}; default from --specgate-engine, else "
-    f"{DEFAULT_BACKEND}); engines with equal arguments are shared."
-)
 _NAMED_FIELDS = ("backend", "target", "draft", "num_draft_tokens")
 
 

@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Final, cast, final
 
 import pytest
 
+from pytest_specgate._docs import DEFAULT_BACKEND, ENTRY_POINT_GROUP
+
 if TYPE_CHECKING:
     from pytest_specgate.engines.config import EngineConfig
     from pytest_specgate.engines.protocol import Engine
@@ -39,8 +41,6 @@ __all__ = [
     "boot_function",
 ]
 
-ENTRY_POINT_GROUP: Final = "pytest_specgate.backends"
-DEFAULT_BACKEND: Final = "mock"
 
 BootFunction = Callable[["EngineConfig", Path], "Engine"]
 

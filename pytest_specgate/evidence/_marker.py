@@ -8,14 +8,10 @@ from dataclasses import dataclass
 
 import pytest
 
+from pytest_specgate._docs import AC_MARKER_DOC as AC_MARKER_LINE
 from pytest_specgate.evidence._gates import parse_gate_name
 
-AC_MARKER_LINE = (
-    "ac(id, *, spec=None, title=None, waived_to=None, reason=None): the acceptance criterion "
-    "(AC-<n>[a-z] or FR-<n>[.<n>]) this test is evidence for; several tests may share one. "
-    "waived_to=PR-<letters>|PR-<n> moves it to a later merge gate and needs reason="
-)
-"""Marker registration text for ``config.addinivalue_line("markers", AC_MARKER_LINE)``."""
+__all__ = ["AC_MARKER_LINE", "AcceptanceCriterion", "ac_from_marker", "is_ac_id"]
 
 AC_ID = re.compile(r"^(?:AC-\d+[a-z]?|FR-\d+(?:\.\d+)?)$")
 AC_ID_FORMS = "AC-<n>[a-z] or FR-<n>[.<n>]"

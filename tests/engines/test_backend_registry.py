@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_specgate._docs import BUILTIN_BACKEND_NAMES, ENGINE_HELP
 from pytest_specgate.engines import registry
 from pytest_specgate.engines.registry import (
     BUILTIN_BACKENDS,
@@ -21,7 +22,6 @@ from pytest_specgate.engines.registry import (
     backends_from_entry_points,
     boot_function,
 )
-from pytest_specgate.settings import ENGINE_HELP
 
 
 def _entry(name: str, value: str) -> metadata.EntryPoint:
@@ -30,6 +30,7 @@ def _entry(name: str, value: str) -> metadata.EntryPoint:
 
 def test_the_built_ins_are_the_one_list_every_message_uses() -> None:
     assert list(BUILTIN_BACKENDS) == ["mock", "mlx", "vllm", "endpoint"]
+    assert tuple(BUILTIN_BACKENDS) == BUILTIN_BACKEND_NAMES
     assert "mock, mlx, vllm, endpoint (default mock)" in ENGINE_HELP and ENTRY_POINT_GROUP in ENGINE_HELP
     with pytest.raises(pytest.UsageError, match=r"^here: unknown engine backend 'tgi'; expected one of "
                                                 r"endpoint, mlx, mock, vllm \(more register through"):

@@ -22,9 +22,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_specgate.engines.config import (
-    ENGINE_MARKER_DOC, EnginePool, engine_config_for_node, engine_workdir,
-)
+from pytest_specgate._docs import ENGINE_MARKER_DOC
+from pytest_specgate.engines.config import EnginePool, engine_config_for_node, engine_workdir
 
 
 def pytest_configure(config):

@@ -155,7 +155,7 @@ def test_diagnostic_mode_is_recorded_on_reports(project: pytest.Pytester) -> Non
         from pytest_specgate.properties import payload_of
         SEEN = {}
         def pytest_runtest_logreport(report):
-            if report.when == "call":
+            if report.when == "teardown":
                 SEEN[report.nodeid.split("::")[1]] = payload_of(report.user_properties)
         def pytest_sessionfinish(session):
             for name, payload in sorted(SEEN.items()):

@@ -319,6 +319,8 @@ def _marked_engine_config(item: pytest.Item, settings: SpecgateSettings) -> Engi
 
 
 def _check_required_present(required: frozenset[str], items: list[pytest.Item]) -> None:
+    if not required:
+        return
     present = {criterion.id for item in items if (criterion := item.stash.get(AC_KEY, None))}
     missing = sorted(required - present)
     if missing:
@@ -333,11 +335,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     decision = item.stash.get(DECISION_KEY, None)
     if decision is None:
         return
-    from pytest_specgate.runmode import RunAction
-
-    if decision.action is RunAction.SKIP:
+    if decision.skips:
         pytest.skip(f"specgate: {decision.message}")
-    if decision.action is RunAction.ERROR:
+    if decision.errors:
         pytest.fail(f"specgate: {item.nodeid}: {decision.message}", pytrace=False)
 
 
@@ -345,23 +345,16 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
     decision = item.stash.get(DECISION_KEY, None)
-    if decision is not None and decision.message is not None and report.skipped:
-        _point_skip_at_spec(item, decision, report)
+    if decision is not None and decision.skips and report.skipped and isinstance(report.longrepr, tuple):
+        # Point the skip at the spec, as pytest's skipping plugin does for skip markers.
+        path, line, _ = item.reportinfo()
+        report.longrepr = (str(path), (line or 0) + 1, report.longrepr[2])
     # The payload rides on the setup report (so a run interrupted mid-test still knows the
     # test's AC) and on the teardown report, which carries everything the test recorded;
     # nobody reads it when there is no evidence folder and no diagnostic summary.
     if call.when != "call" and item.config.stash[SETTINGS_KEY].wants_payload:
         _attach_payload(item, decision, report)
     return report
-
-
-def _point_skip_at_spec(item: pytest.Item, decision: RunDecision, report: pytest.TestReport) -> None:
-    """Point a hardware skip at the spec, as pytest's skipping plugin does for skip markers."""
-    from pytest_specgate.runmode import RunAction
-
-    if decision.action is RunAction.SKIP and isinstance(report.longrepr, tuple):
-        path, line, _ = item.reportinfo()
-        report.longrepr = (str(path), (line or 0) + 1, report.longrepr[2])
 
 
 def _attach_payload(item: pytest.Item, decision: RunDecision | None, report: pytest.TestReport) -> None:
@@ -459,9 +452,10 @@ def evidence(request: pytest.FixtureRequest) -> Iterator[EvidenceRecorder]:
     """
     from pytest_specgate.evidence import EvidenceRecorder, staging_dir
 
-    directory = request.config.stash[SETTINGS_KEY].evidence_dir
+    config = request.config
+    directory = config.stash[SETTINGS_KEY].evidence_dir
     criterion = request.node.stash.get(AC_KEY, None)
-    recorder = EvidenceRecorder(request.node.nodeid, session_redactor(request.config),
+    recorder = EvidenceRecorder(request.node.nodeid, lambda: session_redactor(config),
                                 None if directory is None else staging_dir(directory),
                                 ac_id=criterion.id if criterion is not None else None)
     request.node.stash[RECORDER_KEY] = recorder

@@ -63,6 +63,14 @@ class RunDecision:
     mode: RunMode
     message: str | None = None
 
+    @property
+    def skips(self) -> bool:
+        return self.action is RunAction.SKIP
+
+    @property
+    def errors(self) -> bool:
+        return self.action is RunAction.ERROR
+
 
 def decide_run(verdict: HardwareVerdict | None, *, required: bool, diagnostic: bool) -> RunDecision:
     """Pure: the action and recorded mode of one spec (``verdict`` None = no hardware marker)."""

@@ -167,6 +167,8 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
 
 def parse_endpoint_routes(texts: list[str]) -> tuple[EndpointRoute, ...]:
     """Each ``--specgate-endpoint-for`` value as a route; a bad one is a UsageError quoting it."""
+    if not texts:
+        return ()
     from pytest_specgate.engines.endpoint_routes import parse_endpoint_route
 
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
@@ -109,18 +109,32 @@ class EvidenceRecorder:
     """Collects one test's figures, artifacts and notes; ``to_properties`` ships them."""
 
     def __init__(
-        self, nodeid: str, redactor: Redactor, staging: Path | None, ac_id: str | None = None
+        self,
+        nodeid: str,
+        redactor: Redactor | Callable[[], Redactor],
+        staging: Path | None,
+        ac_id: str | None = None,
     ) -> None:
-        """``ac_id``: the test's criterion, named first in its soft-check failure."""
+        """``redactor``: the redactor, or what builds it the first time text needs redacting
+        (a test that only measures never does). ``ac_id``: the test's criterion, named first
+        in its soft-check failure."""
         self.nodeid = nodeid
         self.ac_id = ac_id
-        self._redactor = redactor
+        self._redactor_source = redactor
+        self._resolved_redactor = redactor if isinstance(redactor, Redactor) else None
         self._staging = staging
         self._measurements: list[Measurement] = []
         self._attachments: list[Attachment] = []
         self._notes: dict[str, JsonValue] = {}
         self._misses: list[str] = []
         self._reported = 0
+
+    @property
+    def _redactor(self) -> Redactor:
+        if self._resolved_redactor is None:
+            source = self._redactor_source
+            self._resolved_redactor = source if isinstance(source, Redactor) else source()
+        return self._resolved_redactor
 
     def measure(
         self,

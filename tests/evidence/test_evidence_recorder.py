@@ -5,7 +5,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_specgate.evidence import EvidenceRecorder, LocalIdentity, build_redactor, empty_properties
+from pytest_specgate.evidence import (
+    EvidenceRecorder,
+    LocalIdentity,
+    Redactor,
+    build_redactor,
+    empty_properties,
+)
 from pytest_specgate.evidence._jsonio import sha256_hex
 
 IDENTITY = LocalIdentity(
@@ -127,3 +133,19 @@ def test_properties_are_json_safe_and_redacted() -> None:
     assert json.loads(json.dumps(properties)) == properties
     assert properties["notes"] == {"weights": {"path": "<PATH>", "sha": "<2 bytes>"}}
     assert set(properties) == set(empty_properties())
+
+
+def test_a_redactor_factory_runs_only_when_text_needs_redacting() -> None:
+    built: list[str] = []
+
+    def factory() -> Redactor:
+        built.append("built")
+        return build_redactor(Path("/srv/repo"), (), {}, IDENTITY)
+
+    recorder = EvidenceRecorder(NODE, factory, None)
+    recorder.measure("median_speedup", 1.5, at_least=1.4)
+    assert built == []
+    recorder.note("host", "buildbox-7 as alice-ops")
+    recorder.note("again", "alice-ops")
+    assert built == ["built"]
+    assert recorder.to_properties()["notes"] == {"host": "<HOST> as <USER>", "again": "<USER>"}

@@ -26,6 +26,7 @@ from pytest_specgate.properties import (
     unbundled_evidence,
 )
 from pytest_specgate.runmode import RunAction, RunDecision, RunMode, decide_run
+from pytest_specgate.termination import install_sigterm_teardown
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -110,6 +111,9 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", AC_MARKER_DOC)
     config.addinivalue_line("markers", ENGINE_MARKER_DOC)
     config.addinivalue_line("markers", REAL_ENGINE_MARKER_DOC)
+    restore_sigterm = install_sigterm_teardown()
+    if restore_sigterm is not None:
+        config.add_cleanup(restore_sigterm)
     config.stash[SETTINGS_KEY] = opts.resolve_settings(config)
     config.stash[PROJECT_KEY] = opts.load_project_settings(_pyproject(config))
     settings = config.stash[SETTINGS_KEY]

@@ -229,6 +229,9 @@ class RecordingRunner:
     def down(self, project_dir: Path, compose_file: Path) -> None:
         self.calls.append(("down", project_dir, compose_file))
 
+    def down_argv(self, project_dir: Path, compose_file: Path) -> None:
+        return None
+
     def logs(self, project_dir: Path, compose_file: Path, tail: int) -> str:
         self.calls.append(("logs", project_dir, compose_file))
         return "vllm-1  | ERROR engine core died"

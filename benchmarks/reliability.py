@@ -1,8 +1,10 @@
 """Reliability trials of the fail-closed promises; each row prints trials and failures.
 
 - teardown: a subprocess pytest holding a booted mock engine (its own process) is
-  stopped by SIGINT, by pytest-timeout, or by the engine crashing, at a seeded
-  random moment; afterwards no engine process and no listening port may be left.
+  stopped by SIGKILL, SIGTERM or SIGINT of pytest, SIGKILL of its xdist worker,
+  pytest-timeout (thread and signal methods) or the engine crashing, at a seeded
+  random moment (during boot or while serving); afterwards no engine process, no
+  reaper and no listening port may be left.
 - tamper: every sampled single-byte change to a real signed bundle makes the gate
   (under the project's trust policy) refuse the PR body it accepted before the change;
   and every forgery (records edited to qualify and re-manifested with the package's own
@@ -41,7 +43,6 @@ if TYPE_CHECKING:
     from pytest_specgate.evidence._trust import TrustPolicy
 
 SEED = 20261202
-KILL_MODES = ("sigint", "timeout", "crash")
 _STOP_WAIT_S = 60.0
 
 TEARDOWN_SPEC = '''\
@@ -105,6 +106,31 @@ def _import_from(directory: Path, module: str) -> ModuleType:
 
 
 @dataclass(frozen=True)
+class StopMode:
+    """One way a run ends: how the trial stops it, and how many trials a full run makes."""
+
+    name: str
+    full_trials: int
+    description: str
+
+
+STOP_MODES = (
+    StopMode("sigkill", 20, "SIGKILL of pytest"),
+    StopMode("sigterm", 20, "SIGTERM of pytest"),
+    StopMode("worker-sigkill", 20, "SIGKILL of the xdist worker holding the engine"),
+    StopMode("timeout-thread", 20, "pytest-timeout, thread method (os._exit)"),
+    StopMode("sigint", 7, "SIGINT of pytest"),
+    StopMode("timeout-signal", 7, "pytest-timeout, signal method"),
+    StopMode("crash", 7, "the engine crashing"),
+)
+# Signalled from here once the engine process exists, after a drawn delay: during boot or after.
+_SIGNALLED = {"sigkill": signal.SIGKILL, "sigterm": signal.SIGTERM, "sigint": signal.SIGINT,
+              "worker-sigkill": signal.SIGKILL}
+_ENGINE_MODULE = b"pytest_specgate.engines.mock"
+_REAPED_WITHIN_S = 15.0
+
+
+@dataclass(frozen=True)
 class TeardownTrial:
     mode: str
     stop_after_s: float
@@ -118,22 +144,25 @@ class TeardownOutcome:
     live_processes: tuple[int, ...]
     listening_ports: tuple[int, ...]
     exit_code: int | None
+    stopped_before_serving: bool
+    gone_after_s: float
 
     @property
     def failed(self) -> bool:
         return bool(self.live_processes) or bool(self.listening_ports)
 
 
-def teardown_trials(count: int, rng: random.Random, latest_stop_s: float) -> list[TeardownTrial]:
-    """Kill modes in turn; the moment (SIGINT delay after boot, or the pytest-timeout, which
-    also runs during boot) and the request the engine crashes on are drawn from ``rng``."""
+def teardown_trials(quick: bool, rng: random.Random) -> list[TeardownTrial]:
+    """Every stop mode in turn; the moment (delay after the engine process appeared, or the
+    pytest-timeout, which also runs during boot) and the request the engine crashes on are
+    drawn from ``rng``."""
+    latest_stop_s = 1.0 if quick else 2.5
+    counts = {mode.name: 1 if quick else mode.full_trials for mode in STOP_MODES}
+    order = [name for index in range(max(counts.values())) for name in counts if index < counts[name]]
     return [
-        TeardownTrial(
-            mode=KILL_MODES[index % len(KILL_MODES)],
-            stop_after_s=round(rng.uniform(0.05, latest_stop_s), 3),
-            crash_after=rng.randint(0, 30),
-        )
-        for index in range(count)
+        TeardownTrial(mode=name, stop_after_s=round(rng.uniform(0.0, latest_stop_s), 3),
+                      crash_after=rng.randint(0, 30))
+        for name in order
     ]
 
 
@@ -147,18 +176,20 @@ def process_alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def processes_tagged(tag: bytes) -> set[int]:
-    """Live processes whose environment holds ``tag``: every engine a trial started, also one
-    killed before it could report its PID (engines inherit the pytest environment)."""
+def processes_tagged(tag: bytes, command: bytes = b"") -> set[int]:
+    """Live processes whose environment holds ``tag`` (and command line ``command``): every
+    engine and reaper a trial started, also one killed before it could report its PID
+    (engines inherit the pytest environment)."""
     tagged: set[int] = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
             environment = (entry / "environ").read_bytes()
+            command_line = (entry / "cmdline").read_bytes() if command else b""
         except OSError:
             continue
-        if tag in environment and process_alive(int(entry.name)):
+        if tag in environment and command in command_line and process_alive(int(entry.name)):
             tagged.add(int(entry.name))
     return tagged
 
@@ -178,12 +209,20 @@ def listening_ports() -> set[int]:
     return ports
 
 
-def _wait_for_line(path: Path, process: subprocess.Popen[str], deadline: float) -> bool:
+def _parent_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _wait_for_engine_process(tag: bytes, process: subprocess.Popen[str], deadline: float) -> int | None:
     while time.monotonic() < deadline and process.poll() is None:
-        if path.exists() and path.read_text().strip():
-            return True
+        engines = processes_tagged(tag, _ENGINE_MODULE)
+        if engines:
+            return min(engines)
         time.sleep(0.02)
-    return path.exists() and bool(path.read_text().strip())
+    return None
 
 
 def _stop_group(process: subprocess.Popen[str]) -> None:
@@ -193,18 +232,25 @@ def _stop_group(process: subprocess.Popen[str]) -> None:
         process.wait(10)
 
 
-def _stop(process: subprocess.Popen[str], trial: TeardownTrial, pids_file: Path) -> int | None:
-    """Let the trial's stop happen (SIGINT from here; timeout and crash inside the run)."""
+def _stop(process: subprocess.Popen[str], trial: TeardownTrial, tag: bytes,
+          pids_file: Path) -> tuple[int | None, bool]:
+    """Let the trial's stop happen (signals from here; timeout and crash inside the run);
+    returns pytest's exit code and whether the signal came before the engine was serving."""
+    before_serving = False
     try:
-        booted = _wait_for_line(pids_file, process, time.monotonic() + _STOP_WAIT_S)
-        if booted and trial.mode == "sigint":
+        deadline = time.monotonic() + _STOP_WAIT_S
+        signum = _SIGNALLED.get(trial.mode)
+        engine = None if signum is None else _wait_for_engine_process(tag, process, deadline)
+        if signum is not None and engine is not None:
             time.sleep(trial.stop_after_s)
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)
+            before_serving = not (pids_file.exists() and pids_file.read_text().strip())
+            target = _parent_of(engine) if trial.mode == "worker-sigkill" else process.pid
+            if target is not None and process.poll() is None:
+                os.kill(target, signum)
         try:
-            return process.wait(_STOP_WAIT_S)
+            return process.wait(_STOP_WAIT_S), before_serving
         except subprocess.TimeoutExpired:
-            return None
+            return None, before_serving
     finally:
         _stop_group(process)
 
@@ -216,18 +262,28 @@ def _engines_reported(pids_file: Path) -> tuple[tuple[int, int], ...]:
     return tuple((int(entry["pid"]), int(entry["port"])) for entry in entries)
 
 
+def _survivors(tag: bytes, engines: tuple[tuple[int, int], ...]) -> set[int]:
+    return {pid for pid, _ in engines if process_alive(pid)} | processes_tagged(tag)
+
+
 def run_teardown_trial(project: Path, trial: TeardownTrial, index: int) -> TeardownOutcome:
-    """One pytest run stopped the trial's way; whatever engine survives it is counted, then
-    killed by PID (every such process was started by this run)."""
+    """One pytest run stopped the trial's way; an engine (or reaper) still alive
+    ``_REAPED_WITHIN_S`` after pytest ended is counted, then killed by PID (every such process
+    was started by this run)."""
     pids_file = project / f"engines-{index}.jsonl"
+    tag = str(pids_file).encode()
     environment = {
         "SPECGATE_BENCH_TRIAL": json.dumps(
             {"mode": trial.mode, "crash_after": trial.crash_after, "pids": str(pids_file)}
         )
     }
-    timeout = f"{max(trial.stop_after_s, 0.5):.3f}" if trial.mode == "timeout" else "120"
-    argv = pytest_argv("-q", "-p", "no:cacheprovider", "-p", "no:xdist", f"--timeout={timeout}",
-                       "test_teardown.py")
+    timeout = "120"
+    if trial.mode.startswith("timeout"):
+        timeout = f"{max(trial.stop_after_s + 0.5, 0.5):.3f}"
+    method = "thread" if trial.mode == "timeout-thread" else "signal"
+    workers = ("-n", "1") if trial.mode == "worker-sigkill" else ("-p", "no:xdist")
+    argv = pytest_argv("-q", "-p", "no:cacheprovider", *workers, f"--timeout={timeout}",
+                       f"--timeout-method={method}", "test_teardown.py")
     with (project / f"pytest-{index}.log").open("w") as log:
         process = subprocess.Popen(
             argv,
@@ -238,12 +294,14 @@ def run_teardown_trial(project: Path, trial: TeardownTrial, index: int) -> Teard
             text=True,
             start_new_session=True,
         )
-        exit_code = _stop(process, trial, pids_file)
+        exit_code, before_serving = _stop(process, trial, tag, pids_file)
+    ended = time.monotonic()
     engines = _engines_reported(pids_file)
-    time.sleep(0.2)
+    while _survivors(tag, engines) and time.monotonic() - ended < _REAPED_WITHIN_S:
+        time.sleep(0.05)
+    gone_after_s = time.monotonic() - ended
     ports_now = listening_ports()
-    live = tuple(sorted({pid for pid, _ in engines if process_alive(pid)}
-                        | processes_tagged(str(pids_file).encode())))
+    live = tuple(sorted(_survivors(tag, engines)))
     for pid in live:
         os.kill(pid, signal.SIGKILL)
     return TeardownOutcome(
@@ -252,12 +310,27 @@ def run_teardown_trial(project: Path, trial: TeardownTrial, index: int) -> Teard
         live_processes=live,
         listening_ports=tuple(port for _, port in engines if port in ports_now),
         exit_code=exit_code,
+        stopped_before_serving=before_serving or not engines,
+        gone_after_s=gone_after_s,
     )
+
+
+def _mode_summary(mode: StopMode, outcomes: list[TeardownOutcome]) -> str:
+    mine = [o for o in outcomes if o.trial.mode == mode.name]
+    if not mine:
+        return f"{mode.name} 0"
+    left = sum(len(o.live_processes) for o in mine)
+    exits = ",".join(sorted({str(o.exit_code) for o in mine}))
+    return (f"{mode.name} ({mode.description}): {len(mine)} trials, "
+            f"{sum(o.stopped_before_serving for o in mine)} stopped before the engine served, "
+            f"{left} engine processes left, "
+            f"slowest gone {max(o.gone_after_s for o in mine):.1f}s after pytest ended "
+            f"(limit {_REAPED_WITHIN_S:g}s), exit codes {exits}")
 
 
 def run_teardown(quick: bool) -> Row:
     rng = random.Random(SEED)
-    trials = teardown_trials(2, rng, 1.0) if quick else teardown_trials(21, rng, 4.0)
+    trials = teardown_trials(quick, rng)
     outcomes: list[TeardownOutcome] = []
     with tempfile.TemporaryDirectory(prefix="specgate-bench-teardown-") as tmp:
         project = Path(tmp)
@@ -266,25 +339,20 @@ def run_teardown(quick: bool) -> Row:
         for index, trial in enumerate(trials):
             outcomes.append(run_teardown_trial(project, trial, index))
     failures = [outcome for outcome in outcomes if outcome.failed]
-    by_mode = ", ".join(
-        f"{mode} {sum(1 for o in outcomes if o.trial.mode == mode)}" for mode in KILL_MODES
-    )
     left = sum(len(o.live_processes) for o in outcomes)
     ports = sum(len(o.listening_ports) for o in outcomes)
-    never_booted = sum(1 for o in outcomes if not o.engines)
     failed = "; ".join(
         f"{o.trial.mode} after {o.trial.stop_after_s}s: pids {list(o.live_processes)} ports "
         f"{list(o.listening_ports)}" for o in failures[:3]
     )
-    exits = sorted({str(o.exit_code) for o in outcomes})
     return _row(
         "reliability: teardown (mock engine in its own process)",
         len(outcomes),
         len(failures),
         "0 engine processes / ports left",
-        f"trials by stop: {by_mode}; engine processes left {left}, listening ports left {ports}, "
-        f"runs stopped before the engine reported {never_booted}; pytest exit codes "
-        f"{', '.join(exits)}" + (f"; failed: {failed}" if failed else ""),
+        f"engine processes left {left}, listening ports left {ports}; "
+        + "; ".join(_mode_summary(mode, outcomes) for mode in STOP_MODES)
+        + (f"; failed: {failed}" if failed else ""),
     )
 
 

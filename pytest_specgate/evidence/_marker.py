@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import pytest
 
 from pytest_specgate.evidence._gates import parse_gate_name
+from pytest_specgate.inputs import InputError, one_line_text
 
 AC_MARKER_LINE = (
     "ac(id, *, spec=None, title=None, waived_to=None, reason=None): the acceptance criterion "
@@ -63,7 +64,10 @@ def ac_from_marker(args: Sequence[object], kwargs: Mapping[str, object], nodeid:
         value = kwargs.get(keyword)
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise bad(f"{keyword}= must be a non-empty string, found {value!r}")
-        values[keyword] = value if value is None else str(value)
+        try:
+            values[keyword] = None if value is None else one_line_text(value, f"{keyword}=")
+        except InputError as error:
+            raise bad(str(error)) from None
     waived_to, reason = values["waived_to"], values["reason"]
     if waived_to is not None:
         try:

@@ -85,8 +85,11 @@ def run_render(args: argparse.Namespace) -> int:
     text = build_redactor(None).text(markdown)
     if args.output is None:
         sys.stdout.write(text)
-    else:
+        return EXIT_OK
+    try:
         args.output.write_text(text, "utf-8")
+    except OSError as error:
+        return _error("render", f"-o {args.output}: cannot write: {error.strerror or error}")
     return EXIT_OK
 
 

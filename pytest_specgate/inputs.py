@@ -12,11 +12,13 @@ import json
 import math
 import re
 import unicodedata
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "MAX_JSON_DEPTH",
+    "MAX_VALUE_DEPTH",
     "InputError",
     "JsonNestingError",
     "decode_utf8",
@@ -25,10 +27,14 @@ __all__ = [
     "one_line_text",
     "parse_json",
     "read_json_file",
+    "value_nesting_depth",
 ]
 
 MAX_JSON_DEPTH = 100
 """Deeper than any document this project writes or reads, far below Python's recursion limit."""
+MAX_VALUE_DEPTH = 64
+"""How deeply a value a spec records may nest: room is left for the record around it, so
+every record the plugin writes stays readable under MAX_JSON_DEPTH."""
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
@@ -54,6 +60,26 @@ def json_nesting_depth(text: str) -> int:
             deepest = max(deepest, depth)
         else:
             depth -= 1
+    return deepest
+
+
+def value_nesting_depth(value: object, limit: int = MAX_VALUE_DEPTH) -> int:
+    """How deeply lists, tuples and mappings nest in ``value``; stops counting past ``limit``.
+
+    Iterative, so a value nested thousands deep is measured, not a RecursionError.
+    """
+    deepest = 0
+    pending: list[tuple[object, int]] = [(value, 0)]
+    while pending and deepest <= limit:
+        item, depth = pending.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        pending.extend((child, depth + 1) for child in children)
     return deepest
 
 

@@ -41,6 +41,32 @@ def test_parse_json_refuses_depth_nan_and_infinity_with_where() -> None:
     assert json.dumps(parse_json(_deep(100), "f.json")) == _deep(100)
 
 
+def test_a_deeply_nested_note_fails_the_test_and_a_shallower_one_stays_readable_by_the_gate(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\n")
+    pytester.makepyfile(test_notes=(
+        "import pytest\n\n"
+        "def nested(depth):\n"
+        "    value = []\n"
+        "    for _ in range(depth - 1):\n"
+        "        value = [value]\n"
+        "    return value\n\n"
+        "@pytest.mark.ac('AC-1')\n"
+        "@pytest.mark.parametrize('depth', [64, 5000])\n"
+        "def test_note(evidence, depth):\n"
+        "    evidence.note('deep', nested(depth))\n"
+    ))
+
+    result = pytester.runpytest("--specgate-evidence=out")
+
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*ValueError: evidence.note('deep'): value nested 65 levels deep (or more); "
+                                 "expected at most 64"])
+    bundle = next((pytester.path / "out").glob("*/manifest.json")).parent
+    assert main(["render", str(bundle)]) == 0
+
+
 def test_one_line_text_names_the_character_and_where() -> None:
     assert one_line_text("speedup ≥ 1.4× on M4", "title=") == "speedup ≥ 1.4× on M4"
     with pytest.raises(InputError, match=r"^title=: expected one line of printable text, found '\\r' "

@@ -80,3 +80,17 @@ def test_render_into_a_missing_folder_is_one_line(
     assert code == 2
     assert err == f"specgate render: error: -o {target}: cannot write: No such file or directory\n"
     assert not target.parent.exists()
+
+
+def test_merge_into_a_folder_that_cannot_be_created_is_one_line(
+    git_repo: GitRepo, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    bundle = qualifying_bundle(git_repo.path, TEST_ENV).path
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+
+    code, err = _run(capsys, "merge", str(bundle), f"-o={blocker / 'merged'}")
+
+    assert code == 2
+    assert err == (f"specgate merge: error: -o {blocker / 'merged'}: cannot write the merged bundle: "
+                   "Not a directory\n")

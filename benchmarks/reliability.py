@@ -185,11 +185,12 @@ def processes_tagged(tag: bytes, command: bytes = b"") -> set[int]:
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
+            if command and command not in (entry / "cmdline").read_bytes():
+                continue
             environment = (entry / "environ").read_bytes()
-            command_line = (entry / "cmdline").read_bytes() if command else b""
         except OSError:
             continue
-        if tag in environment and command in command_line and process_alive(int(entry.name)):
+        if tag in environment and process_alive(int(entry.name)):
             tagged.add(int(entry.name))
     return tagged
 
@@ -221,7 +222,7 @@ def _wait_for_engine_process(tag: bytes, process: subprocess.Popen[str], deadlin
         engines = processes_tagged(tag, _ENGINE_MODULE)
         if engines:
             return min(engines)
-        time.sleep(0.02)
+        time.sleep(0.05)
     return None
 
 

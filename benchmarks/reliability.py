@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -55,10 +56,12 @@ import pytest
 TRIAL = json.loads(os.environ["SPECGATE_BENCH_TRIAL"])
 
 
-@pytest.mark.engine("mock", isolation="subprocess")
+@pytest.mark.engine(ENGINE_MARKER)
 def test_serve_until_stopped(engine):
+    pid = engine.pid if hasattr(engine, "pid") else engine.process.pid
+    port = int(engine.base_url.rsplit(":", 1)[1])
     with pathlib.Path(TRIAL["pids"]).open("a") as handle:
-        handle.write(json.dumps({"pid": engine.pid, "port": engine.port}) + "\\n")
+        handle.write(json.dumps({"pid": pid, "port": port}) + "\\n")
     served = 0
     while True:
         if TRIAL["mode"] == "crash" and served == TRIAL["crash_after"]:
@@ -114,24 +117,50 @@ class StopMode:
     description: str
 
 
-STOP_MODES = (
+@dataclass(frozen=True)
+class TrialEngine:
+    """A subprocess engine the trials boot: its marker, how to spot its process, its modes."""
+
+    name: str
+    marker: str
+    command: bytes
+    latest_stop_s: float
+    modes: tuple[StopMode, ...]
+    needs_module: str | None = None
+    shares_model_cache: bool = False
+
+    def available(self) -> bool:
+        return self.needs_module is None or importlib.util.find_spec(self.needs_module) is not None
+
+
+_KILLS = (
     StopMode("sigkill", 20, "SIGKILL of pytest"),
     StopMode("sigterm", 20, "SIGTERM of pytest"),
     StopMode("worker-sigkill", 20, "SIGKILL of the xdist worker holding the engine"),
     StopMode("timeout-thread", 20, "pytest-timeout, thread method (os._exit)"),
-    StopMode("sigint", 7, "SIGINT of pytest"),
-    StopMode("timeout-signal", 7, "pytest-timeout, signal method"),
-    StopMode("crash", 7, "the engine crashing"),
+)
+TRIAL_ENGINES = (
+    TrialEngine(
+        "mock", '"mock", isolation="subprocess"', b"pytest_specgate.engines.mock", 2.5,
+        (*_KILLS, StopMode("sigint", 7, "SIGINT of pytest"),
+         StopMode("timeout-signal", 7, "pytest-timeout, signal method"),
+         StopMode("crash", 7, "the engine crashing")),
+    ),
+    TrialEngine(
+        "mlx", '"mlx", target="tiny:target"', b"mlx_lm", 5.0,
+        tuple(StopMode(mode.name, 5, mode.description) for mode in _KILLS), needs_module="mlx_lm",
+        shares_model_cache=True,
+    ),
 )
 # Signalled from here once the engine process exists, after a drawn delay: during boot or after.
 _SIGNALLED = {"sigkill": signal.SIGKILL, "sigterm": signal.SIGTERM, "sigint": signal.SIGINT,
               "worker-sigkill": signal.SIGKILL}
-_ENGINE_MODULE = b"pytest_specgate.engines.mock"
 _REAPED_WITHIN_S = 15.0
 
 
 @dataclass(frozen=True)
 class TeardownTrial:
+    engine: TrialEngine
     mode: str
     stop_after_s: float
     crash_after: int
@@ -152,15 +181,15 @@ class TeardownOutcome:
         return bool(self.live_processes) or bool(self.listening_ports)
 
 
-def teardown_trials(quick: bool, rng: random.Random) -> list[TeardownTrial]:
-    """Every stop mode in turn; the moment (delay after the engine process appeared, or the
-    pytest-timeout, which also runs during boot) and the request the engine crashes on are
-    drawn from ``rng``."""
-    latest_stop_s = 1.0 if quick else 2.5
-    counts = {mode.name: 1 if quick else mode.full_trials for mode in STOP_MODES}
+def teardown_trials(engine: TrialEngine, quick: bool, rng: random.Random) -> list[TeardownTrial]:
+    """Every stop mode of ``engine`` in turn; the moment (delay after the engine process
+    appeared, or the pytest-timeout, which also runs during boot) and the request the engine
+    crashes on are drawn from ``rng``."""
+    latest_stop_s = 1.0 if quick else engine.latest_stop_s
+    counts = {mode.name: 1 if quick else mode.full_trials for mode in engine.modes}
     order = [name for index in range(max(counts.values())) for name in counts if index < counts[name]]
     return [
-        TeardownTrial(mode=name, stop_after_s=round(rng.uniform(0.0, latest_stop_s), 3),
+        TeardownTrial(engine=engine, mode=name, stop_after_s=round(rng.uniform(0.0, latest_stop_s), 3),
                       crash_after=rng.randint(0, 30))
         for name in order
     ]
@@ -217,9 +246,10 @@ def _parent_of(pid: int) -> int | None:
         return None
 
 
-def _wait_for_engine_process(tag: bytes, process: subprocess.Popen[str], deadline: float) -> int | None:
+def _wait_for_engine_process(tag: bytes, command: bytes, process: subprocess.Popen[str],
+                             deadline: float) -> int | None:
     while time.monotonic() < deadline and process.poll() is None:
-        engines = processes_tagged(tag, _ENGINE_MODULE)
+        engines = processes_tagged(tag, command)
         if engines:
             return min(engines)
         time.sleep(0.05)
@@ -241,7 +271,8 @@ def _stop(process: subprocess.Popen[str], trial: TeardownTrial, tag: bytes,
     try:
         deadline = time.monotonic() + _STOP_WAIT_S
         signum = _SIGNALLED.get(trial.mode)
-        engine = None if signum is None else _wait_for_engine_process(tag, process, deadline)
+        engine = (None if signum is None
+                  else _wait_for_engine_process(tag, trial.engine.command, process, deadline))
         if signum is not None and engine is not None:
             time.sleep(trial.stop_after_s)
             before_serving = not (pids_file.exists() and pids_file.read_text().strip())
@@ -283,8 +314,10 @@ def run_teardown_trial(project: Path, trial: TeardownTrial, index: int) -> Teard
         timeout = f"{max(trial.stop_after_s + 0.5, 0.5):.3f}"
     method = "thread" if trial.mode == "timeout-thread" else "signal"
     workers = ("-n", "1") if trial.mode == "worker-sigkill" else ("-p", "no:xdist")
+    cache = project / "models"
+    models = (f"--specgate-engine-option=model_cache={cache}",) if trial.engine.shares_model_cache else ()
     argv = pytest_argv("-q", "-p", "no:cacheprovider", *workers, f"--timeout={timeout}",
-                       f"--timeout-method={method}", "test_teardown.py")
+                       f"--timeout-method={method}", *models, f"test_teardown_{trial.engine.name}.py")
     with (project / f"pytest-{index}.log").open("w") as log:
         process = subprocess.Popen(
             argv,
@@ -316,43 +349,66 @@ def run_teardown_trial(project: Path, trial: TeardownTrial, index: int) -> Teard
     )
 
 
-def _mode_summary(mode: StopMode, outcomes: list[TeardownOutcome]) -> str:
-    mine = [o for o in outcomes if o.trial.mode == mode.name]
+def _mode_summary(engine: TrialEngine, mode: StopMode, outcomes: list[TeardownOutcome]) -> str:
+    mine = [o for o in outcomes if o.trial.engine == engine and o.trial.mode == mode.name]
     if not mine:
-        return f"{mode.name} 0"
+        return f"{engine.name} {mode.name}: 0 trials"
     left = sum(len(o.live_processes) for o in mine)
     exits = ",".join(sorted({str(o.exit_code) for o in mine}))
-    return (f"{mode.name} ({mode.description}): {len(mine)} trials, "
+    return (f"{engine.name} {mode.name} ({mode.description}): {len(mine)} trials, "
             f"{sum(o.stopped_before_serving for o in mine)} stopped before the engine served, "
             f"{left} engine processes left, "
             f"slowest gone {max(o.gone_after_s for o in mine):.1f}s after pytest ended "
             f"(limit {_REAPED_WITHIN_S:g}s), exit codes {exits}")
 
 
+@contextmanager
+def _sigint_reaches_trials() -> Iterator[None]:
+    """A benchmark started in the background (``cmd &``) inherits an ignored SIGINT, and so
+    would every pytest it starts: the SIGINT trials would send a signal nobody receives. A
+    handler here (not SIG_IGN) gives the children the default action again."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if previous is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, previous)
+
+
 def run_teardown(quick: bool) -> Row:
+    """Trials with the mock served by its own process and, where mlx-lm is installed (not in
+    quick mode), a real ``mlx_lm.server`` on a tiny local model."""
     rng = random.Random(SEED)
-    trials = teardown_trials(quick, rng)
+    engines = [engine for engine in TRIAL_ENGINES
+               if engine.available() and (engine.name == "mock" or not quick)]
+    trials = [trial for engine in engines for trial in teardown_trials(engine, quick, rng)]
     outcomes: list[TeardownOutcome] = []
-    with tempfile.TemporaryDirectory(prefix="specgate-bench-teardown-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="specgate-bench-teardown-") as tmp, _sigint_reaches_trials():
         project = Path(tmp)
         (project / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
-        (project / "test_teardown.py").write_text(TEARDOWN_SPEC)
+        for engine in engines:
+            spec = TEARDOWN_SPEC.replace("ENGINE_MARKER", engine.marker)
+            (project / f"test_teardown_{engine.name}.py").write_text(spec)
         for index, trial in enumerate(trials):
             outcomes.append(run_teardown_trial(project, trial, index))
     failures = [outcome for outcome in outcomes if outcome.failed]
     left = sum(len(o.live_processes) for o in outcomes)
     ports = sum(len(o.listening_ports) for o in outcomes)
     failed = "; ".join(
-        f"{o.trial.mode} after {o.trial.stop_after_s}s: pids {list(o.live_processes)} ports "
-        f"{list(o.listening_ports)}" for o in failures[:3]
+        f"{o.trial.engine.name} {o.trial.mode} after {o.trial.stop_after_s}s: pids "
+        f"{list(o.live_processes)} ports {list(o.listening_ports)}" for o in failures[:3]
     )
+    skipped = [engine.name for engine in TRIAL_ENGINES if engine not in engines]
     return _row(
-        "reliability: teardown (mock engine in its own process)",
+        f"reliability: teardown ({' and '.join(engine.name for engine in engines)} engine processes)",
         len(outcomes),
         len(failures),
         "0 engine processes / ports left",
         f"engine processes left {left}, listening ports left {ports}; "
-        + "; ".join(_mode_summary(mode, outcomes) for mode in STOP_MODES)
+        + "; ".join(_mode_summary(engine, mode, outcomes) for engine in engines for mode in engine.modes)
+        + (f"; not run here: {', '.join(skipped)}" if skipped else "")
         + (f"; failed: {failed}" if failed else ""),
     )
 

@@ -42,12 +42,17 @@ _POLL_S = 0.05
 
 
 def parse_arguments(argv: Sequence[str]) -> argparse.Namespace:
+    """``MODE --lifeline=FD [--grace=S] -- COMMAND...``; COMMAND is passed on untouched."""
     parser = argparse.ArgumentParser(prog="reaper.py", description="stop an engine when its parent is gone")
     parser.add_argument("mode", choices=("group", "command"))
     parser.add_argument("--lifeline", type=int, required=True, help="read end of the parent's pipe")
     parser.add_argument("--grace", type=float, default=3.0, help="seconds between SIGTERM and SIGKILL")
-    parser.add_argument("argv", nargs="+", help="the engine (group) or the clean-up command (command)")
-    return parser.parse_args(argv)
+    if "--" not in argv or argv.index("--") == len(argv) - 1:
+        parser.error("expected -- and the command to run after the options")
+    split = list(argv).index("--")
+    arguments = parser.parse_args(argv[:split])
+    arguments.argv = list(argv[split + 1:])
+    return arguments
 
 
 def wait_for_parent(lifeline: int) -> bool:

@@ -18,6 +18,7 @@ import pytest
 from engines_testkit import wait_until
 
 from pytest_specgate.engines.boot import ManagedProcess, reaped_argv, run_if_orphaned
+from pytest_specgate.engines.reaper import parse_arguments
 from pytest_specgate.termination import install_sigterm_teardown
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
@@ -253,3 +254,10 @@ def test_run_if_orphaned_is_released_by_an_exception(tmp_path: Path) -> None:
             run_if_orphaned([sys.executable, "-c", f"open({str(marker)!r}, 'w')"]):
         raise RuntimeError("boot failed")
     assert not marker.exists()
+
+
+def test_the_reaper_passes_the_engine_command_on_untouched() -> None:
+    arguments = parse_arguments(["group", "--lifeline=7", "--", "vllm", "serve", "--", "-x", "--port=1"])
+
+    assert (arguments.mode, arguments.lifeline, arguments.argv) == (
+        "group", 7, ["vllm", "serve", "--", "-x", "--port=1"])

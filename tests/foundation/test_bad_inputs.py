@@ -19,6 +19,7 @@ import pytest
 from pytest_specgate.cli import main
 from pytest_specgate.inputs import InputError, json_nesting_depth, one_line_text, parse_json
 from pytest_specgate.qualification import HttpCounterProbe
+from pytest_specgate.qualification._budget import measured_durations
 
 DEEP = 100_000
 
@@ -224,3 +225,13 @@ def test_a_malformed_metrics_page_reads_as_unavailable_in_a_fault_gate() -> None
     assert (reading.requests_total, reading.slots_active, reading.cancelled_total) == (None, None, None)
     assert reading.source.startswith("unavailable (/metrics line 1: ")
     assert f"/v1/status: JSON nested {DEEP} levels deep; expected at most 100)" in reading.source
+
+
+def test_checkpoint_lines_that_are_nested_too_deep_or_not_finite_are_skipped() -> None:
+    lines = [
+        '{"gate": "boot", "passed": true, "duration_s": 12.5}',
+        '{"gate": "soak", "passed": true, "duration_s": NaN}',
+        '{"gate": "deep", "passed": true, "duration_s": 1, "x": ' + _deep(DEEP) + "}",
+    ]
+
+    assert measured_durations(lines) == {"boot": 12.5}

@@ -448,3 +448,18 @@ def test_docker_runner_passes_the_project_to_every_compose_command(tmp_path: Pat
         [*prefix, "logs", "--no-color", "--tail", "5"],
         [*prefix, "down", "--remove-orphans"],
     ]
+
+
+def test_a_project_left_normally_runs_down_once_and_releases_its_orphan_watcher(tmp_path: Path) -> None:
+    calls = tmp_path / "calls.jsonl"
+    docker = tmp_path / "docker"
+    docker.write_text(f"#!{sys.executable}\nimport json, sys\n"
+                      f"open({str(calls)!r}, 'a').write(json.dumps(sys.argv[-2:]) + '\\n')\n")
+    docker.chmod(0o755)
+    runner = DockerComposeRunner(docker=str(docker), timeout_s=60)
+
+    with compose_project(clean_profile(), HOST, tmp_path / "p", runner, lambda url: None):
+        assert [json.loads(line) for line in calls.read_text().splitlines()] == [["up", "-d"]]
+
+    recorded = [json.loads(line) for line in calls.read_text().splitlines()]
+    assert recorded == [["up", "-d"], ["down", "--remove-orphans"]], "the watcher must not run down again"

@@ -207,29 +207,6 @@ def test_orphan_clean_up_runs_only_when_the_parent_died(tmp_path: Path, dies: bo
         assert not marker.exists(), "a released watcher must not run the clean-up"
 
 
-def test_compose_down_runs_from_the_watcher_when_pytest_dies(tmp_path: Path) -> None:
-    calls = tmp_path / "calls.jsonl"
-    docker = tmp_path / "docker"
-    docker.write_text(f"#!{sys.executable}\nimport json, sys\n"
-                      f"open({str(calls)!r}, 'a').write(json.dumps(sys.argv[1:]) + '\\n')\n")
-    docker.chmod(0o755)
-    body = (
-        "import os\nfrom pathlib import Path\n"
-        "from pytest_specgate.engines.boot import run_if_orphaned\n"
-        "from pytest_specgate.engines.vllm.compose import DockerComposeRunner\n"
-        f"runner = DockerComposeRunner(docker={str(docker)!r})\n"
-        f"with run_if_orphaned(runner.down_argv(Path('proj'), Path('proj/compose.yaml'))):\n"
-        "    os._exit(0)\n"
-    )
-
-    _child(tmp_path, body)
-
-    assert wait_until(calls.exists)
-    assert json.loads(calls.read_text()) == [
-        "compose", "--project-directory", "proj", "-f", "proj/compose.yaml", "down", "--remove-orphans"
-    ]
-
-
 def test_the_reaper_refuses_a_group_it_does_not_lead(tmp_path: Path) -> None:
     read_end, write_end = os.pipe()
     try:

@@ -149,6 +149,26 @@ def test_sigterm_tears_down_like_ctrl_c(pytester: pytest.Pytester) -> None:
     assert not _listening(engine["port"])
 
 
+def test_sigterm_leaves_an_interrupted_receipt_naming_the_running_ac(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\n")
+    pytester.makepyfile(test_term=(
+        "import os, signal, time\n"
+        "import pytest\n\n"
+        "@pytest.mark.ac('AC-7')\n"
+        "def test_canary(evidence):\n"
+        "    os.kill(os.getpid(), signal.SIGTERM)\n"
+        "    time.sleep(60)\n"
+    ))
+
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist",
+                                           "--specgate-evidence=out", timeout=120)
+
+    assert result.ret == pytest.ExitCode.INTERRUPTED
+    receipt = json.loads(next((pytester.path / "out").glob("*/receipt.json")).read_text())
+    assert receipt["status"] == "interrupted" and receipt["verdict"] == "NOT QUALIFIED"
+    assert receipt["running"] == [{"ac": "AC-7", "nodeid": "test_term.py::test_canary"}]
+
+
 def test_sigterm_handler_leaves_a_handler_someone_else_installed() -> None:
     def theirs(signum: int, frame: object) -> None:
         return None

@@ -1,8 +1,10 @@
 """Reliability trials of the fail-closed promises; each row prints trials and failures.
 
 - teardown: a subprocess pytest holding a booted mock engine (its own process) is
-  stopped by SIGINT, by pytest-timeout, or by the engine crashing, at a seeded
-  random moment; afterwards no engine process and no listening port may be left.
+  stopped by SIGKILL, SIGTERM or SIGINT of pytest, SIGKILL of its xdist worker,
+  pytest-timeout (thread and signal methods) or the engine crashing, at a seeded
+  random moment (during boot or while serving); afterwards no engine process, no
+  reaper and no listening port may be left.
 - tamper: every sampled single-byte change to a real signed bundle makes the gate
   (under the project's trust policy) refuse the PR body it accepted before the change;
   and every forgery (records edited to qualify and re-manifested with the package's own
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import importlib.util
 import json
 import logging
 import os
@@ -41,7 +44,6 @@ if TYPE_CHECKING:
     from pytest_specgate.evidence._trust import TrustPolicy
 
 SEED = 20261202
-KILL_MODES = ("sigint", "timeout", "crash")
 _STOP_WAIT_S = 60.0
 
 TEARDOWN_SPEC = '''\
@@ -54,10 +56,12 @@ import pytest
 TRIAL = json.loads(os.environ["SPECGATE_BENCH_TRIAL"])
 
 
-@pytest.mark.engine("mock", isolation="subprocess")
+@pytest.mark.engine(ENGINE_MARKER)
 def test_serve_until_stopped(engine):
+    pid = engine.pid if hasattr(engine, "pid") else engine.process.pid
+    port = int(engine.base_url.rsplit(":", 1)[1])
     with pathlib.Path(TRIAL["pids"]).open("a") as handle:
-        handle.write(json.dumps({"pid": engine.pid, "port": engine.port}) + "\\n")
+        handle.write(json.dumps({"pid": pid, "port": port}) + "\\n")
     served = 0
     while True:
         if TRIAL["mode"] == "crash" and served == TRIAL["crash_after"]:
@@ -105,7 +109,58 @@ def _import_from(directory: Path, module: str) -> ModuleType:
 
 
 @dataclass(frozen=True)
+class StopMode:
+    """One way a run ends: how the trial stops it, and how many trials a full run makes."""
+
+    name: str
+    full_trials: int
+    description: str
+
+
+@dataclass(frozen=True)
+class TrialEngine:
+    """A subprocess engine the trials boot: its marker, how to spot its process, its modes."""
+
+    name: str
+    marker: str
+    command: bytes
+    latest_stop_s: float
+    modes: tuple[StopMode, ...]
+    needs_module: str | None = None
+    shares_model_cache: bool = False
+
+    def available(self) -> bool:
+        return self.needs_module is None or importlib.util.find_spec(self.needs_module) is not None
+
+
+_KILLS = (
+    StopMode("sigkill", 20, "SIGKILL of pytest"),
+    StopMode("sigterm", 20, "SIGTERM of pytest"),
+    StopMode("worker-sigkill", 20, "SIGKILL of the xdist worker holding the engine"),
+    StopMode("timeout-thread", 20, "pytest-timeout, thread method (os._exit)"),
+)
+TRIAL_ENGINES = (
+    TrialEngine(
+        "mock", '"mock", isolation="subprocess"', b"pytest_specgate.engines.mock", 2.5,
+        (*_KILLS, StopMode("sigint", 7, "SIGINT of pytest"),
+         StopMode("timeout-signal", 7, "pytest-timeout, signal method"),
+         StopMode("crash", 7, "the engine crashing")),
+    ),
+    TrialEngine(
+        "mlx", '"mlx", target="tiny:target"', b"mlx_lm", 5.0,
+        tuple(StopMode(mode.name, 5, mode.description) for mode in _KILLS), needs_module="mlx_lm",
+        shares_model_cache=True,
+    ),
+)
+# Signalled from here once the engine process exists, after a drawn delay: during boot or after.
+_SIGNALLED = {"sigkill": signal.SIGKILL, "sigterm": signal.SIGTERM, "sigint": signal.SIGINT,
+              "worker-sigkill": signal.SIGKILL}
+_REAPED_WITHIN_S = 15.0
+
+
+@dataclass(frozen=True)
 class TeardownTrial:
+    engine: TrialEngine
     mode: str
     stop_after_s: float
     crash_after: int
@@ -118,22 +173,25 @@ class TeardownOutcome:
     live_processes: tuple[int, ...]
     listening_ports: tuple[int, ...]
     exit_code: int | None
+    stopped_before_serving: bool
+    gone_after_s: float
 
     @property
     def failed(self) -> bool:
         return bool(self.live_processes) or bool(self.listening_ports)
 
 
-def teardown_trials(count: int, rng: random.Random, latest_stop_s: float) -> list[TeardownTrial]:
-    """Kill modes in turn; the moment (SIGINT delay after boot, or the pytest-timeout, which
-    also runs during boot) and the request the engine crashes on are drawn from ``rng``."""
+def teardown_trials(engine: TrialEngine, quick: bool, rng: random.Random) -> list[TeardownTrial]:
+    """Every stop mode of ``engine`` in turn; the moment (delay after the engine process
+    appeared, or the pytest-timeout, which also runs during boot) and the request the engine
+    crashes on are drawn from ``rng``."""
+    latest_stop_s = 1.0 if quick else engine.latest_stop_s
+    counts = {mode.name: 1 if quick else mode.full_trials for mode in engine.modes}
+    order = [name for index in range(max(counts.values())) for name in counts if index < counts[name]]
     return [
-        TeardownTrial(
-            mode=KILL_MODES[index % len(KILL_MODES)],
-            stop_after_s=round(rng.uniform(0.05, latest_stop_s), 3),
-            crash_after=rng.randint(0, 30),
-        )
-        for index in range(count)
+        TeardownTrial(engine=engine, mode=name, stop_after_s=round(rng.uniform(0.0, latest_stop_s), 3),
+                      crash_after=rng.randint(0, 30))
+        for name in order
     ]
 
 
@@ -147,14 +205,17 @@ def process_alive(pid: int) -> bool:
     return state not in ("Z", "X")
 
 
-def processes_tagged(tag: bytes) -> set[int]:
-    """Live processes whose environment holds ``tag``: every engine a trial started, also one
-    killed before it could report its PID (engines inherit the pytest environment)."""
+def processes_tagged(tag: bytes, command: bytes = b"") -> set[int]:
+    """Live processes whose environment holds ``tag`` (and command line ``command``): every
+    engine and reaper a trial started, also one killed before it could report its PID
+    (engines inherit the pytest environment)."""
     tagged: set[int] = set()
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
+            if command and command not in (entry / "cmdline").read_bytes():
+                continue
             environment = (entry / "environ").read_bytes()
         except OSError:
             continue
@@ -178,12 +239,21 @@ def listening_ports() -> set[int]:
     return ports
 
 
-def _wait_for_line(path: Path, process: subprocess.Popen[str], deadline: float) -> bool:
+def _parent_of(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _wait_for_engine_process(tag: bytes, command: bytes, process: subprocess.Popen[str],
+                             deadline: float) -> int | None:
     while time.monotonic() < deadline and process.poll() is None:
-        if path.exists() and path.read_text().strip():
-            return True
-        time.sleep(0.02)
-    return path.exists() and bool(path.read_text().strip())
+        engines = processes_tagged(tag, command)
+        if engines:
+            return min(engines)
+        time.sleep(0.05)
+    return None
 
 
 def _stop_group(process: subprocess.Popen[str]) -> None:
@@ -193,18 +263,26 @@ def _stop_group(process: subprocess.Popen[str]) -> None:
         process.wait(10)
 
 
-def _stop(process: subprocess.Popen[str], trial: TeardownTrial, pids_file: Path) -> int | None:
-    """Let the trial's stop happen (SIGINT from here; timeout and crash inside the run)."""
+def _stop(process: subprocess.Popen[str], trial: TeardownTrial, tag: bytes,
+          pids_file: Path) -> tuple[int | None, bool]:
+    """Let the trial's stop happen (signals from here; timeout and crash inside the run);
+    returns pytest's exit code and whether the signal came before the engine was serving."""
+    before_serving = False
     try:
-        booted = _wait_for_line(pids_file, process, time.monotonic() + _STOP_WAIT_S)
-        if booted and trial.mode == "sigint":
+        deadline = time.monotonic() + _STOP_WAIT_S
+        signum = _SIGNALLED.get(trial.mode)
+        engine = (None if signum is None
+                  else _wait_for_engine_process(tag, trial.engine.command, process, deadline))
+        if signum is not None and engine is not None:
             time.sleep(trial.stop_after_s)
-            if process.poll() is None:
-                process.send_signal(signal.SIGINT)
+            before_serving = not (pids_file.exists() and pids_file.read_text().strip())
+            target = _parent_of(engine) if trial.mode == "worker-sigkill" else process.pid
+            if target is not None and process.poll() is None:
+                os.kill(target, signum)
         try:
-            return process.wait(_STOP_WAIT_S)
+            return process.wait(_STOP_WAIT_S), before_serving
         except subprocess.TimeoutExpired:
-            return None
+            return None, before_serving
     finally:
         _stop_group(process)
 
@@ -216,18 +294,30 @@ def _engines_reported(pids_file: Path) -> tuple[tuple[int, int], ...]:
     return tuple((int(entry["pid"]), int(entry["port"])) for entry in entries)
 
 
+def _survivors(tag: bytes, engines: tuple[tuple[int, int], ...]) -> set[int]:
+    return {pid for pid, _ in engines if process_alive(pid)} | processes_tagged(tag)
+
+
 def run_teardown_trial(project: Path, trial: TeardownTrial, index: int) -> TeardownOutcome:
-    """One pytest run stopped the trial's way; whatever engine survives it is counted, then
-    killed by PID (every such process was started by this run)."""
+    """One pytest run stopped the trial's way; an engine (or reaper) still alive
+    ``_REAPED_WITHIN_S`` after pytest ended is counted, then killed by PID (every such process
+    was started by this run)."""
     pids_file = project / f"engines-{index}.jsonl"
+    tag = str(pids_file).encode()
     environment = {
         "SPECGATE_BENCH_TRIAL": json.dumps(
             {"mode": trial.mode, "crash_after": trial.crash_after, "pids": str(pids_file)}
         )
     }
-    timeout = f"{max(trial.stop_after_s, 0.5):.3f}" if trial.mode == "timeout" else "120"
-    argv = pytest_argv("-q", "-p", "no:cacheprovider", "-p", "no:xdist", f"--timeout={timeout}",
-                       "test_teardown.py")
+    timeout = "120"
+    if trial.mode.startswith("timeout"):
+        timeout = f"{max(trial.stop_after_s + 0.5, 0.5):.3f}"
+    method = "thread" if trial.mode == "timeout-thread" else "signal"
+    workers = ("-n", "1") if trial.mode == "worker-sigkill" else ("-p", "no:xdist")
+    cache = project / "models"
+    models = (f"--specgate-engine-option=model_cache={cache}",) if trial.engine.shares_model_cache else ()
+    argv = pytest_argv("-q", "-p", "no:cacheprovider", *workers, f"--timeout={timeout}",
+                       f"--timeout-method={method}", *models, f"test_teardown_{trial.engine.name}.py")
     with (project / f"pytest-{index}.log").open("w") as log:
         process = subprocess.Popen(
             argv,
@@ -238,12 +328,14 @@ def run_teardown_trial(project: Path, trial: TeardownTrial, index: int) -> Teard
             text=True,
             start_new_session=True,
         )
-        exit_code = _stop(process, trial, pids_file)
+        exit_code, before_serving = _stop(process, trial, tag, pids_file)
+    ended = time.monotonic()
     engines = _engines_reported(pids_file)
-    time.sleep(0.2)
+    while _survivors(tag, engines) and time.monotonic() - ended < _REAPED_WITHIN_S:
+        time.sleep(0.05)
+    gone_after_s = time.monotonic() - ended
     ports_now = listening_ports()
-    live = tuple(sorted({pid for pid, _ in engines if process_alive(pid)}
-                        | processes_tagged(str(pids_file).encode())))
+    live = tuple(sorted(_survivors(tag, engines)))
     for pid in live:
         os.kill(pid, signal.SIGKILL)
     return TeardownOutcome(
@@ -252,39 +344,72 @@ def run_teardown_trial(project: Path, trial: TeardownTrial, index: int) -> Teard
         live_processes=live,
         listening_ports=tuple(port for _, port in engines if port in ports_now),
         exit_code=exit_code,
+        stopped_before_serving=before_serving or not engines,
+        gone_after_s=gone_after_s,
     )
+
+
+def _mode_summary(engine: TrialEngine, mode: StopMode, outcomes: list[TeardownOutcome]) -> str:
+    mine = [o for o in outcomes if o.trial.engine == engine and o.trial.mode == mode.name]
+    if not mine:
+        return f"{engine.name} {mode.name}: 0 trials"
+    left = sum(len(o.live_processes) for o in mine)
+    exits = ",".join(sorted({str(o.exit_code) for o in mine}))
+    return (f"{engine.name} {mode.name} ({mode.description}): {len(mine)} trials, "
+            f"{sum(o.stopped_before_serving for o in mine)} stopped before the engine served, "
+            f"{left} engine processes left, "
+            f"slowest gone {max(o.gone_after_s for o in mine):.1f}s after pytest ended "
+            f"(limit {_REAPED_WITHIN_S:g}s), exit codes {exits}")
+
+
+@contextmanager
+def _sigint_reaches_trials() -> Iterator[None]:
+    """A benchmark started in the background (``cmd &``) inherits an ignored SIGINT, and so
+    would every pytest it starts: the SIGINT trials would send a signal nobody receives. A
+    handler here (not SIG_IGN) gives the children the default action again."""
+    previous = signal.getsignal(signal.SIGINT)
+    if previous is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        if previous is signal.SIG_IGN:
+            signal.signal(signal.SIGINT, previous)
 
 
 def run_teardown(quick: bool) -> Row:
+    """Trials with the mock served by its own process and, where mlx-lm is installed (not in
+    quick mode), a real ``mlx_lm.server`` on a tiny local model."""
     rng = random.Random(SEED)
-    trials = teardown_trials(2, rng, 1.0) if quick else teardown_trials(21, rng, 4.0)
+    engines = [engine for engine in TRIAL_ENGINES
+               if engine.available() and (engine.name == "mock" or not quick)]
+    trials = [trial for engine in engines for trial in teardown_trials(engine, quick, rng)]
     outcomes: list[TeardownOutcome] = []
-    with tempfile.TemporaryDirectory(prefix="specgate-bench-teardown-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="specgate-bench-teardown-") as tmp, _sigint_reaches_trials():
         project = Path(tmp)
         (project / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
-        (project / "test_teardown.py").write_text(TEARDOWN_SPEC)
+        for engine in engines:
+            spec = TEARDOWN_SPEC.replace("ENGINE_MARKER", engine.marker)
+            (project / f"test_teardown_{engine.name}.py").write_text(spec)
         for index, trial in enumerate(trials):
             outcomes.append(run_teardown_trial(project, trial, index))
     failures = [outcome for outcome in outcomes if outcome.failed]
-    by_mode = ", ".join(
-        f"{mode} {sum(1 for o in outcomes if o.trial.mode == mode)}" for mode in KILL_MODES
-    )
     left = sum(len(o.live_processes) for o in outcomes)
     ports = sum(len(o.listening_ports) for o in outcomes)
-    never_booted = sum(1 for o in outcomes if not o.engines)
     failed = "; ".join(
-        f"{o.trial.mode} after {o.trial.stop_after_s}s: pids {list(o.live_processes)} ports "
-        f"{list(o.listening_ports)}" for o in failures[:3]
+        f"{o.trial.engine.name} {o.trial.mode} after {o.trial.stop_after_s}s: pids "
+        f"{list(o.live_processes)} ports {list(o.listening_ports)}" for o in failures[:3]
     )
-    exits = sorted({str(o.exit_code) for o in outcomes})
+    skipped = [engine.name for engine in TRIAL_ENGINES if engine not in engines]
     return _row(
-        "reliability: teardown (mock engine in its own process)",
+        f"reliability: teardown ({' and '.join(engine.name for engine in engines)} engine processes)",
         len(outcomes),
         len(failures),
         "0 engine processes / ports left",
-        f"trials by stop: {by_mode}; engine processes left {left}, listening ports left {ports}, "
-        f"runs stopped before the engine reported {never_booted}; pytest exit codes "
-        f"{', '.join(exits)}" + (f"; failed: {failed}" if failed else ""),
+        f"engine processes left {left}, listening ports left {ports}; "
+        + "; ".join(_mode_summary(engine, mode, outcomes) for engine in engines for mode in engine.modes)
+        + (f"; not run here: {', '.join(skipped)}" if skipped else "")
+        + (f"; failed: {failed}" if failed else ""),
     )
 
 

@@ -90,6 +90,9 @@ def _run_hosts(args: argparse.Namespace) -> int:
     if args.out is not None:
         print("specgate hosts: --out=FILE writes an example; give --example=NAME too", file=sys.stderr)
         return 2
+    if args.pyproject and not Path(args.pyproject).is_file():
+        print(f"specgate hosts: --pyproject={args.pyproject}: no such file", file=sys.stderr)
+        return 2
     try:
         facts = load_host_facts(Path(args.host_facts)) if args.host_facts else probe_host()
         pyproject = Path(args.pyproject) if args.pyproject else find_pyproject(Path.cwd())

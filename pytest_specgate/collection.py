@@ -10,13 +10,13 @@ longest specs start first, each on its own worker.
 from __future__ import annotations
 
 import itertools
-import numbers
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar, final
 
 import pytest
 
 from pytest_specgate._docs import COST_MARKER
+from pytest_specgate.inputs import is_finite_positive
 
 if TYPE_CHECKING:
     from pytest_specgate.evidence import AcceptanceCriterion
@@ -97,8 +97,9 @@ def declared_cost(args: Sequence[object], kwargs: Mapping[str, object], nodeid: 
         raise pytest.UsageError(f"{where}: expected one positional number of seconds, found "
                                 f"args {list(args)!r} and keywords {sorted(kwargs)!r}")
     seconds = args[0]
-    if isinstance(seconds, bool) or not isinstance(seconds, numbers.Real) or not float(seconds) > 0:
-        raise pytest.UsageError(f"{where}: seconds must be a number > 0, found {seconds!r}")
+    if not is_finite_positive(seconds):
+        raise pytest.UsageError(f"{where}: seconds must be a finite number > 0, found {seconds!r}")
+    assert isinstance(seconds, int | float)
     return float(seconds)
 
 

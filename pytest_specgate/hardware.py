@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final, final
 
 from pytest_specgate.host import GIB, GpuFacts, HostFacts
+from pytest_specgate.inputs import is_finite_positive
 
 __all__ = [
     "HardwareRequirement",
@@ -149,8 +150,8 @@ def _gb(value: float) -> str:
 def _number(name: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, int | float):
         raise RequirementError(f"{name} must be a number of GB, got {value!r}")
-    if value <= 0:
-        raise RequirementError(f"{name} must be > 0, got {value!r}")
+    if not is_finite_positive(value):
+        raise RequirementError(f"{name} must be a finite number > 0, got {value!r}")
     return float(value)
 
 

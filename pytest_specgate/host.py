@@ -10,7 +10,6 @@ how CI simulates an M4 or a GB10.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import platform
 import re
@@ -20,6 +19,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, final
+
+from pytest_specgate.inputs import InputError, read_json_file
 
 __all__ = [
     "HOST_FACTS_SCHEMA",
@@ -229,13 +230,9 @@ def host_facts_from_dict(data: Any, *, where: str = "host facts", source: str = 
 def load_host_facts(path: Path) -> HostFacts:
     """Read a ``--specgate-host-facts`` file; errors name the file and field."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise HostFactsError(f"{path}: cannot read host facts file: {exc.strerror}") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise HostFactsError(f"{path}: not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+        _, data = read_json_file(path)
+    except InputError as exc:
+        raise HostFactsError(f"host facts file {exc}") from None
     return host_facts_from_dict(data, where=str(path), source=f"file:{path.name}")
 
 

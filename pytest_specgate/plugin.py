@@ -92,9 +92,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     from pytest_specgate.settings import load_project_settings, resolve_settings
+    from pytest_specgate.termination import install_sigterm_teardown
 
     for doc in _docs.MARKER_DOCS:
         config.addinivalue_line("markers", doc)
+    restore_sigterm = install_sigterm_teardown()
+    if restore_sigterm is not None:
+        config.add_cleanup(restore_sigterm)
     config.stash[SETTINGS_KEY] = resolve_settings(config)
     config.stash[PROJECT_KEY] = load_project_settings(_pyproject(config))
     settings = config.stash[SETTINGS_KEY]

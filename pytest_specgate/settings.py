@@ -7,7 +7,6 @@ Each option's help text is one constant in ``_docs`` shared by ``addoption`` and
 from __future__ import annotations
 
 import itertools
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 from pytest_specgate._docs import DEFAULT_BACKEND
 from pytest_specgate.engines.registry import backend_named
 from pytest_specgate.hardware import HostProfile, RequirementError, host_profiles_from_table, specgate_table
+from pytest_specgate.inputs import InputError, JsonNestingError, is_finite_positive, parse_json
 from pytest_specgate.runmode import REQUIRE_ALL, RunSettings
 
 if TYPE_CHECKING:
@@ -139,8 +139,8 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         raise pytest.UsageError(
             f"--specgate-duration-scale: expected a number > 0, got {scale_text!r}"
         ) from None
-    if not scale > 0:
-        raise pytest.UsageError(f"--specgate-duration-scale: expected a number > 0, got {scale}")
+    if not is_finite_positive(scale):
+        raise pytest.UsageError(f"--specgate-duration-scale: expected a finite number > 0, got {scale}")
     facts = config.getoption("specgate_host_facts")
     evidence = config.getoption("specgate_evidence") or _ini_or(config, "specgate_evidence")
     sign_key = config.getoption("specgate_sign_key")
@@ -185,8 +185,10 @@ def parse_engine_options(pairs: list[str]) -> tuple[tuple[str, object], ...]:
         if not sep or not key.strip():
             raise pytest.UsageError(f"--specgate-engine-option: expected KEY=VALUE, got {pair!r}")
         try:
-            value: object = json.loads(text)
-        except json.JSONDecodeError:
+            value: object = parse_json(text, f"--specgate-engine-option {key.strip()}")
+        except JsonNestingError as error:
+            raise pytest.UsageError(str(error)) from None
+        except InputError:
             value = text
         options[key.strip()] = value
     return tuple(sorted(options.items()))

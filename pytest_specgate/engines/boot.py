@@ -3,29 +3,76 @@
 An engine process is started in its own session so teardown can signal the
 whole group (servers fork workers); teardown runs in ``finally`` and also after
 a failure part way through boot, so a broken boot never leaves a server behind.
+When no ``finally`` runs at all (SIGKILL, ``os._exit``), the reaper watchdog in
+the engine's group (``engines/reaper.py``) stops it once its lifeline closes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
+import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
 import httpx
 
 from pytest_specgate.engines.protocol import EngineBootError
+from pytest_specgate.engines.reaper import RELEASE
 
-__all__ = ["LOG_TAIL_LINES", "ManagedProcess", "boot_error", "free_loopback_port", "wait_for_health"]
+__all__ = [
+    "LOG_TAIL_LINES",
+    "ManagedProcess",
+    "boot_error",
+    "free_loopback_port",
+    "reaped_argv",
+    "run_if_orphaned",
+    "wait_for_health",
+]
 
 LOG_TAIL_LINES = 40
+REAPER_GRACE_S = 3.0
 _POLL_S = 0.05
+_REAPER = Path(__file__).with_name("reaper.py")
+
+
+def reaped_argv(mode: str, lifeline: int, argv: Sequence[str], *, python: str = sys.executable) -> list[str]:
+    """``argv`` run under the reaper watchdog (see ``engines/reaper.py``), watching ``lifeline``."""
+    return [python, "-I", "-S", str(_REAPER), mode, f"--lifeline={lifeline}",
+            f"--grace={REAPER_GRACE_S}", "--", *argv]
+
+
+@contextlib.contextmanager
+def run_if_orphaned(argv: Sequence[str]) -> Iterator[None]:
+    """Run ``argv`` (a clean-up such as ``docker compose down``) if this process dies in the block.
+
+    Leaving the block normally, or by an exception, releases the watcher without
+    running anything: the caller's own ``finally`` cleans up then.
+    """
+    lifeline, held = os.pipe()
+    try:
+        watcher = subprocess.Popen(reaped_argv("command", lifeline, argv), stdin=subprocess.DEVNULL,
+                                   stdout=subprocess.DEVNULL, pass_fds=(lifeline,), start_new_session=True)
+    except BaseException:
+        os.close(held)
+        raise
+    finally:
+        os.close(lifeline)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.write(held, RELEASE)
+        os.close(held)
+        watcher.wait()
 
 
 def free_loopback_port() -> int:
@@ -88,32 +135,47 @@ def boot_error(message: str, process: ManagedProcess | None) -> EngineBootError:
 
 
 class ManagedProcess:
-    """An engine subprocess in its own process group, logging to a file."""
+    """An engine subprocess in its own process group, logging to a file.
+
+    The group also holds a reaper watchdog reading the lifeline this object keeps
+    open, so the engine stops once this process is gone, even if it never closes it.
+    """
 
     def __init__(self) -> None:
         self._popen: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
+        self._lifeline: int | None = None
         self.log_path: Path | None = None
         self.argv: tuple[str, ...] = ()
 
     def start(self, argv: Sequence[str], env: Mapping[str, str] | None, log_path: Path) -> ManagedProcess:
-        """Start ``argv`` with stdout+stderr to ``log_path``; ``env`` None inherits."""
+        """Start ``argv`` with stdout+stderr to ``log_path``; ``env`` None inherits.
+
+        ``argv[0]`` must exist (FileNotFoundError here, as Popen raises it), because
+        the engine is exec'd by the reaper, where a missing program only exits 127.
+        """
+        if shutil.which(argv[0], path=None if env is None else env.get("PATH")) is None:
+            raise FileNotFoundError(errno.ENOENT, "no such program", argv[0])
         log_path.parent.mkdir(parents=True, exist_ok=True)
         self.log_path = log_path
         self.argv = tuple(argv)
         self._log = log_path.open("ab")
+        lifeline, self._lifeline = os.pipe()
         try:
             self._popen = subprocess.Popen(
-                list(argv),
+                reaped_argv("group", lifeline, argv),
                 stdin=subprocess.DEVNULL,
                 stdout=self._log,
                 stderr=subprocess.STDOUT,
                 env=None if env is None else dict(env),
+                pass_fds=(lifeline,),
                 start_new_session=True,
             )
         except BaseException:
             self._close_log()
             raise
+        finally:
+            os.close(lifeline)
         return self
 
     @property
@@ -150,9 +212,13 @@ class ManagedProcess:
             self._close_log()
 
     def _close_log(self) -> None:
+        """Close the log and the lifeline (the group is gone or never started by then)."""
         if self._log is not None:
             self._log.close()
             self._log = None
+        if self._lifeline is not None:
+            os.close(self._lifeline)
+            self._lifeline = None
 
     def log_tail(self, n: int = LOG_TAIL_LINES) -> list[str]:
         if self.log_path is None or not self.log_path.exists():

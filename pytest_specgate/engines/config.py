@@ -18,6 +18,7 @@ import pytest
 from pytest_specgate._docs import DEFAULT_BACKEND
 from pytest_specgate.engines.protocol import EngineBootError
 from pytest_specgate.engines.registry import BootFunction, backend_named, boot_function
+from pytest_specgate.inputs import is_finite_positive
 
 if TYPE_CHECKING:
     from pytest_specgate.engines.protocol import Engine
@@ -56,11 +57,12 @@ class EngineConfig:
     def positive_number_option(self, name: str, default: float) -> float:
         """A positive number option (seconds, bytes, a fraction); anything else is a usage error."""
         value = self.option(name, default)
-        if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        if not is_finite_positive(value):
             raise pytest.UsageError(
                 f"{self.backend} engine ({self.describe()}): option {name} must be a positive number, "
                 f"got {value!r}"
             )
+        assert isinstance(value, int | float)
         return float(value)
 
     @overload

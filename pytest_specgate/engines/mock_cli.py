@@ -7,13 +7,15 @@ to start (fail-closed start-up, e.g. ``draft_model_tokenizer_mismatch``).
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+
+from pytest_specgate.inputs import parse_json
 
 __all__ = ["EXIT_BAD_OPTIONS", "EXIT_REFUSED", "configure_parser", "options_from_args", "run"]
 
 EXIT_BAD_OPTIONS = 2
 EXIT_REFUSED = 3
+_MAX_PORT = 65535
 
 _FLAG_OPTIONS = (
     ("alpha", float, "draft agreement per position, in [0, 1] (default 0.8)"),
@@ -66,10 +68,7 @@ def options_from_args(args: argparse.Namespace) -> dict[str, object]:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
             raise ValueError(f"--option expects KEY=JSON, got {pair!r}")
-        try:
-            options[key] = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"--option {key}: value {raw!r} is not JSON ({exc})") from exc
+        options[key] = parse_json(raw, f"--option {key}")
     for name, _, _ in _FLAG_OPTIONS:
         value = getattr(args, name)
         if value is not None:
@@ -83,10 +82,14 @@ def options_from_args(args: argparse.Namespace) -> dict[str, object]:
 
 def run(args: argparse.Namespace) -> int:
     """Validate, check start-up fail-closed, then serve until interrupted."""
-    from pytest_specgate.engines.mock.server import serve_forever
+    from pytest_specgate.engines.mock.server import listen_loopback, serve_forever
     from pytest_specgate.engines.mock.settings import check_startup, settings_from_options
     from pytest_specgate.engines.protocol import EngineStartupRefused
 
+    if not 1 <= args.port <= _MAX_PORT:
+        print(f"specgate mock-engine: --port={args.port}: expected a port from 1 to {_MAX_PORT}",
+              file=sys.stderr)
+        return EXIT_BAD_OPTIONS
     try:
         settings = settings_from_options(
             args.target, args.draft, args.num_draft_tokens, options_from_args(args)
@@ -98,6 +101,12 @@ def run(args: argparse.Namespace) -> int:
     except EngineStartupRefused as refused:
         print(f"specgate mock-engine: refused to start: {refused}", file=sys.stderr)
         return EXIT_REFUSED
+    try:
+        sock = listen_loopback(args.port)
+    except OSError as error:
+        print(f"specgate mock-engine: --port={args.port}: cannot listen on 127.0.0.1:{args.port}: "
+              f"{error.strerror or error}", file=sys.stderr)
+        return EXIT_BAD_OPTIONS
     print(
         f"specgate mock-engine: serving {settings.target} (draft {settings.draft or 'none'}) "
         f"on http://127.0.0.1:{args.port}",
@@ -105,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        serve_forever(settings, args.port)
+        serve_forever(settings, sock)
     except KeyboardInterrupt:
         return 0
     return 0

@@ -124,18 +124,13 @@ class Bundle:
 
 
 def _read_json(path: Path) -> tuple[bytes, JsonValue]:
-    """The file's bytes and what they parse to, from one read."""
+    """The file's bytes and what they parse to, from one read (nesting bounded)."""
+    from pytest_specgate.inputs import InputError, read_json_file
+
     try:
-        data = path.read_bytes()
-        text = data.decode("utf-8")
-    except FileNotFoundError:
-        raise BundleError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise BundleError(f"{path}: cannot read: {error}") from None
-    try:
-        return data, json.loads(text)
-    except json.JSONDecodeError as error:
-        raise BundleError(f"{path}: not valid JSON: {error}") from None
+        return read_json_file(path)
+    except InputError as error:
+        raise BundleError(str(error)) from None
 
 
 def _entry_from(path: Path, name: str, raw: JsonValue) -> FileEntry:

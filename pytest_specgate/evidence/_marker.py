@@ -10,6 +10,7 @@ import pytest
 
 from pytest_specgate._docs import AC_MARKER_DOC as AC_MARKER_LINE
 from pytest_specgate.evidence._gates import parse_gate_name
+from pytest_specgate.inputs import InputError, one_line_text
 
 __all__ = ["AC_MARKER_LINE", "AcceptanceCriterion", "ac_from_marker", "is_ac_id"]
 
@@ -59,7 +60,10 @@ def ac_from_marker(args: Sequence[object], kwargs: Mapping[str, object], nodeid:
         value = kwargs.get(keyword)
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise bad(f"{keyword}= must be a non-empty string, found {value!r}")
-        values[keyword] = value if value is None else str(value)
+        try:
+            values[keyword] = None if value is None else one_line_text(value, f"{keyword}=")
+        except InputError as error:
+            raise bad(str(error)) from None
     waived_to, reason = values["waived_to"], values["reason"]
     if waived_to is not None:
         try:

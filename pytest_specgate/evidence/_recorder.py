@@ -18,6 +18,7 @@ import pytest
 
 from pytest_specgate.evidence._jsonio import JsonValue, replace_atomically, sha256_hex
 from pytest_specgate.evidence._redact import Redactor, is_text
+from pytest_specgate.inputs import MAX_VALUE_DEPTH, value_nesting_depth
 
 STAGING_DIR_NAME = ".staging"
 """Attachments are staged content-addressed under ``<evidence dir>/.staging`` so that xdist
@@ -224,6 +225,10 @@ class EvidenceRecorder:
         """Context for reviewers (engine versions, model ids, weight digests, ...)."""
         if not isinstance(key, str) or not key:
             raise TypeError(f"evidence.note: key must be a non-empty string, found {key!r}")
+        depth = value_nesting_depth(value)
+        if depth > MAX_VALUE_DEPTH:
+            raise ValueError(f"evidence.note({key!r}): value nested {depth} levels deep (or more); "
+                             f"expected at most {MAX_VALUE_DEPTH}")
         self._notes[key] = self._redactor.value(value)
 
     def note_engine(self, engine: Mapping[str, object]) -> None:

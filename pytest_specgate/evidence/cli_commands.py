@@ -85,8 +85,11 @@ def run_render(args: argparse.Namespace) -> int:
     text = build_redactor(None).text(markdown)
     if args.output is None:
         sys.stdout.write(text)
-    else:
+        return EXIT_OK
+    try:
         args.output.write_text(text, "utf-8")
+    except OSError as error:
+        return _error("render", f"-o {args.output}: cannot write: {error.strerror or error}")
     return EXIT_OK
 
 
@@ -168,17 +171,20 @@ def run_merge(args: argparse.Namespace) -> int:
             f"specgate merge: warning: no in-toto statement: the records are for {len(commits)} "
             f"commit(s) ({', '.join(commits)}) and a statement names one known commit"
         )
-    written = write_bundle(
-        output,
-        build_redactor(None),
-        run_id,
-        [choice.record for choice in choices],
-        attachments,
-        _merge_receipt(run_id, choices),
-        commit,
-        __version__,
-        extra_documents={MERGE_NAME: merge_document},
-    )
+    try:
+        written = write_bundle(
+            output,
+            build_redactor(None),
+            run_id,
+            [choice.record for choice in choices],
+            attachments,
+            _merge_receipt(run_id, choices),
+            commit,
+            __version__,
+            extra_documents={MERGE_NAME: merge_document},
+        )
+    except OSError as error:
+        return _error("merge", f"-o {output}: cannot write the merged bundle: {error.strerror or error}")
     print(f"specgate merge: wrote {output} ({len(choices)} AC, bundle-sha256 {written.digest})")
     return EXIT_OK
 

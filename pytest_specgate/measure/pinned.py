@@ -8,7 +8,6 @@ the ``SHA256SUMS`` file beside it must match its digest byte for byte.
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -91,14 +90,12 @@ def _str_list(
 
 
 def _read_json(path: Path) -> tuple[bytes, object]:
+    from pytest_specgate.inputs import InputError, read_json_file
+
     try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise FixtureFileError(f"{path}: cannot read pinned data file: {error}") from error
-    try:
-        return data, json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise FixtureFileError(f"{path}: not valid UTF-8 JSON: {error}") from error
+        return read_json_file(path)
+    except InputError as error:
+        raise FixtureFileError(f"pinned data file {error}") from None
 
 
 def _check_schema(document: Mapping[str, object], expected: str, path: Path) -> None:

@@ -8,12 +8,13 @@ an estimate but never price a gate below what it is known to cost.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
+
+from pytest_specgate.inputs import InputError, parse_json
 
 __all__ = [
     "DEFAULT_HOLD_LIMIT_S",
@@ -193,8 +194,8 @@ def measured_durations(checkpoint_lines: Iterable[str]) -> dict[str, float]:
     durations: dict[str, float] = {}
     for line in checkpoint_lines:
         try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
+            entry = parse_json(line, "checkpoints.jsonl")
+        except InputError:
             continue
         if not isinstance(entry, dict) or entry.get("passed") is not True:
             continue

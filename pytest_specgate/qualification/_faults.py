@@ -131,15 +131,22 @@ class HttpCounterProbe:
         return body.decode("utf-8", errors="replace")
 
     def read(self) -> CounterReading:
-        from pytest_specgate.engines.prometheus import metric_totals
+        from pytest_specgate.engines.prometheus import MetricsParseError, metric_totals
+        from pytest_specgate.inputs import InputError, parse_json
 
+        problems: list[str] = []
         metrics_text = self._get("/metrics")
-        metrics = metric_totals(metrics_text) if metrics_text is not None else {}
+        try:
+            metrics = metric_totals(metrics_text) if metrics_text is not None else {}
+        except MetricsParseError as error:
+            metrics = {}
+            problems.append(str(error))
         status_text = self._get("/v1/status")
         try:
-            status = json.loads(status_text) if status_text is not None else {}
-        except json.JSONDecodeError:
+            status = parse_json(status_text, "/v1/status") if status_text is not None else {}
+        except InputError as error:
             status = {}
+            problems.append(str(error))
         slots = status.get("slots") if isinstance(status, dict) else None
         slots = slots if isinstance(slots, Mapping) else {}
         requests = metrics.get("vllm:request_success_total")
@@ -150,7 +157,7 @@ class HttpCounterProbe:
             requests_total=None if requests is None else int(requests),
             slots_active=active if active is not None else (None if running is None else int(running)),
             cancelled_total=_int_at(slots, "cancelled_total"),
-            source=", ".join(sources) or "unavailable",
+            source=(", ".join(sources) or "unavailable") + (f" ({'; '.join(problems)})" if problems else ""),
         )
 
 

@@ -7,6 +7,7 @@ loop, so the server's telemetry is checked against arithmetic it did not do.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -105,3 +106,13 @@ def expected_counts(
         out.append(token)
         state = target_model.advance(state, token)
     return ExpectedCounts(drafts, drafted, accepted, tuple(out), tuple(per_position))
+
+
+def wait_until(condition: Callable[[], bool], deadline_s: float = 10.0) -> bool:
+    """Poll ``condition`` until it holds (True) or ``deadline_s`` passes (False)."""
+    give_up = time.monotonic() + deadline_s
+    while time.monotonic() < give_up:
+        if condition():
+            return True
+        time.sleep(0.02)
+    return condition()

@@ -136,7 +136,7 @@ def test_cli_refuses_a_capacity_shortfall(capsys: pytest.CaptureFixture[str]) ->
         (("--alpha", "2"), "alpha must be within [0, 1]"),
         (("--fault", "meteor"), "unknown mock fault 'meteor'"),
         (("--option", "eos_one_in"), "--option expects KEY=JSON"),
-        (("--option", "eos_one_in={"), "is not JSON"),
+        (("--option", "eos_one_in={"), "--option eos_one_in: not valid JSON"),
         (("--gated-features", "logprobs,telepathy"), "unknown gated feature(s) ['telepathy']"),
     ],
 )

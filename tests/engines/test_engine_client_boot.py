@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from engines_testkit import wait_until
 
 from pytest_specgate.engines.boot import ManagedProcess, free_loopback_port, wait_for_health
 from pytest_specgate.engines.client import (
@@ -160,15 +160,6 @@ def _gone(pid: int) -> bool:
     return "State:\tZ" in state
 
 
-def _wait_until(condition: Callable[[], bool], deadline_s: float = 10.0) -> bool:
-    give_up = time.monotonic() + deadline_s
-    while not condition():
-        if time.monotonic() > give_up:
-            return False
-        time.sleep(0.01)
-    return True
-
-
 def test_terminate_kills_the_whole_process_group(tmp_path: Path) -> None:
     script = (
         "import subprocess, sys, time\n"
@@ -179,7 +170,7 @@ def test_terminate_kills_the_whole_process_group(tmp_path: Path) -> None:
     log = tmp_path / "group.log"
     process = ManagedProcess().start([sys.executable, "-c", script], None, log)
     try:
-        assert _wait_until(lambda: "child" in log.read_text())
+        assert wait_until(lambda: "child" in log.read_text())
         child = int(log.read_text().split()[1])
     finally:
         process.terminate(grace_s=2)
@@ -197,7 +188,7 @@ def test_terminate_escalates_to_sigkill(tmp_path: Path) -> None:
     log = tmp_path / "stubborn.log"
     process = ManagedProcess().start([sys.executable, "-c", script], None, log)
     try:
-        assert _wait_until(lambda: "ready" in log.read_text())
+        assert wait_until(lambda: "ready" in log.read_text())
     finally:
         code = process.terminate(grace_s=0.3)
     assert code == -9

@@ -2,27 +2,16 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
 import openai
 import pytest
-from engines_testkit import GREEDY, BootMock, mock_config, oai_user, user
+from engines_testkit import GREEDY, BootMock, mock_config, oai_user, user, wait_until
 
 from pytest_specgate.engines.client import EngineHTTPError
 from pytest_specgate.engines.mock import MockEngine, boot
 from pytest_specgate.engines.mock.app import CRASH_EXIT_CODE
-
-
-def wait_until(condition: Callable[[], bool], deadline_s: float = 10.0) -> bool:
-    give_up = time.monotonic() + deadline_s
-    while time.monotonic() < give_up:
-        if condition():
-            return True
-        time.sleep(0.02)
-    return condition()
 
 
 def slots(engine: MockEngine) -> dict[str, int]:

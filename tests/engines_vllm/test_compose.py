@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import threading
+import time
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -229,6 +230,9 @@ class RecordingRunner:
     def down(self, project_dir: Path, compose_file: Path) -> None:
         self.calls.append(("down", project_dir, compose_file))
 
+    def down_argv(self, project_dir: Path, compose_file: Path) -> None:
+        return None
+
     def logs(self, project_dir: Path, compose_file: Path, tail: int) -> str:
         self.calls.append(("logs", project_dir, compose_file))
         return "vllm-1  | ERROR engine core died"
@@ -445,3 +449,45 @@ def test_docker_runner_passes_the_project_to_every_compose_command(tmp_path: Pat
         [*prefix, "logs", "--no-color", "--tail", "5"],
         [*prefix, "down", "--remove-orphans"],
     ]
+
+
+def _recording_docker(tmp_path: Path) -> tuple[DockerComposeRunner, Path]:
+    """A ``docker`` that records the last two arguments of every call, one JSON line each."""
+    calls = tmp_path / "calls.jsonl"
+    docker = tmp_path / "docker"
+    docker.write_text(f"#!{sys.executable}\nimport json, sys\n"
+                      f"open({str(calls)!r}, 'a').write(json.dumps(sys.argv[-2:]) + '\\n')\n")
+    docker.chmod(0o755)
+    return DockerComposeRunner(docker=str(docker), timeout_s=60), calls
+
+
+def _calls(calls: Path) -> list[list[str]]:
+    return [json.loads(line) for line in calls.read_text().splitlines()] if calls.exists() else []
+
+
+def test_a_project_left_normally_runs_down_once_and_releases_its_orphan_watcher(tmp_path: Path) -> None:
+    runner, calls = _recording_docker(tmp_path)
+
+    with compose_project(clean_profile(), HOST, tmp_path / "p", runner, lambda url: None):
+        assert _calls(calls) == [["up", "-d"]]
+
+    assert _calls(calls) == [["up", "-d"], ["down", "--remove-orphans"]], "the watcher ran down again"
+
+
+def test_compose_down_runs_from_the_watcher_when_pytest_dies(tmp_path: Path) -> None:
+    runner, calls = _recording_docker(tmp_path)
+    child = (
+        "import os\nfrom pathlib import Path\n"
+        "from pytest_specgate.engines.boot import run_if_orphaned\n"
+        "from pytest_specgate.engines.vllm.compose import DockerComposeRunner\n"
+        f"runner = DockerComposeRunner(docker={runner.docker!r})\n"
+        "with run_if_orphaned(runner.down_argv(Path('proj'), Path('proj/compose.yaml'))):\n"
+        "    os._exit(0)\n"
+    )
+
+    subprocess.run([sys.executable, "-c", child], timeout=60, check=True)
+
+    give_up = time.monotonic() + 20
+    while not _calls(calls) and time.monotonic() < give_up:
+        time.sleep(0.05)
+    assert _calls(calls) == [["down", "--remove-orphans"]]

@@ -58,10 +58,12 @@ def test_a_bad_ac_marker_names_every_test_that_carries_it() -> None:
 def test_declared_cost_is_seconds_above_zero() -> None:
     assert declared_cost((12,), {}, "t.py::a") == 12.0
     with pytest.raises(pytest.UsageError, match=r"^t.py::a: @pytest.mark.specgate_cost: seconds must be a "
-                                                r"number > 0, found 0$"):
+                                                r"finite number > 0, found 0$"):
         declared_cost((0,), {}, "t.py::a")
     with pytest.raises(pytest.UsageError, match=r"found True$"):
         declared_cost((True,), {}, "t.py::a")
+    with pytest.raises(pytest.UsageError, match=r"found inf$"):
+        declared_cost((float("inf"),), {}, "t.py::a")
     with pytest.raises(pytest.UsageError, match=r"expected one positional number of seconds, found args "
                                                 r"\[\] and keywords \['seconds'\]$"):
         declared_cost((), {"seconds": 3}, "t.py::a")
@@ -146,5 +148,5 @@ def test_a_bad_cost_marker_stops_collection_naming_the_test(pytester: pytest.Pyt
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([
         "*test_a_bad_cost_marker_stops_collection_naming_the_test.py::test_vague: "
-        "@pytest.mark.specgate_cost: seconds must be a number > 0, found 'long'",
+        "@pytest.mark.specgate_cost: seconds must be a finite number > 0, found 'long'",
     ])

@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     import uvicorn
     from starlette.applications import Starlette
 
-__all__ = ["InProcessServer", "MockEngine", "boot", "boot_settings", "build_app", "serve_forever"]
+__all__ = ["InProcessServer", "MockEngine", "boot", "boot_settings", "build_app", "listen_loopback",
+           "serve_forever"]
 
 _STOP_GRACE_S = 5.0
 
@@ -290,12 +291,16 @@ def boot(config: EngineConfig, workdir: Path) -> MockEngine:
     return boot_settings(settings_from_config(config), workdir)
 
 
-def serve_forever(settings: MockSettings, port: int) -> None:
-    """Serve in the foreground until SIGINT/SIGTERM (the ``specgate mock-engine`` command)."""
+def listen_loopback(port: int) -> socket.socket:
+    """The socket ``serve_forever`` serves on; OSError when 127.0.0.1:``port`` cannot be bound."""
+    return _loopback_socket(port)
+
+
+def serve_forever(settings: MockSettings, sock: socket.socket) -> None:
+    """Serve on ``sock`` in the foreground until SIGINT/SIGTERM (``specgate mock-engine``); closes it."""
     import uvicorn
 
     app = build_app(settings, allow_crash=True, log=lambda line: print(line, file=sys.stderr, flush=True))
-    sock = _loopback_socket(port)
     try:
         uvicorn.Server(_uvicorn_config(app, in_process=False)).run(sockets=[sock])
     finally:

@@ -4,14 +4,16 @@ The generator is pure (profile in, document out) so every emitted field can be
 checked without Docker. Booting goes through an injectable :class:`ComposeRunner`;
 ``up`` runs *inside* the ``try`` whose ``finally`` calls ``down``, because a
 failed ``up`` can still leave containers, networks and project state behind.
+Containers do not die with pytest, so a watcher runs ``down`` if pytest does
+without reaching that ``finally`` (SIGKILL, pytest-timeout's thread method).
 """
 
 from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import ExitStack, contextmanager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Final, Protocol
@@ -48,6 +50,7 @@ SERVICE_NAME: Final = "vllm"
 CONTAINER_PORT: Final = 8000
 COMPOSE_FILE_NAME: Final = "compose.yaml"
 _DRAFT_MOUNT_ROOT: Final = PurePosixPath("/models/draft")
+_DOWN: Final = ("down", "--remove-orphans")
 
 
 class ComposeRefused(ValueError):
@@ -179,6 +182,10 @@ class ComposeRunner(Protocol):
 
     def down(self, project_dir: Path, compose_file: Path) -> None: ...
 
+    def down_argv(self, project_dir: Path, compose_file: Path) -> Sequence[str] | None:
+        """The command that runs ``down`` from another process if this one dies first (None: none)."""
+        ...
+
     def logs(self, project_dir: Path, compose_file: Path, tail: int) -> str: ...
 
 
@@ -189,19 +196,26 @@ class DockerComposeRunner:
     docker: str = "docker"
     timeout_s: float = 900.0
 
+    def _argv(self, project_dir: Path, compose_file: Path, *command: str) -> list[str]:
+        return [self.docker, "compose", "--project-directory", str(project_dir), "-f", str(compose_file),
+                *command]
+
     def _run(
         self, project_dir: Path, compose_file: Path, *command: str, check: bool
     ) -> subprocess.CompletedProcess[str]:
-        argv = [self.docker, "compose", "--project-directory", str(project_dir), "-f", str(compose_file)]
         return subprocess.run(
-            [*argv, *command], check=check, timeout=self.timeout_s, capture_output=True, text=True
+            self._argv(project_dir, compose_file, *command),
+            check=check, timeout=self.timeout_s, capture_output=True, text=True,
         )
 
     def up(self, project_dir: Path, compose_file: Path) -> None:
         self._run(project_dir, compose_file, "up", "-d", check=True)
 
     def down(self, project_dir: Path, compose_file: Path) -> None:
-        self._run(project_dir, compose_file, "down", "--remove-orphans", check=True)
+        self._run(project_dir, compose_file, *_DOWN, check=True)
+
+    def down_argv(self, project_dir: Path, compose_file: Path) -> list[str]:
+        return self._argv(project_dir, compose_file, *_DOWN)
 
     def logs(self, project_dir: Path, compose_file: Path, tail: int) -> str:
         command = ("logs", "--no-color", "--tail", str(tail))
@@ -257,16 +271,25 @@ def compose_project(
         base_url=f"http://127.0.0.1:{profile.host_port}",
         served_model_name=profile.served_model_name,
     )
-    try:
+    with _down_if_orphaned(runner.down_argv(project_dir, compose_file)):
         try:
-            runner.up(project_dir, compose_file)
-            wait_healthy(project.base_url)
-        except Exception as exc:
-            exc.add_note(f"compose logs ({compose_file}):\n{_log_tail(runner, project, log_lines)}")
-            raise
-        yield project
-    finally:
-        runner.down(project_dir, compose_file)
+            try:
+                runner.up(project_dir, compose_file)
+                wait_healthy(project.base_url)
+            except Exception as exc:
+                exc.add_note(f"compose logs ({compose_file}):\n{_log_tail(runner, project, log_lines)}")
+                raise
+            yield project
+        finally:
+            runner.down(project_dir, compose_file)
+
+
+def _down_if_orphaned(down: Sequence[str] | None) -> AbstractContextManager[None]:
+    if down is None:
+        return nullcontext()
+    from pytest_specgate.engines.boot import run_if_orphaned
+
+    return run_if_orphaned(down)
 
 
 def boot_compose(

@@ -1,0 +1,125 @@
+"""The run journal: one appended line per AC test start and end, instead of receipt rewrites.
+
+Rewriting ``receipt.json`` atomically (temp file, write, rename) when every AC test started
+and ended was most of what writing evidence cost. Now the collector writes the receipt once,
+when the first AC test starts (status ``running``), and appends one line per event to
+``journal.jsonl`` through a descriptor it opened once. A run killed at any point, SIGKILL
+included, leaves both; :func:`read_receipt` folds the journal into the receipt, so every
+reader names the running AC and test. A run that ends (finished or interrupted) writes its
+final receipt with the bundle and removes the journal.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Final, final
+
+from pytest_specgate.evidence._jsonio import JsonValue, canonical_json
+
+if TYPE_CHECKING:
+    from pytest_specgate.evidence._redact import Redactor
+
+__all__ = ["JOURNAL_NAME", "JournalState", "RunJournal", "fold_journal", "read_receipt"]
+
+JOURNAL_NAME: Final = "journal.jsonl"
+RUNNING_STATUS: Final = "running"
+_START, _END = "start", "end"
+
+
+@final
+@dataclass(frozen=True)
+class JournalState:
+    """What a journal says: the tests started and not ended, and how many tests had ended."""
+
+    running: tuple[tuple[str, str | None], ...]
+    tests_finished: int | None
+    updated_at: str | None
+
+    def running_entries(self) -> list[dict[str, str | None]]:
+        return [{"nodeid": nodeid, "ac": ac} for nodeid, ac in self.running]
+
+
+def fold_journal(text: str) -> JournalState:
+    """Fold journal lines in order; a line that does not parse (a write torn by the kill that
+    ended the run) or names no test is skipped."""
+    running: dict[str, str | None] = {}
+    finished: int | None = None
+    updated_at: str | None = None
+    for line in text.splitlines():
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(entry, dict) or not isinstance(entry.get("nodeid"), str):
+            continue
+        nodeid, ac, at = entry["nodeid"], entry.get("ac"), entry.get("at")
+        if entry.get("event") == _START:
+            running[nodeid] = ac if isinstance(ac, str) else None
+        elif entry.get("event") == _END:
+            running.pop(nodeid, None)
+            count = entry.get("finished")
+            if isinstance(count, int) and not isinstance(count, bool):
+                finished = count
+        else:
+            continue
+        updated_at = at if isinstance(at, str) else updated_at
+    return JournalState(tuple(sorted(running.items())), finished, updated_at)
+
+
+def read_receipt(run_dir: Path) -> dict[str, JsonValue]:
+    """``<run dir>/receipt.json`` as a reader should see it: a run still ``running`` (killed, or
+    not over yet) has its journal folded in, naming every test started and not ended."""
+    from pytest_specgate.evidence._bundle import RECEIPT_NAME
+
+    receipt: dict[str, JsonValue] = json.loads((run_dir / RECEIPT_NAME).read_text(encoding="utf-8"))
+    journal = run_dir / JOURNAL_NAME
+    if receipt.get("status") != RUNNING_STATUS or not journal.is_file():
+        return receipt
+    state = fold_journal(journal.read_text(encoding="utf-8", errors="replace"))
+    running = ", ".join(nodeid for nodeid, _ in state.running) or "nothing"
+    receipt["running"] = state.running_entries()
+    receipt["reasons"] = [f"run in progress; running: {running}"]
+    if state.tests_finished is not None:
+        receipt["tests_finished"] = state.tests_finished
+    if state.updated_at is not None:
+        receipt["updated_at"] = state.updated_at
+    return receipt
+
+
+@final
+class RunJournal:
+    """Appends redacted one-line JSON events to ``journal.jsonl`` through one open descriptor.
+
+    Each event is a single ``write`` on an ``O_APPEND`` descriptor, which the kernel keeps
+    whole when the process is killed; nothing is renamed and nothing is rewritten.
+    """
+
+    def __init__(self, path: Path, redactor: Redactor) -> None:
+        self.path = path
+        self._redactor = redactor
+        self._descriptor: int | None = None
+
+    def started(self, nodeid: str, ac: str | None, at: str) -> None:
+        self._append({"event": _START, "nodeid": nodeid, "ac": ac, "at": at})
+
+    def ended(self, nodeid: str, tests_finished: int, at: str) -> None:
+        self._append({"event": _END, "nodeid": nodeid, "finished": tests_finished, "at": at})
+
+    def _append(self, entry: dict[str, JsonValue]) -> None:
+        if self._descriptor is None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._descriptor = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
+        os.write(self._descriptor, (canonical_json(self._redactor.value(entry)) + "\n").encode())
+
+    def close(self, *, remove: bool) -> None:
+        """Close the descriptor; ``remove``: the final receipt is written, the journal is spent."""
+        if self._descriptor is not None:
+            os.close(self._descriptor)
+            self._descriptor = None
+        if remove:
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()

@@ -14,7 +14,7 @@ from pytest_specgate.inputs import InputError, one_line_text
 AC_MARKER_LINE = (
     "ac(id, *, spec=None, title=None, waived_to=None, reason=None): the acceptance criterion "
     "(AC-<n>[a-z] or FR-<n>[.<n>]) this test is evidence for; several tests may share one. "
-    "waived_to=PR-<letters>|PR-<n> moves it to a later merge gate and needs reason="
+    "waived_to=<one of [tool.specgate] gates> moves it to a later merge gate and needs reason="
 )
 """Marker registration text for ``config.addinivalue_line("markers", AC_MARKER_LINE)``."""
 

@@ -236,13 +236,21 @@ def cli(
     return code, captured.out, captured.err
 
 
+POLICY_LINE = "specgate gate: policy specgate.policy/1; commit "
+
+
 def gate(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, list[str], str]:
-    """``specgate gate ARGUMENTS`` in process: exit code, stdout lines, stderr."""
+    """``specgate gate ARGUMENTS`` in process: exit code, stdout lines after the policy line (which
+    every judged run prints first, checked here), stderr."""
     parser = argparse.ArgumentParser(prog="specgate gate")
     configure_gate_parser(parser)
     code = run_gate(parser.parse_args(list(arguments)))
     captured = capsys.readouterr()
-    return code, captured.out.splitlines(), captured.err
+    lines = captured.out.splitlines()
+    if code != 2:
+        assert lines[0].startswith(POLICY_LINE), lines
+        lines = lines[1:]
+    return code, lines, captured.err
 
 
 def reseal_bundle(

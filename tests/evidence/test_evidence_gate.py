@@ -16,6 +16,7 @@ from evidence_testkit import (
     TEST_ENV,
     GitRepo,
     SyntheticRun,
+    gate,
     qualifying_bundle,
     reseal_bundle,
 )
@@ -24,22 +25,6 @@ from pytest_specgate.evidence import WrittenBundle, load_bundle, verify_bundle
 from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 
 OTHER_COMMIT = "0123456789abcdef0123456789abcdef01234567"
-POLICY_LINE = "specgate gate: policy specgate.policy/1; commit "
-
-
-def gate(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, list[str], str]:
-    """Exit code, stdout lines after the policy line (checked here), stderr."""
-    parser = argparse.ArgumentParser(prog="specgate gate")
-    configure_gate_parser(parser)
-    code = run_gate(parser.parse_args(list(arguments)))
-    captured = capsys.readouterr()
-    lines = captured.out.splitlines()
-    if code != 2:
-        assert lines[0].startswith(POLICY_LINE), lines
-        lines = lines[1:]
-    return code, lines, captured.err
-
-
 def declared_gates(tmp_path: Path, *names: str) -> str:
     """A pyproject declaring ``names`` as the project's merge gates; returns its --pyproject option."""
     pyproject = tmp_path / "gates-pyproject.toml"
@@ -458,7 +443,7 @@ def test_a_record_edited_to_qualify_and_resealed_is_rejected_by_the_recomputatio
     forged_verdict = markdown.replace("PASSED · NOT QUALIFYING", "PASSED · QUALIFYING")
     code, out, _ = gate(capsys, f"--pr-body={pr_body(tmp_path, forged_verdict)}", *only_ac10)
     assert code == 1 and out[0].startswith(
-        "AC-10: visible verdict 'PASSED · QUALIFYING' (PR body line 5) disagrees with the verdict "
+        "AC-10: visible verdict 'PASSED · QUALIFYING' (PR body line 7) disagrees with the verdict "
         "specgate.policy/1 recomputes: 'PASSED · NOT QUALIFYING'"
     )
 

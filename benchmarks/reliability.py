@@ -529,17 +529,38 @@ def signed_run(project: SignedProject, name: str, *options: str) -> GateCase:
     return GateCase(bundles[0], pr_body, evidence_dir, ("AC-1", "AC-2"), project.commit, project.policy)
 
 
-def gate_accepts(case: GateCase) -> bool:
-    """True only when the gate accepts every required AC with no problem at all."""
+def gate_problems(case: GateCase) -> tuple[str, ...]:
+    """Every problem line the gate prints against the case (none when it accepts every required AC)."""
     from pytest_specgate.evidence import GateInputError, evaluate_gate
+    from pytest_specgate.evidence._gate import CommitChoice
 
     try:
         verdict = evaluate_gate(
-            case.pr_body, [case.evidence_dir], case.required, case.commit, None, case.policy
+            case.pr_body, [case.evidence_dir], case.required, CommitChoice(case.commit, "--commit"),
+            trust_policy=case.policy,
         )
-    except GateInputError:
-        return False
-    return not verdict.problems and set(verdict.accepted) == set(case.required)
+    except GateInputError as error:
+        return (f"bad input: {error}",)
+    return verdict.problems
+
+
+def gate_accepts(case: GateCase, honest: tuple[str, ...] = ()) -> bool:
+    """True when the gate finds nothing wrong beyond what it finds in the honest run on this host.
+
+    ``honest``: the verdict-policy lines of the untouched run (a host or engine this machine cannot
+    make qualify); :func:`honest_baseline` allows no other kind.
+    """
+    return set(gate_problems(case)) <= set(honest)
+
+
+def honest_baseline(case: GateCase) -> tuple[str, ...]:
+    """What the gate says about the untouched signed run; only verdict-policy lines may be there."""
+    problems = gate_problems(case)
+    verdict_lines = ("not qualifying under", "outcome")
+    other = [line for line in problems if not line.split(": ", 1)[-1].startswith(verdict_lines)]
+    if other:
+        raise RuntimeError(f"tamper: the untouched signed bundle {case.bundle} fails the gate: {other}")
+    return problems
 
 
 @dataclass(frozen=True)
@@ -578,10 +599,10 @@ def mutated(path: Path, original: bytes, mutation: Mutation) -> Iterator[None]:
         path.write_bytes(original)
 
 
-def _gate_verdict_or_crash(case: GateCase) -> str:
+def _gate_verdict_or_crash(case: GateCase, honest: tuple[str, ...]) -> str:
     """A gate that crashes on a tampered file still refuses it, but the crash is reported."""
     try:
-        return "accepted" if gate_accepts(case) else "rejected"
+        return "accepted" if gate_accepts(case, honest) else "rejected"
     except Exception as error:
         return f"crashed: {type(error).__name__}"
 
@@ -647,19 +668,19 @@ def remanifest(bundle: Path) -> str:
     )
     from pytest_specgate.evidence._jsonio import pretty_json
     from pytest_specgate.evidence._markdown import render_markdown
-    from pytest_specgate.evidence._writer import intoto_statement
+    from pytest_specgate.evidence._writer import intoto_statement, judged_documents
 
     manifest = json.loads((bundle / MANIFEST_NAME).read_text())
-    records = [json.loads((bundle / f"{ac}.json").read_text()) for ac in ("AC-1", "AC-2")]
-    names = [ac_file_name(record["ac"]["id"]) for record in records]
+    judged = judged_documents([json.loads((bundle / f"{ac}.json").read_text()) for ac in ("AC-1", "AC-2")])
+    names = [ac_file_name(record.ac.id) for record, _ in judged]
     ac_files = {name: file_entry((bundle / name).read_bytes()) for name in names}
-    statement = intoto_statement(records, ac_files, records[0]["source"]["commit"])
+    statement = intoto_statement(judged, ac_files, judged[0][0].source.commit or FORGED_COMMIT)
     (bundle / STATEMENT_NAME).write_text(pretty_json(statement))
     run_id, version = manifest["run_id"], manifest["specgate"]
     files = {name: file_entry((bundle / name).read_bytes()) for name in manifest["files"]
              if name != MARKDOWN_NAME}
     markdown = render_markdown(
-        [(record, ac_files[name].sha256) for record, name in zip(records, names, strict=True)],
+        [(record, verdict, ac_files[record.ac.id + ".json"].sha256) for record, verdict in judged],
         bundle_digest(files, run_id, version),
     )
     (bundle / MARKDOWN_NAME).write_text(markdown)
@@ -709,7 +730,9 @@ class ForgeryTally:
     accepted_when_resigned: int
 
 
-def run_forgeries(project: SignedProject, base: GateCase, work: Path) -> ForgeryTally:
+def run_forgeries(
+    project: SignedProject, base: GateCase, work: Path, honest: tuple[str, ...]
+) -> ForgeryTally:
     """Each forged field with each signature variant; and what no policy, or a lying signer, lets pass."""
     accepted: list[str] = []
     without_policy = resigned = 0
@@ -717,9 +740,9 @@ def run_forgeries(project: SignedProject, base: GateCase, work: Path) -> Forgery
         for variant in (*SIGNATURE_VARIANTS, "re-signed by the enrolled key"):
             case = forged_case(base, work / f"{index}-{variant.replace(' ', '-')}", field, edit)
             if variant == SIGNATURE_VARIANTS[0]:
-                without_policy += gate_accepts(dataclasses.replace(case, policy=None))
+                without_policy += gate_accepts(dataclasses.replace(case, policy=None), honest)
             apply_signature(case, variant, project.keys)
-            verdict = _gate_verdict_or_crash(case)
+            verdict = _gate_verdict_or_crash(case, honest)
             if variant not in SIGNATURE_VARIANTS:
                 resigned += verdict == "accepted"
             elif verdict != "rejected":
@@ -732,27 +755,26 @@ def run_tamper(quick: bool) -> Row:
     with tempfile.TemporaryDirectory(prefix="specgate-bench-tamper-") as tmp:
         project = build_signed_project(Path(tmp))
         case = signed_run(project, "out")
-        if not gate_accepts(case):
-            raise RuntimeError(f"tamper: the untouched signed bundle {case.bundle} is not accepted")
+        honest = honest_baseline(case)
         files = bundle_files(case.bundle)
         mutations = sample_mutations(files, 50 if quick else None, rng)
         accepted: list[Mutation] = []
         crashes: dict[str, int] = {}
         for mutation in mutations:
             with mutated(case.bundle / mutation.file, files[mutation.file], mutation):
-                verdict = _gate_verdict_or_crash(case)
+                verdict = _gate_verdict_or_crash(case, honest)
             if verdict == "accepted":
                 accepted.append(mutation)
             elif verdict.startswith("crashed"):
                 crashes[verdict] = crashes.get(verdict, 0) + 1
-        if not gate_accepts(case):
-            raise RuntimeError("tamper: the restored bundle is no longer accepted")
+        if gate_problems(case) != honest:
+            raise RuntimeError("tamper: the restored bundle is no longer judged as before")
         base = signed_run(
             project, "out-diagnostic", "--specgate-diagnostic", f"--specgate-host-facts={SIMULATED_HOST}"
         )
-        if gate_accepts(base):
+        if gate_accepts(base, honest):
             raise RuntimeError("tamper: a diagnostic run on a simulated host was accepted before any forgery")
-        forgeries = run_forgeries(project, base, Path(tmp) / "forgeries")
+        forgeries = run_forgeries(project, base, Path(tmp) / "forgeries", honest)
     sizes = ", ".join(f"{name} {len(data)}B" for name, data in files.items())
     listed = "; ".join(
         f"{m.file}@{m.offset} {files[m.file][m.offset]:#04x}->{m.new_byte:#04x}" for m in accepted[:5]
@@ -765,6 +787,8 @@ def run_tamper(quick: bool) -> Row:
         f"digests are unkeyed); re-signed by the enrolled key itself {forgeries.accepted_when_resigned} of "
         f"{len(FORGED_FIELDS)} pass (a signer who lies is believed: signer, not hardware, attestation); "
         f"files: {sizes}; gate crashed (counted as rejected): {crashes or 'never'}"
+        + (f"; the honest run itself is refused here for: {'; '.join(honest)} (accepted means: nothing "
+           "more than that)" if honest else "")
     )
     if accepted:
         detail += f"; accepted changes (first 5): {listed}"

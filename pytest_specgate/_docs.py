@@ -24,7 +24,7 @@ HARDWARE_MARKER_DOC = (
 AC_MARKER_DOC = (
     "ac(id, *, spec=None, title=None, waived_to=None, reason=None): the acceptance criterion "
     "(AC-<n>[a-z] or FR-<n>[.<n>]) this test is evidence for; several tests may share one. "
-    "waived_to=PR-<letters>|PR-<n> moves it to a later merge gate and needs reason="
+    "waived_to=<one of [tool.specgate] gates> moves it to a later merge gate and needs reason="
 )
 ENGINE_MARKER_DOC = (
     "engine(backend=None, *, target=None, draft=None, num_draft_tokens=None, **options): "

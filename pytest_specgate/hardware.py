@@ -248,6 +248,14 @@ def requirement_from_marker(
     return _checked({**base, **_parse_clauses(clauses)}, profile_name)
 
 
+def requirement_from_dict(data: Mapping[str, Any]) -> HardwareRequirement:
+    """A requirement as :meth:`HardwareRequirement.to_dict` wrote it (into evidence), re-validated."""
+    profile = data.get("profile")
+    if profile is not None and not isinstance(profile, str):
+        raise RequirementError(f"profile must be a name, got {profile!r}")
+    return _checked(_parse_clauses({k: v for k, v in data.items() if k != "profile"}), profile)
+
+
 def specgate_table(pyproject: Path | None) -> dict[str, Any]:
     """The ``[tool.specgate]`` table of a pyproject.toml (empty when there is none)."""
     if pyproject is None or not pyproject.is_file():

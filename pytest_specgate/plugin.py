@@ -8,7 +8,7 @@ hook that first needs them.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         EvidenceRecorder,
         Redactor,
     )
+    from pytest_specgate.evidence._records import SelectionFacts
     from pytest_specgate.evidence._signing import SignedBundle, SigningKey
     from pytest_specgate.hardware import HardwareVerdict
     from pytest_specgate.host import HostFacts
@@ -44,6 +45,7 @@ AC_KEY: Final[pytest.StashKey[AcceptanceCriterion]] = pytest.StashKey()
 COLLECTOR_KEY: Final[pytest.StashKey[EvidenceCollector]] = pytest.StashKey()
 REDACTOR_KEY: Final[pytest.StashKey[Redactor]] = pytest.StashKey()
 RECORDER_KEY: Final[pytest.StashKey[EvidenceRecorder]] = pytest.StashKey()
+SELECTION_KEY: Final[pytest.StashKey[SelectionFacts]] = pytest.StashKey()
 ENGINE_RECORDS_KEY: Final[pytest.StashKey[dict[EngineConfig, dict[str, Any]]]] = pytest.StashKey()
 SIGNING_KEY: Final[pytest.StashKey[SigningKey]] = pytest.StashKey()
 SIGNED_KEY: Final[pytest.StashKey[SignedBundle | str]] = pytest.StashKey()
@@ -149,7 +151,6 @@ def _evidence_collector(config: pytest.Config, settings: SpecgateSettings,
     from pytest_specgate.evidence import EvidenceCollector
 
     facts = session_host_facts(config)
-    scale = settings.duration_scale
     return EvidenceCollector(
         evidence_dir=evidence_dir,
         host_facts=facts.to_dict(),
@@ -158,8 +159,7 @@ def _evidence_collector(config: pytest.Config, settings: SpecgateSettings,
         rootdir=config.rootpath,
         redact_patterns=config.stash[PROJECT_KEY].redact_patterns,
         host_summary=facts.summary(),
-        session_reasons=[] if scale == 1 else [f"--specgate-duration-scale {scale:g} is not 1: "
-                                               "durations were shortened"],
+        duration_scale=settings.duration_scale,
     )
 
 
@@ -284,6 +284,7 @@ def _prepare_item(item: pytest.Item, config: pytest.Config, plan: SpecPlan) -> f
     ac_id = None
     if "ac" in markers:
         criterion = plan.criterion(markers["ac"].args, markers["ac"].kwargs, item.nodeid)
+        _check_waiver_declared(criterion, item.nodeid, config.stash[PROJECT_KEY])
         item.stash[AC_KEY] = criterion
         ac_id = criterion.id
     required = settings.is_required(ac_id)
@@ -322,6 +323,18 @@ def _marked_engine_config(item: pytest.Item, settings: SpecgateSettings) -> Engi
                                   where=f"{item.nodeid}: @pytest.mark.engine")
 
 
+def _check_waiver_declared(criterion: AcceptanceCriterion, nodeid: str,
+                           project: ProjectSettings) -> None:
+    """A waiver must move the AC to one of the project's declared merge gates."""
+    if criterion.waived_to is None:
+        return
+    from pytest_specgate.evidence._gates import undeclared_gate_problem
+
+    problem = undeclared_gate_problem(criterion.waived_to, project.gates, project.declared_in)
+    if problem is not None:
+        raise pytest.UsageError(f"{nodeid}: @pytest.mark.ac(waived_to={criterion.waived_to!r}): {problem}")
+
+
 def _check_required_present(required: frozenset[str], items: list[pytest.Item]) -> None:
     if not required:
         return
@@ -332,6 +345,44 @@ def _check_required_present(required: frozenset[str], items: list[pytest.Item]) 
             f"--specgate-require {', '.join(missing)}: no selected test has "
             f"@pytest.mark.ac({missing[0]!r}); a required criterion must run"
         )
+
+
+def _item_ac_id(item: pytest.Item) -> str | None:
+    marker = item.get_closest_marker("ac")
+    return marker.args[0] if marker is not None and marker.args and isinstance(marker.args[0], str) else None
+
+
+def pytest_deselected(items: Sequence[pytest.Item]) -> None:
+    """Remember deselected tests of ACs (``-k``, ``-m``, ``--deselect``): their AC is incomplete."""
+    deselected = {item.nodeid: ac for item in items if (ac := _item_ac_id(item)) is not None}
+    if deselected:
+        from pytest_specgate.evidence._records import SelectionFacts
+
+        config = items[0].config
+        current = config.stash.get(SELECTION_KEY, SelectionFacts())
+        config.stash[SELECTION_KEY] = current.merged(SelectionFacts(deselected=deselected))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Hand the selection to the evidence collector (here, or via ``workeroutput`` from an xdist worker)."""
+    config = session.config
+    collector = config.stash.get(COLLECTOR_KEY, None)
+    workeroutput = getattr(config, "workeroutput", None)
+    if config.stash[SETTINGS_KEY].evidence_dir is None or (collector is None and workeroutput is None):
+        return
+    from pytest_specgate.evidence._collector import SELECTION_WORKEROUTPUT
+    from pytest_specgate.evidence._records import SelectionFacts
+
+    selection = config.stash.get(SELECTION_KEY, SelectionFacts()).merged(SelectionFacts(
+        args=tuple(str(arg) for arg in config.args),
+        keyword=config.option.keyword or None,
+        markexpr=config.option.markexpr or None,
+        selected={item.nodeid: ac for item in session.items if (ac := _item_ac_id(item)) is not None},
+    ))
+    if collector is not None:
+        collector.selection = collector.selection.merged(selection)
+    if workeroutput is not None:
+        workeroutput[SELECTION_WORKEROUTPUT] = selection.to_json()
 
 
 @pytest.hookimpl(tryfirst=True)

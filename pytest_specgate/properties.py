@@ -45,6 +45,7 @@ def spec_payload(
         "measurements": [],
         "attachments": [],
         "notes": {},
+        "engines": [],
     }
     if recorded:
         payload.update(recorded)

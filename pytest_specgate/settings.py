@@ -16,6 +16,7 @@ import pytest
 
 from pytest_specgate._docs import DEFAULT_BACKEND
 from pytest_specgate.engines.registry import backend_named
+from pytest_specgate.evidence._gates import DeclaredGatesError, GateName, declared_gates
 from pytest_specgate.hardware import HostProfile, RequirementError, host_profiles_from_table, specgate_table
 from pytest_specgate.inputs import InputError, JsonNestingError, is_finite_positive, parse_json
 from pytest_specgate.runmode import REQUIRE_ALL, RunSettings
@@ -62,10 +63,12 @@ class ProjectSettings:
 
     profiles: Mapping[str, HostProfile]
     redact_patterns: tuple[str, ...]
+    gates: tuple[GateName, ...] = ()
+    declared_in: str = "pyproject.toml"
 
 
 def load_project_settings(pyproject: Path | None) -> ProjectSettings:
-    """Host profiles and extra redaction patterns; a bad table is a UsageError naming it."""
+    """Host profiles, redaction patterns and merge gates; a bad table is a UsageError naming it."""
     if pyproject is None:
         return ProjectSettings(profiles={}, redact_patterns=())
     try:
@@ -79,7 +82,12 @@ def load_project_settings(pyproject: Path | None) -> ProjectSettings:
         raise pytest.UsageError(
             f"{pyproject}: [tool.specgate.redact] patterns must be a list of strings, got {patterns!r}"
         )
-    return ProjectSettings(profiles=profiles, redact_patterns=tuple(patterns))
+    try:
+        gates = declared_gates(table["gates"], str(pyproject)) if "gates" in table else ()
+    except DeclaredGatesError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    return ProjectSettings(profiles=profiles, redact_patterns=tuple(patterns), gates=gates,
+                           declared_in=str(pyproject))
 
 
 def _ini_or(config: pytest.Config, name: str) -> str | None:

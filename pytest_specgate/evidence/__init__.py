@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pytest_specgate._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord, RecordError
     from pytest_specgate.evidence._bundle import (
         MANIFEST_NAME,
         MARKDOWN_NAME,
@@ -37,9 +38,10 @@ if TYPE_CHECKING:
         parse_pr_body,
         read_pr_body,
         render_markdown,
-        verdict_text,
+        verdict_line,
     )
     from pytest_specgate.evidence._marker import AC_MARKER_LINE, AcceptanceCriterion, ac_from_marker, is_ac_id
+    from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
     from pytest_specgate.evidence._recorder import (
         Attachment,
         EvidenceRecorder,
@@ -47,7 +49,6 @@ if TYPE_CHECKING:
         empty_properties,
         staging_dir,
     )
-    from pytest_specgate.evidence._records import SCHEMA_ID
     from pytest_specgate.evidence._redact import LocalIdentity, Redactor, build_redactor, write_redacted
     from pytest_specgate.evidence._signing import SigningError, SigningKey, load_signing_key, sign_bundle
     from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, load_trust_policy
@@ -80,7 +81,12 @@ _EXPORTS: dict[str, str] = {
     "QUALIFIED": "_writer",
     "RECEIPT_NAME": "_bundle",
     "Redactor": "_redact",
-    "SCHEMA_ID": "_records",
+    "SCHEMA_ID": "_acrecord",
+    "AcRecord": "_acrecord",
+    "RecordError": "_acrecord",
+    "POLICY_VERSION": "_policy",
+    "PolicyVerdict": "_policy",
+    "judge": "_policy",
     "SIGNATURE_NAME": "_bundle",
     "STATEMENT_NAME": "_bundle",
     "SigningError": "_signing",
@@ -108,7 +114,7 @@ _EXPORTS: dict[str, str] = {
     "schema_problems": "_bundle",
     "sign_bundle": "_signing",
     "staging_dir": "_recorder",
-    "verdict_text": "_markdown",
+    "verdict_line": "_markdown",
     "verify_bundle": "_bundle",
     "write_redacted": "_redact",
 }
@@ -122,11 +128,13 @@ __all__ = [
     "MANIFEST_NAME",
     "MARKDOWN_NAME",
     "NOT_QUALIFIED",
+    "POLICY_VERSION",
     "QUALIFIED",
     "RECEIPT_NAME",
     "SCHEMA_ID",
     "SIGNATURE_NAME",
     "STATEMENT_NAME",
+    "AcRecord",
     "AcceptanceCriterion",
     "Attachment",
     "Bundle",
@@ -141,9 +149,11 @@ __all__ = [
     "HiddenEvidence",
     "LocalIdentity",
     "Measurement",
+    "PolicyVerdict",
     "PrBody",
     "PrBodyError",
     "PrBodyText",
+    "RecordError",
     "Redactor",
     "SigningError",
     "SigningKey",
@@ -158,6 +168,7 @@ __all__ = [
     "evidence_schema",
     "find_bundles",
     "is_ac_id",
+    "judge",
     "load_bundle",
     "load_signing_key",
     "load_trust_policy",
@@ -170,7 +181,7 @@ __all__ = [
     "schema_problems",
     "sign_bundle",
     "staging_dir",
-    "verdict_text",
+    "verdict_line",
     "verify_bundle",
     "write_redacted",
 ]

@@ -1,9 +1,11 @@
 """Bundle layout on disk: AC files, attachments, receipt, manifest; loading and verifying.
 
 The manifest lists the sha256 and size of every file. ``evidence.md`` carries the bundle
-digest, so the digest cannot cover it: the bundle digest is the sha256 of the canonical JSON
-of every manifest entry except ``evidence.md``. The gate recomputes it from the manifest and
-checks every file against the manifest, ``evidence.md`` included.
+digest, so the digest cannot cover its bytes: the bundle digest is the sha256 of the canonical
+JSON of every manifest entry except ``evidence.md``. The digest still binds it, because
+``evidence.md`` must be exactly what the digest-covered records render: the gate recomputes
+the digest from the manifest, checks every file against the manifest and renders
+``evidence.md`` again from the records to compare.
 
 ``statement.intoto.dsse.json``, the signature, is the one file the manifest leaves out: it is
 written after the manifest (possibly by ``specgate sign`` on another day) and its signed subjects
@@ -25,6 +27,8 @@ from pytest_specgate.evidence._marker import is_ac_id
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
+
+    from pytest_specgate.evidence._acrecord import AcRecord
 
 MANIFEST_NAME = "manifest.json"
 MARKDOWN_NAME = "evidence.md"
@@ -81,7 +85,7 @@ def ac_file_name(ac_id: str) -> str:
 
 @cache
 def evidence_schema() -> Mapping[str, JsonValue]:
-    text = resources.files("pytest_specgate").joinpath("schemas/evidence-v1.json").read_text("utf-8")
+    text = resources.files("pytest_specgate").joinpath("schemas/evidence-v2.json").read_text("utf-8")
     schema: Mapping[str, JsonValue] = json.loads(text)
     return schema
 
@@ -225,17 +229,17 @@ def verify_bundle(bundle: Bundle) -> list[str]:
     return problems
 
 
-def read_ac_record(bundle: Bundle, ac_id: str) -> Mapping[str, JsonValue]:
-    """Parse and schema-check one AC file (call only after :func:`verify_bundle`)."""
+def read_ac_record(bundle: Bundle, ac_id: str) -> AcRecord:
+    """Parse and validate one AC file (call only after :func:`verify_bundle`)."""
+    from pytest_specgate.evidence._acrecord import AcRecord, RecordError
+
     path = bundle.path / ac_file_name(ac_id)
     _, record = _read_json(path)
-    problems = schema_problems(record)
-    if problems or not isinstance(record, Mapping):
-        raise BundleError(
-            f"{path}: not a valid specgate.evidence/v1 record: {(problems or ['not an object'])[0]}"
-        )
-    return record
+    try:
+        return AcRecord.from_json(record, str(path))
+    except RecordError as error:
+        raise BundleError(str(error)) from None
 
 
-def read_records(bundle: Bundle) -> dict[str, Mapping[str, JsonValue]]:
+def read_records(bundle: Bundle) -> dict[str, AcRecord]:
     return {ac_id: read_ac_record(bundle, ac_id) for ac_id in bundle.ac_ids()}

@@ -16,6 +16,7 @@ import secrets
 import subprocess
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -27,6 +28,7 @@ from pytest_specgate.evidence._records import (
     ExecutedTest,
     PhaseResult,
     RunFacts,
+    SelectionFacts,
     SourceState,
     ac_id_of,
     attachment_items,
@@ -37,9 +39,11 @@ from pytest_specgate.evidence._records import (
     longrepr_message,
 )
 from pytest_specgate.evidence._redact import Redactor, append_redacted, build_redactor, write_redacted
-from pytest_specgate.evidence._writer import NOT_QUALIFIED, WrittenBundle, run_verdict, write_bundle
+from pytest_specgate.evidence._writer import NOT_QUALIFIED, WrittenBundle, write_bundle
 from pytest_specgate.properties import payload_of
 
+SELECTION_WORKEROUTPUT = "specgate_selection"
+"""The ``workeroutput`` key under which an xdist worker ships its :class:`SelectionFacts`."""
 GIT_TIMEOUT_S = 30.0
 
 
@@ -65,12 +69,25 @@ def probe_source(rootdir: Path, exclude: Path | None) -> SourceState:
         if exclude is not None:
             with contextlib.suppress(ValueError):
                 pathspec.append(f":(exclude){exclude.resolve().relative_to(top.resolve()).as_posix()}")
-        status = _git(["status", "--porcelain", "--untracked-files=normal", "--", *pathspec], top)
+        status = _git(["status", "--porcelain", "-z", "--untracked-files=normal", "--", *pathspec], top)
     except FileNotFoundError:
         return SourceState(commit=None, dirty=None, problem="git is not installed")
     except (RuntimeError, subprocess.TimeoutExpired) as error:
         return SourceState(commit=None, dirty=None, problem=f"no git commit for {rootdir}: {error}")
-    return SourceState(commit=commit, dirty=bool(status.strip()), problem=None)
+    changed = changed_paths(status)
+    return SourceState(commit=commit, dirty=bool(changed), problem=None, changed_files=changed)
+
+
+def changed_paths(porcelain_z: str) -> tuple[str, ...]:
+    """Paths of ``git status --porcelain -z`` output (a rename's source path follows it unprefixed)."""
+    entries = iter(porcelain_z.split("\0"))
+    paths = set()
+    for entry in entries:
+        if len(entry) > 3:
+            paths.add(entry[3:])
+            if entry[0] in "RC":
+                paths.add(next(entries, ""))
+    return tuple(sorted(path for path in paths if path))
 
 
 def _phase(report: pytest.TestReport) -> PhaseResult:
@@ -96,10 +113,13 @@ class EvidenceCollector:
         rootdir: Path,
         redact_patterns: Sequence[str] = (),
         host_summary: str | None = None,
-        session_reasons: Sequence[str] = (),
+        host_provenance: Mapping[str, JsonValue] | None = None,
+        duration_scale: float = 1.0,
+        selection: SelectionFacts | None = None,
         environ: Mapping[str, str] | None = None,
     ) -> None:
-        """``session_reasons``: why nothing this session may qualify (e.g. a duration scale)."""
+        """``selection``: what collection selected and deselected (filled in by the plugin's hooks
+        on this process, and merged from xdist workers in ``pytest_testnodedown``)."""
         self._environ = os.environ if environ is None else environ
         self.redactor: Redactor = build_redactor(rootdir, redact_patterns, self._environ)
         started = dt.datetime.now(dt.UTC)
@@ -111,7 +131,9 @@ class EvidenceCollector:
         self._host_summary = host_summary or "host summary not probed"
         self._diagnostic = diagnostic
         self._allow_dirty = allow_dirty
-        self._session_reasons = tuple(session_reasons)
+        self._host_provenance = host_provenance
+        self._duration_scale = duration_scale
+        self.selection = selection if selection is not None else SelectionFacts()
         self._source = probe_source(rootdir, exclude=self.evidence_dir)
         self._phases: dict[str, dict[str, PhaseResult]] = {}
         self._properties: dict[str, Mapping[str, JsonValue]] = {}
@@ -126,6 +148,13 @@ class EvidenceCollector:
             marker = item.get_closest_marker("ac")
             if marker is not None and marker.args and isinstance(marker.args[0], str):
                 self._ac_by_nodeid[item.nodeid] = marker.args[0]
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """An xdist worker collected the tests: merge what it selected and deselected."""
+        shipped = getattr(node, "workeroutput", {}).get(SELECTION_WORKEROUTPUT)
+        if isinstance(shipped, Mapping):
+            self.selection = self.selection.merged(SelectionFacts.from_json(shipped))
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self._running[nodeid] = None
@@ -200,7 +229,9 @@ class EvidenceCollector:
             source=self._source,
             host_facts=self._host_facts,
             host_summary=self._host_summary,
-            session_reasons=self._session_reasons,
+            duration_scale=self._duration_scale,
+            host_provenance=self._host_provenance,
+            selection=self.selection,
             versions={
                 "python": platform.python_version(),
                 "pytest": pytest.__version__,
@@ -225,15 +256,14 @@ class EvidenceCollector:
                     else:
                         missing.append(f"{test.nodeid}: {item['name']}")
             records.append(build_ac_record(ac_id, tests, run, missing))
-        verdict, reasons = run_verdict(records)
-        receipt = self._receipt("interrupted" if interrupted else "finished", verdict, reasons)
+        status = "interrupted" if interrupted else "finished"
         bundle = write_bundle(
             self.run_dir,
             self.redactor,
             self.run_id,
             records,
             attachments,
-            receipt,
+            lambda verdict, reasons: self._receipt(status, verdict, reasons),
             self._source.commit,
             __version__,
         )

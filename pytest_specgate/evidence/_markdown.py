@@ -14,13 +14,16 @@ hidden so the gate can say why the AC has no block.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_specgate.evidence._acrecord import AcRecord, MeasurementRow
 from pytest_specgate.evidence._jsonio import JsonValue
 from pytest_specgate.evidence._marker import is_ac_id
+from pytest_specgate.evidence._policy import PolicyVerdict
 
 DIGEST_KEYWORD = "specgate-evidence"
+VERDICT_PREFIX = "**Verdict: "
 _HEADING = re.compile(r"^ {0,3}(?P<level>#{1,6})(?:\s+(?P<title>.*?))?\s*#*\s*$")
 _EVIDENCE_TITLE = re.compile(r"^(?P<ac>\S+)\s+evidence\b", re.IGNORECASE)
 _MAX_EVIDENCE_LEVEL = 3
@@ -49,8 +52,8 @@ class EvidenceBlock:
     """One visible evidence block of a PR body.
 
     ``verdict_text`` is what its ``**Verdict: …**`` line shows a reviewer (``"PASSED ·
-    QUALIFYING"``), or None when the block has no such line; compare it with
-    :func:`verdict_text` of the recomputed record.
+    QUALIFYING"``), or None when the block has no such line; the gate compares it with the
+    ``label`` of the verdict it recomputes.
     """
 
     ac_id: str
@@ -93,75 +96,72 @@ def _cell(value: JsonValue) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _threshold(row: Mapping[str, JsonValue]) -> str:
+def _threshold(row: MeasurementRow) -> str:
     bounds = []
-    if row.get("at_least") is not None:
-        bounds.append(f"≥ {_cell(row['at_least'])}")
-    if row.get("at_most") is not None:
-        bounds.append(f"≤ {_cell(row['at_most'])}")
+    if row.at_least is not None:
+        bounds.append(f"≥ {_cell(row.at_least)}")
+    if row.at_most is not None:
+        bounds.append(f"≤ {_cell(row.at_most)}")
     return ", ".join(bounds) or "—"
 
 
-def verdict_text(record: Mapping[str, JsonValue]) -> str:
-    """The verdict a block shows for ``record`` (``PASSED · QUALIFYING``)."""
-    outcome = str(record.get("outcome", "unknown")).upper()
-    return f"{outcome} · {'QUALIFYING' if record.get('qualifying') else 'NOT QUALIFYING'}"
-
-
-def _test_counts(record: Mapping[str, JsonValue]) -> str:
+def _test_counts(record: AcRecord) -> str:
     counts: dict[str, int] = {}
-    tests = record.get("tests")
-    for test in tests if isinstance(tests, list) else []:
-        outcome = str(test.get("outcome")) if isinstance(test, Mapping) else "unknown"
-        counts[outcome] = counts.get(outcome, 0) + 1
+    for test in record.tests:
+        counts[test.outcome] = counts.get(test.outcome, 0) + 1
     return ", ".join(f"{count} {outcome}" for outcome, count in sorted(counts.items())) or "none"
 
 
-def render_ac_block(record: Mapping[str, JsonValue], ac_sha256: str, bundle_sha256: str) -> str:
-    ac = record.get("ac")
-    ac_info = ac if isinstance(ac, Mapping) else {}
-    ac_id = str(ac_info.get("id"))
-    heading = " ".join(str(part) for part in (ac_info.get("spec"), ac_info.get("title")) if part)
-    host = record.get("host")
-    summary = host.get("summary") if isinstance(host, Mapping) else None
-    reasons = record.get("not_qualifying_reasons")
-    lines = [f"## {ac_id} evidence", "", f"**Verdict: {verdict_text(record)}**", ""]
+def _host_line(record: AcRecord) -> str:
+    provenance = record.host.provenance
+    if provenance is None:
+        return f"{record.host.summary} (provenance unknown)"
+    if provenance.simulated or provenance.origin != "probe":
+        detail = f" {provenance.detail}" if provenance.detail else ""
+        return f"{record.host.summary} (simulated: {provenance.origin}{detail})"
+    return record.host.summary
+
+
+def verdict_line(verdict: PolicyVerdict) -> str:
+    """The line a reviewer reads; the gate compares it with the verdict it recomputes."""
+    return f"{VERDICT_PREFIX}{verdict.label}**"
+
+
+def render_ac_block(record: AcRecord, verdict: PolicyVerdict, ac_sha256: str, bundle_sha256: str) -> str:
+    """One AC's block, every verdict in it as :func:`judge` derived it, not as the record states."""
+    heading = " ".join(part for part in (record.ac.spec, record.ac.title) if part)
+    lines = [f"## {record.ac.id} evidence", "", verdict_line(verdict), ""]
     if heading:
         lines.append(f"- Criterion: {_cell(heading)}")
-    lines.append(f"- Host: {_cell(summary)}")
-    lines.append(f"- Mode: {_cell(record.get('mode'))}; tests: {_test_counts(record)}")
-    if record.get("qualifying"):
-        lines.append("- Qualifying: yes")
+    lines.append(f"- Host: {_cell(_host_line(record))}")
+    lines.append(f"- Mode: {_cell(verdict.mode)}; tests: {_test_counts(record)}")
+    if verdict.qualifying:
+        lines.append(f"- Qualifying: yes ({verdict.policy})")
     else:
-        why = "; ".join(str(r) for r in reasons) if isinstance(reasons, list) else "unknown"
-        lines.append(f"- Qualifying: no — {_cell(why)}")
-    waiver = record.get("waiver")
-    if isinstance(waiver, Mapping):
-        lines.append(f"- Waiver: waived → {_cell(waiver.get('to'))}: {_cell(waiver.get('reason'))}")
-    source = record.get("source")
-    if isinstance(source, Mapping):
-        lines.append(
-            f"- Commit: {_cell(source.get('commit') or 'unknown')}"
-            + (" (dirty)" if source.get("dirty") else "")
-        )
-    measurements = record.get("measurements")
-    rows = [row for row in measurements if isinstance(row, Mapping)] if isinstance(measurements, list) else []
-    if rows:
+        lines.append(f"- Qualifying: no ({verdict.policy}) — {_cell('; '.join(verdict.reasons))}")
+    if verdict.waiver is not None:
+        lines.append(f"- Waiver: waived → {_cell(verdict.waiver.to)}: {_cell(verdict.waiver.reason)}")
+    lines.append(
+        f"- Commit: {_cell(record.source.commit or 'unknown')}" + (" (dirty)" if record.source.dirty else "")
+    )
+    if record.measurements:
         lines += ["", "| measurement | value | unit | threshold | result |", "|---|---|---|---|---|"]
         lines += [
-            f"| {_cell(row.get('name'))} | {_cell(row.get('value'))} | {_cell(row.get('unit'))} | "
-            f"{_threshold(row)} | {'pass' if row.get('passed') else 'FAIL'} |"
-            for row in rows
+            f"| {_cell(row.name)} | {_cell(row.value)} | {_cell(row.unit)} | "
+            f"{_threshold(row)} | {'FAIL' if row.miss() else 'pass'} |"
+            for row in record.measurements
         ]
-    lines += ["", f"`{digest_line(ac_id, ac_sha256, bundle_sha256)}`", ""]
+    lines += ["", f"`{digest_line(record.ac.id, ac_sha256, bundle_sha256)}`", ""]
     return "\n".join(lines)
 
 
-def render_markdown(blocks: Sequence[tuple[Mapping[str, JsonValue], str]], bundle_sha256: str) -> str:
-    """One block per AC, in AC id order; ``blocks`` pairs each record with its file's sha256."""
+def render_markdown(blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]], bundle_sha256: str) -> str:
+    """One block per AC, in the order given; each record comes with its verdict and its file's sha256."""
     if not blocks:
         return "No acceptance criteria ran: this bundle is evidence for nothing.\n"
-    return "\n".join(render_ac_block(record, ac_sha, bundle_sha256) for record, ac_sha in blocks)
+    return "\n".join(
+        render_ac_block(record, verdict, ac_sha, bundle_sha256) for record, verdict, ac_sha in blocks
+    )
 
 
 @dataclass(frozen=True)

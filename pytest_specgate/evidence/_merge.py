@@ -11,8 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import Bundle
-from pytest_specgate.evidence._jsonio import JsonValue
+from pytest_specgate.evidence._policy import judge
 
 UNKNOWN_COMMIT = "unknown"
 
@@ -26,7 +27,7 @@ class SourceRecords:
     """One verified input bundle and its AC records."""
 
     bundle: Bundle
-    records: Mapping[str, Mapping[str, JsonValue]]
+    records: Mapping[str, AcRecord]
 
     def commits(self) -> tuple[str, ...]:
         return tuple(sorted({record_commit(record) for record in self.records.values()}))
@@ -38,8 +39,8 @@ class MergeChoice:
 
     ac_id: str
     kept: Bundle
-    record: Mapping[str, JsonValue]
-    passed_over: tuple[tuple[Bundle, Mapping[str, JsonValue]], ...]
+    record: AcRecord
+    passed_over: tuple[tuple[Bundle, AcRecord], ...]
 
     def explain(self) -> str:
         kept = f"{self.ac_id}: kept run {self.kept.run_id} ({standing(self.record)})"
@@ -53,19 +54,20 @@ class MergeChoice:
         return f"{kept} over {others}: {why}"
 
 
-def record_commit(record: Mapping[str, JsonValue]) -> str:
-    source = record.get("source")
-    commit = source.get("commit") if isinstance(source, Mapping) else None
-    return commit if isinstance(commit, str) and commit else UNKNOWN_COMMIT
+def record_commit(record: AcRecord) -> str:
+    return record.source.commit or UNKNOWN_COMMIT
 
 
-def standing(record: Mapping[str, JsonValue]) -> str:
-    return f"{record.get('outcome')}, {'qualifying' if record.get('qualifying') else 'not qualifying'}"
+def standing(record: AcRecord) -> str:
+    """The record's standing as the verdict policy recomputes it, not as the record states it."""
+    verdict = judge(record)
+    return f"{verdict.outcome}, {'qualifying' if verdict.qualifying else 'not qualifying'}"
 
 
-def _rank(record: Mapping[str, JsonValue]) -> int:
-    passed = record.get("outcome") == "passed"
-    return 2 if passed and record.get("qualifying") else int(passed)
+def _rank(record: AcRecord) -> int:
+    verdict = judge(record)
+    passed = verdict.outcome == "passed"
+    return 2 if passed and verdict.qualifying else int(passed)
 
 
 def merged_commit(sources: Sequence[SourceRecords], allow_mixed: bool) -> str | None:
@@ -89,7 +91,7 @@ def choose_records(sources: Sequence[SourceRecords]) -> list[MergeChoice]:
 
     Two qualifying records of one AC are ambiguous evidence, so that is a MergeError.
     """
-    candidates: dict[str, list[tuple[Bundle, Mapping[str, JsonValue]]]] = {}
+    candidates: dict[str, list[tuple[Bundle, AcRecord]]] = {}
     for source in sources:
         for ac_id, record in source.records.items():
             candidates.setdefault(ac_id, []).append((source.bundle, record))

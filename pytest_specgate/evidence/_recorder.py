@@ -129,6 +129,7 @@ class EvidenceRecorder:
         self._notes: dict[str, JsonValue] = {}
         self._misses: list[str] = []
         self._reported = 0
+        self._engines: list[JsonValue] = []
 
     @property
     def _redactor(self) -> Redactor:
@@ -234,24 +235,22 @@ class EvidenceRecorder:
     def note_engine(self, engine: Mapping[str, object]) -> None:
         """Record an engine this test used (backend, model, configuration, versions).
 
-        Appended under ``notes["engines"]``; evidence from the built-in mock never qualifies.
+        Shipped as the test's ``engines`` (not a note); evidence from the built-in mock never qualifies.
         """
-        engines = self._notes.get("engines")
-        listed = list(engines) if isinstance(engines, list) else []
-        listed.append(self._redactor.value(dict(engine)))
-        self._notes["engines"] = listed
+        self._engines.append(self._redactor.value(dict(engine)))
 
     @property
     def measurements(self) -> tuple[Measurement, ...]:
         return tuple(self._measurements)
 
     def to_properties(self) -> dict[str, JsonValue]:
-        """The ``measurements``, ``attachments`` and ``notes`` entries of the per-test dict."""
+        """The ``measurements``, ``attachments``, ``notes`` and ``engines`` entries of the per-test dict."""
         properties: dict[str, JsonValue] = self._redactor.value(
             {
                 "measurements": [m.to_dict() for m in self._measurements],
                 "attachments": [a.to_dict() for a in self._attachments],
                 "notes": dict(self._notes),
+                "engines": list(self._engines),
             }
         )
         return properties
@@ -259,4 +258,4 @@ class EvidenceRecorder:
 
 def empty_properties() -> dict[str, JsonValue]:
     """The recorder keys for a test that never asked for the ``evidence`` fixture."""
-    return {"measurements": [], "attachments": [], "notes": {}}
+    return {"measurements": [], "attachments": [], "notes": {}, "engines": []}

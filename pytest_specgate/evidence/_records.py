@@ -1,7 +1,9 @@
-"""Pure functions from pytest reports to ``specgate.evidence/v1`` AC records.
+"""Pure functions from pytest reports to ``specgate.evidence/v2`` AC records.
 
 Nothing here touches the disk or the clock, so the record for an AC depends only on what the
 tests reported and the run facts: that is what makes serial and xdist bundles comparable.
+Records state facts; whether they qualify is :func:`~pytest_specgate.evidence._policy.judge`'s
+to say, here as in the gate.
 """
 
 from __future__ import annotations
@@ -11,14 +13,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord
 from pytest_specgate.evidence._jsonio import JsonValue
+from pytest_specgate.evidence._policy import POLICY_VERSION, ac_outcome, judge
 from pytest_specgate.evidence._recorder import threshold_verdict
 
-SCHEMA_ID = "specgate.evidence/v1"
-
 ExecutedOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed", "interrupted"]
-AcOutcome = Literal["passed", "failed", "skipped", "incomplete"]
-_FAILING: frozenset[str] = frozenset({"failed", "error", "xpassed"})
 _NOT_RUN: frozenset[str] = frozenset({"skipped", "xfailed"})
 MESSAGE_LIMIT = 2000
 
@@ -34,9 +34,55 @@ class PhaseResult:
 
 @dataclass(frozen=True)
 class SourceState:
+    """``changed_files``: repository files that differ from ``commit``; None when unknown."""
+
     commit: str | None
     dirty: bool | None
     problem: str | None
+    changed_files: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class SelectionFacts:
+    """Which tests of which AC this run selected and deselected, and the selection it used.
+
+    Collected where collection happens (the controller, or every xdist worker) and merged.
+    """
+
+    args: tuple[str, ...] = ()
+    keyword: str | None = None
+    markexpr: str | None = None
+    selected: Mapping[str, str] = field(default_factory=dict)
+    deselected: Mapping[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {
+            "args": list(self.args),
+            "keyword": self.keyword,
+            "markexpr": self.markexpr,
+            "selected": dict(self.selected),
+            "deselected": dict(self.deselected),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, JsonValue]) -> SelectionFacts:
+        return cls(
+            args=tuple(str(arg) for arg in data.get("args", [])),
+            keyword=data.get("keyword"),
+            markexpr=data.get("markexpr"),
+            selected={str(k): str(v) for k, v in dict(data.get("selected", {})).items()},
+            deselected={str(k): str(v) for k, v in dict(data.get("deselected", {})).items()},
+        )
+
+    def merged(self, other: SelectionFacts) -> SelectionFacts:
+        """Union with what another xdist worker collected (workers collect the same tests)."""
+        return SelectionFacts(
+            args=self.args or other.args,
+            keyword=self.keyword or other.keyword,
+            markexpr=self.markexpr or other.markexpr,
+            selected={**self.selected, **other.selected},
+            deselected={**self.deselected, **other.deselected},
+        )
 
 
 @dataclass(frozen=True)
@@ -53,7 +99,9 @@ class RunFacts:
     host_facts: Mapping[str, JsonValue]
     host_summary: str
     versions: Mapping[str, str]
-    session_reasons: tuple[str, ...] = ()
+    duration_scale: float = 1.0
+    host_provenance: Mapping[str, JsonValue] | None = None
+    selection: SelectionFacts = field(default_factory=SelectionFacts)
 
 
 @dataclass(frozen=True)
@@ -98,18 +146,6 @@ def fold_outcome(phases: Mapping[str, PhaseResult], finished: bool) -> tuple[Exe
     if not finished or call is None:
         return "interrupted", "the run stopped while this test was running"
     return "passed", None
-
-
-def ac_outcome(outcomes: Iterable[str]) -> AcOutcome:
-    """An AC passes only when every one of its tests passed."""
-    seen = set(outcomes)
-    if seen & _FAILING:
-        return "failed"
-    if "interrupted" in seen:
-        return "incomplete"
-    if seen & _NOT_RUN or not seen:
-        return "skipped"
-    return "passed"
 
 
 def _ac_of(properties: Mapping[str, JsonValue]) -> Mapping[str, JsonValue]:
@@ -191,84 +227,47 @@ def attachment_path(sha256: str, name: str) -> str:
     return f"attachments/{sha256[:16]}-{name}"
 
 
-def ac_mode(results: Sequence[ExecutedTest], diagnostic: bool) -> str:
-    modes = {str(result.properties.get("mode", "default")) for result in results}
-    if diagnostic or "diagnostic" in modes:
-        return "diagnostic"
-    return "required" if "required" in modes else "default"
-
-
-def _shown(value: JsonValue, unit: JsonValue) -> str:
-    return f"{value}" + (f" {unit}" if unit else "")
-
-
-def not_qualifying_reasons(
-    results: Sequence[ExecutedTest],
-    run: RunFacts,
-    measurements: Sequence[Mapping[str, JsonValue]],
-    missing_attachments: Iterable[str],
-) -> list[str]:
-    """Every reason this AC's evidence may not count, most general first."""
-    reasons: list[str] = []
-    if ac_mode(results, run.diagnostic) == "diagnostic":
-        reasons.append("diagnostic run: evidence from --specgate-diagnostic never qualifies")
-    reasons += run.session_reasons
-    if run.interrupted:
-        reasons.append("the run was interrupted before it finished")
-    if run.source.commit is None:
-        reasons.append(f"source commit unknown: {run.source.problem or 'no git commit'}")
-    if run.source.dirty and not run.allow_dirty:
-        reasons.append("working tree has uncommitted changes (--specgate-allow-dirty not given)")
-    disagreements = declared_fields(results)[1]
-    if disagreements:
-        reasons.append(f"tests of this AC disagree on {', '.join(disagreements)}")
-    for result in results:
-        hardware = _hardware_of(result)
-        if hardware is not None and not hardware.get("matched", False):
-            why = hardware.get("reasons")
-            detail = "; ".join(str(r) for r in why) if isinstance(why, list) and why else "no reason given"
-            reasons.append(f"{result.nodeid}: hardware requirement not met: {detail}")
-    for result in results:
-        simulated = sorted(_simulated_engines(result))
-        if simulated:
-            reasons.append(f"{result.nodeid}: ran on the built-in mock engine ({', '.join(simulated)}), "
-                           "a simulation: only a real engine's evidence qualifies")
-    for result in results:
-        if result.outcome != "passed":
-            reasons.append(
-                f"{result.nodeid}: {result.outcome}" + (f": {result.message}" if result.message else "")
-            )
-    for row in measurements:
-        if not row["passed"]:
-            missed = measurement_miss(row)
-            reasons.append(f"{row['nodeid']}: {row['name']} = {_shown(row['value'], row['unit'])} {missed}")
-    reasons += [f"attachment {name} is missing from the staging area" for name in missing_attachments]
-    return reasons
-
-
-def _simulated_engines(result: ExecutedTest) -> set[str]:
-    notes = result.properties.get("notes")
-    engines = notes.get("engines") if isinstance(notes, Mapping) else None
-    if not isinstance(engines, list):
-        return set()
-    return {str(e.get("model")) for e in engines if isinstance(e, Mapping) and e.get("backend") == "mock"}
-
-
-def declared_fields(results: Sequence[ExecutedTest]) -> tuple[dict[str, JsonValue], list[str]]:
-    """Marker fields of an AC merged over its tests, and the fields they contradict each other on.
-
-    A test may leave spec/title out while another names them; a waiver, though, must be stated by
-    every test of the AC alike, or the AC would be both deferred and not.
-    """
-    declared: dict[str, JsonValue] = {}
-    disagreements: list[str] = []
-    for key in ("spec", "title", "waived_to", "reason"):
-        values = {_ac_of(result.properties).get(key) for result in results}
-        present = sorted(str(value) for value in values if value is not None)
-        if len(set(present)) > 1 or (key in ("waived_to", "reason") and len(values) > 1):
-            disagreements.append(key)
+def declared_fields(results: Sequence[ExecutedTest]) -> dict[str, str | None]:
+    """The AC's spec and title: a test may leave them out while another names them."""
+    declared: dict[str, str | None] = {}
+    for key in ("spec", "title"):
+        present = sorted(str(value) for result in results if (value := _ac_of(result.properties).get(key)))
         declared[key] = present[0] if present else None
-    return declared, disagreements
+    return declared
+
+
+def _test_waiver(result: ExecutedTest) -> dict[str, JsonValue] | None:
+    ac = _ac_of(result.properties)
+    to = ac.get("waived_to")
+    return None if to is None else {"to": to, "reason": ac.get("reason")}
+
+
+def _engines_of(result: ExecutedTest) -> list[JsonValue] | None:
+    engines = result.properties.get("engines")
+    return list(engines) if isinstance(engines, list) else None
+
+
+def completeness_of(
+    ac_id: str, results: Sequence[ExecutedTest], selection: SelectionFacts
+) -> dict[str, JsonValue]:
+    """Which tests of the AC did not run to a verdict, and the selection that was used."""
+    reported = {result.nodeid for result in results}
+    deselected = sorted(nodeid for nodeid, ac in selection.deselected.items() if ac == ac_id)
+    not_reached = sorted(
+        nodeid for nodeid, ac in selection.selected.items() if ac == ac_id and nodeid not in reported
+    )
+    skipped = sorted(result.nodeid for result in results if result.outcome in _NOT_RUN)
+    return {
+        "complete": not (deselected or not_reached or skipped),
+        "deselected": deselected,
+        "not_reached": not_reached,
+        "skipped": skipped,
+        "selection": {
+            "args": list(selection.args),
+            "keyword": selection.keyword,
+            "markexpr": selection.markexpr,
+        },
+    }
 
 
 def _executed_row(result: ExecutedTest) -> dict[str, JsonValue]:
@@ -284,6 +283,8 @@ def _executed_row(result: ExecutedTest) -> dict[str, JsonValue]:
         "mode": result.properties.get("mode", "default"),
         "hardware": _hardware_of(result),
         "notes": result.properties.get("notes", {}),
+        "waiver": _test_waiver(result),
+        "engines": _engines_of(result),
     }
 
 
@@ -301,29 +302,38 @@ def build_ac_record(
     run: RunFacts,
     missing_attachments: Iterable[str] = (),
 ) -> dict[str, JsonValue]:
-    """The ``specgate.evidence/v1`` record of one AC; tests are ordered by node id."""
+    """The ``specgate.evidence/v2`` record of one AC (tests ordered by node id), judged by the policy.
+
+    ``missing_attachments``: ``"<nodeid>: <name>"`` of attachments absent from the staging area.
+    """
     ordered = sorted(results, key=lambda result: result.nodeid)
-    first = declared_fields(ordered)[0]
-    measurements = measurement_rows(ordered)
-    reasons = not_qualifying_reasons(ordered, run, measurements, missing_attachments)
-    waived_to = first.get("waived_to")
-    return {
+    missing = set(missing_attachments)
+    facts: dict[str, JsonValue] = {
         "schema": SCHEMA_ID,
-        "ac": {"id": ac_id, "spec": first.get("spec"), "title": first.get("title")},
+        "policy": POLICY_VERSION,
+        "ac": {"id": ac_id, **declared_fields(ordered)},
         "outcome": ac_outcome(result.outcome for result in ordered),
-        "qualifying": not reasons,
-        "not_qualifying_reasons": reasons,
-        "mode": ac_mode(ordered, run.diagnostic),
-        "waiver": None if waived_to is None else {"to": waived_to, "reason": first.get("reason")},
+        "qualifying": False,
+        "not_qualifying_reasons": [],
+        "mode": "diagnostic" if run.diagnostic else "default",
+        "waiver": None,
         "tests": [_executed_row(result) for result in ordered],
-        "measurements": measurements,
-        "attachments": attachment_rows(ordered),
-        "host": {"summary": host_summary(ordered, run), "facts": dict(run.host_facts)},
+        "measurements": measurement_rows(ordered),
+        "attachments": [
+            row | {"stored": f"{row['nodeid']}: {row['name']}" not in missing}
+            for row in attachment_rows(ordered)
+        ],
+        "host": {
+            "summary": host_summary(ordered, run),
+            "facts": dict(run.host_facts),
+            "provenance": None if run.host_provenance is None else dict(run.host_provenance),
+        },
         "source": {
             "commit": run.source.commit,
             "dirty": run.source.dirty,
             "allow_dirty": run.allow_dirty,
             "problem": run.source.problem,
+            "changed_files": None if run.source.changed_files is None else list(run.source.changed_files),
         },
         "versions": dict(run.versions),
         "run": {
@@ -332,7 +342,23 @@ def build_ac_record(
             "finished_at": run.finished_at,
             "diagnostic": run.diagnostic,
             "interrupted": run.interrupted,
+            "duration_scale": run.duration_scale,
         },
+        "completeness": completeness_of(ac_id, ordered, run.selection),
+    }
+    return with_verdict(facts)
+
+
+def with_verdict(facts: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    """``facts`` with outcome, qualification, mode and waiver as :func:`judge` derives them."""
+    verdict = judge(AcRecord.from_json(facts, f"record of {facts['ac']['id']}"))
+    return {
+        **facts,
+        "outcome": verdict.outcome,
+        "qualifying": verdict.qualifying,
+        "not_qualifying_reasons": list(verdict.reasons),
+        "mode": verdict.mode,
+        "waiver": None if verdict.waiver is None else verdict.waiver.to_dict(),
     }
 
 

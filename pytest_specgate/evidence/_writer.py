@@ -6,10 +6,12 @@ bundle and no gate will accept it.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import json
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import (
     MANIFEST_NAME,
     MARKDOWN_NAME,
@@ -23,6 +25,7 @@ from pytest_specgate.evidence._bundle import (
 )
 from pytest_specgate.evidence._jsonio import JsonValue
 from pytest_specgate.evidence._markdown import render_markdown
+from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
 from pytest_specgate.evidence._redact import Redactor, write_redacted
 
 INTOTO_STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
@@ -45,41 +48,39 @@ def _ac_id(record: Mapping[str, JsonValue]) -> str:
     return str(ac.get("id")) if isinstance(ac, Mapping) else "<no AC id>"
 
 
-def run_verdict(records: Sequence[Mapping[str, JsonValue]]) -> tuple[str, list[str]]:
-    """QUALIFIED only when there is evidence and every AC passed and qualifies."""
-    if not records:
+def run_verdict(judged: Sequence[tuple[AcRecord, PolicyVerdict]]) -> tuple[str, list[str]]:
+    """QUALIFIED only when there is evidence and every AC passed and qualifies under the policy."""
+    if not judged:
         return NOT_QUALIFIED, ["no acceptance criteria ran"]
     reasons = []
-    for record in records:
-        why = record.get("not_qualifying_reasons")
-        if record.get("outcome") != "passed":
-            reasons.append(f"{_ac_id(record)}: outcome {record.get('outcome')}")
-        if not record.get("qualifying"):
-            first = why[0] if isinstance(why, list) and why else "not qualifying"
-            reasons.append(f"{_ac_id(record)}: {first}")
+    for record, verdict in judged:
+        if verdict.outcome != "passed":
+            reasons.append(f"{record.ac.id}: outcome {verdict.outcome}")
+        if not verdict.qualifying:
+            reasons.append(f"{record.ac.id}: {verdict.reasons[0] if verdict.reasons else 'not qualifying'}")
     return (NOT_QUALIFIED if reasons else QUALIFIED), reasons
 
 
 def intoto_statement(
-    records: Sequence[Mapping[str, JsonValue]], ac_files: Mapping[str, FileEntry], commit: str
+    judged: Sequence[tuple[AcRecord, PolicyVerdict]], ac_files: Mapping[str, FileEntry], commit: str
 ) -> dict[str, JsonValue]:
     """The run as an in-toto test-result Statement about the source commit, ready to sign."""
     passed, warned, failed = [], [], []
-    for record in records:
-        ac_id = _ac_id(record)
-        if record.get("outcome") != "passed":
-            failed.append(ac_id)
-        elif not record.get("qualifying"):
-            warned.append(ac_id)
+    for record, verdict in judged:
+        if verdict.outcome != "passed":
+            failed.append(record.ac.id)
+        elif not verdict.qualifying:
+            warned.append(record.ac.id)
         else:
-            passed.append(ac_id)
-    result = "FAILED" if failed else "WARNED" if warned or not records else "PASSED"
+            passed.append(record.ac.id)
+    result = "FAILED" if failed else "WARNED" if warned or not judged else "PASSED"
     return {
         "_type": INTOTO_STATEMENT_TYPE,
         "subject": [{"name": "source", "digest": {"gitCommit": commit}}],
         "predicateType": TEST_RESULT_PREDICATE,
         "predicate": {
             "result": result,
+            "policy": POLICY_VERSION,
             "configuration": [
                 {"name": name, "digest": {"sha256": entry.sha256}} for name, entry in sorted(ac_files.items())
             ],
@@ -90,43 +91,56 @@ def intoto_statement(
     }
 
 
+def judged_documents(documents: Sequence[Mapping[str, JsonValue]]) -> list[tuple[AcRecord, PolicyVerdict]]:
+    """Each AC record document read as a typed record and judged by the policy."""
+    judged = []
+    for document in documents:
+        record = AcRecord.from_json(document, ac_file_name(_ac_id(document)))
+        judged.append((record, judge(record)))
+    return judged
+
+
 def write_bundle(
     run_dir: Path,
     redactor: Redactor,
     run_id: str,
     records: Sequence[Mapping[str, JsonValue]],
     attachments: Mapping[str, bytes],
-    receipt: Mapping[str, JsonValue] | None,
+    receipt_for: Callable[[str, list[str]], Mapping[str, JsonValue]] | None,
     commit: str | None,
     version: str,
     extra_documents: Mapping[str, JsonValue] | None = None,
 ) -> WrittenBundle:
-    """Write AC files, attachments, statement, receipt, ``evidence.md`` and then the manifest."""
+    """Write AC files, attachments, statement, receipt, ``evidence.md`` and then the manifest.
+
+    ``receipt_for(verdict, reasons)`` builds the receipt from the run verdict of what was written.
+    """
     files: dict[str, FileEntry] = {}
     for relative, data in sorted(attachments.items()):
         files[relative] = file_entry(write_redacted(redactor, run_dir / relative, data))
-    ordered = sorted(records, key=_ac_id)
     ac_files: dict[str, FileEntry] = {}
-    for record in ordered:
+    written: dict[str, bytes] = {}
+    for record in sorted(records, key=_ac_id):
         name = ac_file_name(_ac_id(record))
-        ac_files[name] = file_entry(write_redacted(redactor, run_dir / name, record))
+        written[name] = write_redacted(redactor, run_dir / name, record)
+        ac_files[name] = file_entry(written[name])
     files.update(ac_files)
+    # What is judged and rendered is what was written: the redacted bytes, read back.
+    judged = judged_documents([json.loads(written[name]) for name in sorted(written)])
     for name, document in sorted((extra_documents or {}).items()):
         files[name] = file_entry(write_redacted(redactor, run_dir / name, document))
     if commit is not None:
-        statement = intoto_statement(ordered, ac_files, commit)
+        statement = intoto_statement(judged, ac_files, commit)
         files[STATEMENT_NAME] = file_entry(write_redacted(redactor, run_dir / STATEMENT_NAME, statement))
-    verdict, _ = run_verdict(ordered)
-    if receipt is not None:
+    verdict, reasons = run_verdict(judged)
+    if receipt_for is not None:
+        receipt = receipt_for(verdict, reasons)
         files[RECEIPT_NAME] = file_entry(write_redacted(redactor, run_dir / RECEIPT_NAME, receipt))
     digest = bundle_digest(files, run_id, version)
-    markdown_bytes = write_redacted(
-        redactor,
-        run_dir / MARKDOWN_NAME,
-        render_markdown(
-            [(record, ac_files[ac_file_name(_ac_id(record))].sha256) for record in ordered], digest
-        ),
+    rendered = render_markdown(
+        [(record, outcome, ac_files[ac_file_name(record.ac.id)].sha256) for record, outcome in judged], digest
     )
+    markdown_bytes = write_redacted(redactor, run_dir / MARKDOWN_NAME, rendered)
     files[MARKDOWN_NAME] = file_entry(markdown_bytes)
     write_redacted(redactor, run_dir / MANIFEST_NAME, manifest_document(run_id, files, version))
     return WrittenBundle(
@@ -134,5 +148,5 @@ def write_bundle(
         digest=digest,
         markdown=markdown_bytes.decode(),
         verdict=verdict,
-        ac_ids=tuple(_ac_id(record) for record in ordered),
+        ac_ids=tuple(record.ac.id for record, _ in judged),
     )

@@ -10,10 +10,11 @@ import argparse
 import datetime as dt
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_specgate import __version__
+from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import (
     MERGE_NAME,
     RECEIPT_SCHEMA_ID,
@@ -24,9 +25,19 @@ from pytest_specgate.evidence._bundle import (
     read_records,
     verify_bundle,
 )
-from pytest_specgate.evidence._gate import GateInputError, evaluate_gate, load_all_bundles
+from pytest_specgate.evidence._gate import (
+    GATE_RESULT_SCHEMA_ID,
+    GateInputError,
+    evaluate_gate,
+    gate_result_json,
+    gate_summary_markdown,
+    load_all_bundles,
+    read_declared_gates,
+    resolve_commit,
+    resolve_gate,
+)
 from pytest_specgate.evidence._gates import GateOrderError, parse_gate_name
-from pytest_specgate.evidence._jsonio import JsonValue, sha256_hex, utc_timestamp
+from pytest_specgate.evidence._jsonio import JsonValue, pretty_json, sha256_hex, utc_timestamp
 from pytest_specgate.evidence._markdown import render_markdown
 from pytest_specgate.evidence._merge import (
     MergeChoice,
@@ -35,10 +46,11 @@ from pytest_specgate.evidence._merge import (
     choose_records,
     merged_commit,
 )
+from pytest_specgate.evidence._policy import judge
 from pytest_specgate.evidence._pr_body_input import pr_body_input
-from pytest_specgate.evidence._redact import build_redactor
+from pytest_specgate.evidence._redact import append_redacted, build_redactor
 from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, load_trust_policy
-from pytest_specgate.evidence._writer import run_verdict, write_bundle
+from pytest_specgate.evidence._writer import write_bundle
 
 EXIT_OK = 0
 EXIT_REJECTED = 1
@@ -50,7 +62,7 @@ def _error(command: str, message: str) -> int:
     return EXIT_BAD_INPUT
 
 
-def _verified_records(bundle: Bundle) -> dict[str, Mapping[str, JsonValue]]:
+def _verified_records(bundle: Bundle) -> dict[str, AcRecord]:
     problems = verify_bundle(bundle)
     if problems:
         raise BundleError(f"{bundle.path}: bundle does not match its manifest: {problems[0]}")
@@ -79,7 +91,10 @@ def run_render(args: argparse.Namespace) -> int:
     except BundleError as error:
         return _error("render", str(error))
     markdown = render_markdown(
-        [(records[ac_id], bundle.files[ac_file_name(ac_id)].sha256) for ac_id in sorted(records)],
+        [
+            (records[ac_id], judge(records[ac_id]), bundle.files[ac_file_name(ac_id)].sha256)
+            for ac_id in sorted(records)
+        ],
         bundle.digest,
     )
     text = build_redactor(None).text(markdown)
@@ -110,14 +125,12 @@ def configure_merge_parser(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _merge_receipt(run_id: str, choices: Sequence[MergeChoice]) -> dict[str, JsonValue]:
+def _merge_receipt(
+    run_id: str, choices: Sequence[MergeChoice], verdict: str, reasons: list[str]
+) -> dict[str, JsonValue]:
+    """The merged bundle's receipt; ``verdict``/``reasons``: the writer's judgement of what it wrote."""
     records = [choice.record for choice in choices]
-    verdict, reasons = run_verdict(records)
-    started = sorted(
-        str(run["started_at"])
-        for record in records
-        if isinstance(run := record.get("run"), Mapping) and isinstance(run.get("started_at"), str)
-    )
+    started = sorted(str(record.document["run"]["started_at"]) for record in records)
     return {
         "schema": RECEIPT_SCHEMA_ID,
         "run_id": run_id,
@@ -125,7 +138,7 @@ def _merge_receipt(run_id: str, choices: Sequence[MergeChoice]) -> dict[str, Jso
         "verdict": verdict,
         "reasons": list(reasons),
         "running": [],
-        "tests_finished": sum(len(t) for r in records if isinstance(t := r.get("tests"), list)),
+        "tests_finished": sum(len(record.tests) for record in records),
         "started_at": started[0] if started else None,
         "updated_at": utc_timestamp(dt.datetime.now(dt.UTC)),
     }
@@ -147,10 +160,9 @@ def run_merge(args: argparse.Namespace) -> int:
         print(choice.explain())
     attachments: dict[str, bytes] = {}
     for choice in choices:
-        rows = choice.record.get("attachments")
-        for row in rows if isinstance(rows, list) else []:
-            relative = str(row["path"])
-            attachments[relative] = (choice.kept.path / relative).read_bytes()
+        for row in choice.record.attachments:
+            if row.stored:
+                attachments[row.path] = (choice.kept.path / row.path).read_bytes()
     kept = sorted({choice.kept.path: choice.kept for choice in choices}.values(), key=lambda b: b.digest)
     merge_document: JsonValue = {
         "schema": "specgate.merge/v1",
@@ -176,9 +188,9 @@ def run_merge(args: argparse.Namespace) -> int:
             output,
             build_redactor(None),
             run_id,
-            [choice.record for choice in choices],
+            [choice.record.document for choice in choices],
             attachments,
-            _merge_receipt(run_id, choices),
+            lambda verdict, reasons: _merge_receipt(run_id, choices, verdict, reasons),
             commit,
             __version__,
             extra_documents={MERGE_NAME: merge_document},
@@ -223,9 +235,9 @@ def run_sign(args: argparse.Namespace) -> int:
 
 def configure_gate_parser(parser: argparse.ArgumentParser) -> None:
     parser.description = (
-        "Accept a PR body only if every required AC has an evidence block bound to an intact, "
-        "passing, qualifying bundle (exit 0); otherwise print one line per problem (exit 1). "
-        "Unreadable input exits 2."
+        "Accept a PR body only if every required AC has an evidence block bound to an intact bundle "
+        "for this commit whose verdict, recomputed under the specgate verdict policy, passes and "
+        "qualifies (exit 0); otherwise print one line per problem (exit 1). Unreadable input exits 2."
     )
     body = parser.add_mutually_exclusive_group(required=True)
     body.add_argument(
@@ -246,14 +258,31 @@ def configure_gate_parser(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--require", action="append", default=[], metavar="AC", help="AC that must be evidenced (repeatable)"
     )
-    parser.add_argument("--commit", help="the PR head commit the evidence must be for")
     parser.add_argument(
-        "--gate", help="this merge gate (PR-<letters> or PR-<n>); waivers must name a later one"
+        "--commit", help="the full 40-hex PR head commit the evidence must be for (default: $GITHUB_SHA)"
+    )
+    parser.add_argument(
+        "--gate", help="this merge gate, one of [tool.specgate] gates; waivers must name a later one"
+    )
+    _add_pyproject_option(parser)
+    parser.add_argument(
+        "--json",
+        action="store_true",
+        help=f"print the result as JSON ({GATE_RESULT_SCHEMA_ID}) instead of lines",
     )
     parser.add_argument(
         "--trust-policy", type=Path, metavar="FILE",
         help="TOML file with [tool.specgate.trust] (default: the nearest pyproject.toml); take it from "
         "the protected base branch, not from the PR",
+    )
+
+
+def _add_pyproject_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--pyproject",
+        type=Path,
+        default=Path("pyproject.toml"),
+        help="the project's pyproject.toml declaring [tool.specgate] gates (default: ./pyproject.toml)",
     )
 
 
@@ -274,8 +303,11 @@ def gate_trust_policy(explicit: Path | None, start: Path) -> TrustPolicy | None:
 def run_gate(args: argparse.Namespace) -> int:
     try:
         pr_body = pr_body_input(args.pr_body, args.pr_body_from_event, sys.stdin, os.environ)
+        commit = resolve_commit(args.commit, os.environ)
+        declared = read_declared_gates(args.pyproject) if args.gate is not None else ()
+        gate = resolve_gate(args.gate, declared, args.pyproject)
         policy = gate_trust_policy(args.trust_policy, Path.cwd())
-        verdict = evaluate_gate(pr_body, args.evidence, args.require, args.commit, args.gate, policy)
+        verdict = evaluate_gate(pr_body, args.evidence, args.require, commit, gate, declared, policy)
     except (GateInputError, TrustPolicyError) as error:
         return _error("gate", str(error))
     print(
@@ -285,31 +317,41 @@ def run_gate(args: argparse.Namespace) -> int:
         "every AC was checked for a signature by an enrolled signer",
         file=sys.stderr,
     )
-    if verdict.problems:
+    summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_path:
+        append_redacted(build_redactor(None), Path(summary_path), gate_summary_markdown(verdict))
+    if args.json:
+        sys.stdout.write(pretty_json(gate_result_json(verdict)))
+    else:
+        print(f"specgate gate: policy {verdict.policy}; commit {commit.sha} (from {commit.source})")
         for problem in verdict.problems:
             print(problem)
-        return EXIT_REJECTED
-    print(f"specgate gate: accepted {', '.join(verdict.accepted)}")
-    return EXIT_OK
+        if not verdict.problems:
+            print(f"specgate gate: accepted {', '.join(verdict.accepted)}")
+    return EXIT_REJECTED if verdict.problems else EXIT_OK
 
 
 def configure_waivers_parser(parser: argparse.ArgumentParser) -> None:
     parser.description = "List the waivers recorded in bundles and the gate each AC moves to."
     parser.add_argument("bundles", nargs="+", type=Path, help="bundle directories or evidence dirs")
-    parser.add_argument("--gate", help="the current gate: waivers not naming a later gate are due (exit 1)")
+    parser.add_argument(
+        "--gate",
+        help="the current gate, one of [tool.specgate] gates: waivers to no later gate are due (exit 1)",
+    )
+    _add_pyproject_option(parser)
 
 
 def run_waivers(args: argparse.Namespace) -> int:
     try:
-        gate = None if args.gate is None else parse_gate_name(args.gate)
+        declared = read_declared_gates(args.pyproject) if args.gate is not None else ()
+        gate = resolve_gate(args.gate, declared, args.pyproject)
         bundles = load_all_bundles(args.bundles)
         waivers: dict[tuple[str, str, str], list[str]] = {}
         for bundle in bundles:
             for ac_id, record in read_records(bundle).items():
-                waiver = record.get("waiver")
-                if isinstance(waiver, Mapping):
-                    key = (ac_id, str(waiver.get("to")), str(waiver.get("reason")))
-                    waivers.setdefault(key, []).append(bundle.run_id)
+                waiver = judge(record).waiver
+                if waiver is not None:
+                    waivers.setdefault((ac_id, waiver.to, waiver.reason), []).append(bundle.run_id)
         due = []
         for ac_id, target, reason in sorted(waivers):
             expired = gate is not None and not parse_gate_name(target).is_later_than(gate)
@@ -320,8 +362,6 @@ def run_waivers(args: argparse.Namespace) -> int:
             print(f"{ac_id} waived → {target}: {reason} [run {runs}]{state}")
     except (GateInputError, BundleError, GateOrderError) as error:
         return _error("waivers", str(error))
-    except ValueError as error:
-        return _error("waivers", f"--gate: {error}")
     if not waivers:
         print("no waivers")
     return EXIT_REJECTED if due else EXIT_OK

@@ -8,6 +8,7 @@ conftest, so tests can import it by its unique name.)
 from __future__ import annotations
 
 import argparse
+import json
 import subprocess
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,17 +18,60 @@ from typing import Any
 import pytest
 
 from pytest_specgate.evidence import (
+    MANIFEST_NAME,
+    MARKDOWN_NAME,
+    Bundle,
     EvidenceCollector,
     EvidenceRecorder,
     WrittenBundle,
+    bundle_digest,
     empty_properties,
+    judge,
+    read_records,
+    render_markdown,
     staging_dir,
 )
+from pytest_specgate.evidence._bundle import FileEntry, file_entry, manifest_document
+from pytest_specgate.evidence._jsonio import pretty_json
 from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 from pytest_specgate.properties import SPEC_PROPERTY
 
 PLANTED_HF_TOKEN = "hf_PlantedTokenValue0123456789abcdefXYZ"
 HOST_FACTS: Mapping[str, Any] = {"os": "linux", "arch": "x86_64", "memory_gb": 24}
+M4_HOST_FACTS: Mapping[str, Any] = {
+    "os": "macos",
+    "arch": "arm64",
+    "os_version": "15.3",
+    "apple_chip": "M4",
+    "memory_bytes": 16 * 1024**3,
+    "source": "probe",
+}
+M4_MATCHED: Mapping[str, Any] = {
+    "requirement": {"profile": "m4-16gb", "apple": "M4", "min_memory_gb": 16},
+    "profile": "m4-16gb",
+    "matched": True,
+    "reasons": [],
+    "host_summary": "Apple M4, 16 GB",
+}
+"""A hardware verdict as the plugin records it for a test run on the 16 GB M4 above."""
+PROBED_HOST: Mapping[str, Any] = {
+    "origin": "probe",
+    "simulated": False,
+    "detail": None,
+    "tools": [{"name": "sysctl", "path": "/usr/sbin/sysctl", "system_location": True, "answer_sha256": None}],
+}
+"""Host provenance as the unedited probe writes it: the one honest host fact these tests construct."""
+REAL_ENGINE: Mapping[str, Any] = {
+    "backend": "vllm",
+    "model": "tiny-target",
+    "config": "vllm model=tiny-target",
+    "versions": {"vllm": "0.11.0"},
+    "identity": {"server": "uvicorn"},
+    "simulated": False,
+    "loopback": True,
+    "version_known": True,
+}
+"""An engine fact of a real backend, shaped as the plugin records the engines it boots."""
 
 
 def _git(repo: Path, *arguments: str) -> str:
@@ -66,6 +110,7 @@ class SyntheticRun:
         self.collector = EvidenceCollector(
             evidence_dir=self.evidence_dir,
             host_facts=options.pop("host_facts", HOST_FACTS),
+            host_provenance=options.pop("host_provenance", PROBED_HOST),
             diagnostic=options.pop("diagnostic", False),
             allow_dirty=options.pop("allow_dirty", False),
             rootdir=repo,
@@ -191,10 +236,61 @@ def cli(
     return code, captured.out, captured.err
 
 
+POLICY_LINE = "specgate gate: policy specgate.policy/1; commit "
+
+
 def gate(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, list[str], str]:
-    """``specgate gate ARGUMENTS`` in process: exit code, stdout lines, stderr."""
+    """``specgate gate ARGUMENTS`` in process: exit code, stdout lines after the policy line (which
+    every judged run prints first, checked here), stderr."""
     parser = argparse.ArgumentParser(prog="specgate gate")
     configure_gate_parser(parser)
     code = run_gate(parser.parse_args(list(arguments)))
     captured = capsys.readouterr()
-    return code, captured.out.splitlines(), captured.err
+    lines = captured.out.splitlines()
+    if code != 2:
+        assert lines[0].startswith(POLICY_LINE), lines
+        lines = lines[1:]
+    return code, lines, captured.err
+
+
+def reseal_bundle(
+    bundle: Path, edits: Mapping[str, Callable[[dict[str, Any]], None]], *, rerender: bool = True
+) -> str:
+    """Forge a bundle as its author could: edit AC records, then rebuild every digest with the
+    package's own helpers. ``rerender`` renders evidence.md with the package (showing the verdict
+    the policy recomputes); otherwise the old markdown is kept with only its digests swapped.
+    Returns the new evidence.md, ready to paste into a PR body."""
+    manifest = json.loads((bundle / MANIFEST_NAME).read_text())
+    for ac_id, edit in edits.items():
+        path = bundle / f"{ac_id}.json"
+        record = json.loads(path.read_text())
+        edit(record)
+        path.write_text(pretty_json(record))
+    files = {
+        name: file_entry((bundle / name).read_bytes()) for name in manifest["files"] if name != MARKDOWN_NAME
+    }
+    digest = bundle_digest(files, manifest["run_id"], manifest["specgate"])
+    old_markdown = (bundle / MARKDOWN_NAME).read_text()
+    if rerender:
+        records = read_records(load_bundle_unchecked(bundle, files, manifest))
+        markdown = render_markdown(
+            [(records[ac], judge(records[ac]), files[f"{ac}.json"].sha256) for ac in sorted(records)], digest
+        )
+    else:
+        markdown = old_markdown.replace(manifest["bundle_sha256"], digest)
+        for name, entry in files.items():
+            markdown = markdown.replace(manifest["files"][name]["sha256"], entry.sha256)
+    (bundle / MARKDOWN_NAME).write_text(markdown)
+    files[MARKDOWN_NAME] = file_entry(markdown.encode())
+    (bundle / MANIFEST_NAME).write_text(
+        pretty_json(manifest_document(manifest["run_id"], files, manifest["specgate"]))
+    )
+    return markdown
+
+
+def load_bundle_unchecked(
+    bundle: Path, files: Mapping[str, FileEntry], manifest: Mapping[str, Any]
+) -> Bundle:
+    """The bundle as the forger's rebuilt file list describes it (before the manifest is rewritten)."""
+    digest = bundle_digest(files, manifest["run_id"], manifest["specgate"])
+    return Bundle(path=bundle, run_id=manifest["run_id"], files=files, digest=digest, stated_digest=digest)

@@ -9,7 +9,8 @@ import pytest
 
 
 def test_engine_is_noted_and_mock_evidence_does_not_qualify(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_spec="""
+    pytester.makepyfile(
+        test_spec="""
         import pytest
 
         @pytest.mark.ac("FR-1", spec="SPEC-028", title="disabled mode")
@@ -18,13 +19,14 @@ def test_engine_is_noted_and_mock_evidence_does_not_qualify(pytester: pytest.Pyt
             baseline = boot_engine(draft=None, num_draft_tokens=None)
             assert engine.chat([{"role": "user", "content": "hi"}], temperature=0, max_tokens=4).text
             assert baseline.telemetry().enabled is False
-    """)
+    """
+    )
     evidence_dir = pytester.path / "out"
     result = pytester.runpytest(f"--specgate-evidence={evidence_dir}", "--specgate-allow-dirty")
     result.assert_outcomes(passed=1)
     (record_path,) = evidence_dir.glob("*/FR-1.json")
     record = json.loads(record_path.read_text())
-    engines = record["tests"][0]["notes"]["engines"]
+    engines = record["tests"][0]["engines"]
     assert [e["backend"] for e in engines] == ["mock", "mock"]
     assert "draft=specgate-mock-draft" in engines[0]["config"]
     assert engines[0]["versions"], "engine versions must be recorded"
@@ -32,18 +34,21 @@ def test_engine_is_noted_and_mock_evidence_does_not_qualify(pytester: pytest.Pyt
     assert record["outcome"] == "passed"
     assert record["qualifying"] is False
     assert any("ran on the built-in mock engine" in reason for reason in record["not_qualifying_reasons"])
+    assert len(set(record["not_qualifying_reasons"])) == len(record["not_qualifying_reasons"]), "no repeats"
     markdown = next(evidence_dir.glob("*/evidence.md")).read_text()
     assert "only a real engine's evidence qualifies" in markdown
 
 
 def test_specs_without_engines_can_qualify(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_spec="""
+    pytester.makepyfile(
+        test_spec="""
         import pytest
 
         @pytest.mark.ac("FR-2")
         def test_plain(evidence):
             evidence.measure("ratio", 1.5, at_least=1.4)
-    """)
+    """
+    )
     evidence_dir = pytester.path / "out"
     pytester.runpytest(f"--specgate-evidence={evidence_dir}", "--specgate-allow-dirty")
     record = json.loads(next(Path(evidence_dir).glob("*/FR-2.json")).read_text())
@@ -51,13 +56,15 @@ def test_specs_without_engines_can_qualify(pytester: pytest.Pytester) -> None:
 
 
 def test_a_duration_scale_makes_every_record_non_qualifying(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_spec="""
+    pytester.makepyfile(
+        test_spec="""
         import pytest
 
         @pytest.mark.ac("FR-3")
         def test_plain(evidence):
             evidence.measure("ratio", 1.5, at_least=1.4)
-    """)
+    """
+    )
     evidence_dir = pytester.path / "out"
     pytester.runpytest(f"--specgate-evidence={evidence_dir}", "--specgate-duration-scale=0.5")
     record = json.loads(next(Path(evidence_dir).glob("*/FR-3.json")).read_text())

@@ -58,7 +58,7 @@ def test_bundle_layout_manifest_and_schema(git_repo: GitRepo) -> None:
 
 def test_every_ac_file_validates_against_the_packaged_schema(git_repo: GitRepo) -> None:
     written = qualifying_bundle(git_repo.path, TEST_ENV)
-    schema = json.loads(resources.files("pytest_specgate").joinpath("schemas/evidence-v1.json").read_text())
+    schema = json.loads(resources.files("pytest_specgate").joinpath("schemas/evidence-v2.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     for ac_id in ("AC-10", "AC-11"):
         jsonschema.validate(
@@ -91,7 +91,10 @@ def test_ac_record_carries_the_issue_fields(git_repo: GitRepo) -> None:
         "dirty": False,
         "allow_dirty": False,
         "problem": None,
+        "changed_files": [],
     }
+    assert record["policy"] == "specgate.policy/1" and record["schema"] == "specgate.evidence/v2"
+    assert record["completeness"]["complete"] is True
     assert set(record["versions"]) == {"python", "pytest", "specgate"}
     assert record["host"]["facts"] == {"arch": "x86_64", "memory_gb": 24, "os": "linux"}
     assert record["run"]["id"] == written.path.name and record["run"]["started_at"].endswith("Z")
@@ -189,7 +192,7 @@ def test_dirty_tree_and_missing_git_disqualify(git_repo: GitRepo, tmp_path: Path
     (git_repo.path / "spec.py").write_text("SPEC = 29\n")
     dirty = qualifying_bundle(git_repo.path, TEST_ENV)
     assert (
-        "working tree has uncommitted changes (--specgate-allow-dirty not given)"
+        f"working tree differs from {git_repo.commit[:12]} in spec.py (--specgate-allow-dirty not given)"
         in _json(dirty.path / "AC-10.json")["not_qualifying_reasons"]
     )
     allowed = qualifying_bundle(git_repo.path, TEST_ENV, allow_dirty=True)
@@ -248,4 +251,5 @@ def test_read_records_returns_what_was_written(git_repo: GitRepo) -> None:
     written = qualifying_bundle(git_repo.path, TEST_ENV)
     records = read_records(load_bundle(written.path))
     assert sorted(records) == ["AC-10", "AC-11"]
-    assert records["AC-11"] == _json(written.path / "AC-11.json")
+    assert records["AC-11"].document == _json(written.path / "AC-11.json")
+    assert records["AC-11"].ac.title == "8 GB M1 small-air canary" and records["AC-11"].qualifying

@@ -99,7 +99,11 @@ def test_merge_combines_hosts_and_the_gate_accepts_the_merged_bundle(
         "--commit",
         git_repo.commit,
     )
-    assert (code, out) == (0, "specgate gate: accepted AC-10, AC-11\n")
+    assert (code, out) == (
+        0,
+        f"specgate gate: policy specgate.policy/1; commit {git_repo.commit} (from --commit)\n"
+        "specgate gate: accepted AC-10, AC-11\n",
+    )
 
 
 def test_merge_refuses_two_qualifying_records_and_an_existing_output(
@@ -178,11 +182,22 @@ def test_waivers_lists_open_waivers_and_flags_due_ones(
         f"AC-10 waived → PR-C: no M4 in CI [run {written.path.name}]",
         f"AC-11 waived → PR-B: no M1 [run {written.path.name}]",
     ]
-    code, out, _ = cli(capsys, configure_waivers_parser, run_waivers, str(written.path), "--gate", "PR-B")
+    pyproject = git_repo.path / "pyproject.toml"
+    pyproject.write_text('[tool.specgate]\ngates = ["PR-A", "PR-B", "PR-C"]\n')
+    declared = f"--pyproject={pyproject}"
+    code, out, _ = cli(
+        capsys, configure_waivers_parser, run_waivers, str(written.path), "--gate=PR-B", declared
+    )
     assert code == 1 and out.splitlines()[1].endswith("(DUE: this is gate PR-B)")
     assert "DUE" not in out.splitlines()[0]
-    code, _, err = cli(capsys, configure_waivers_parser, run_waivers, str(written.path), "--gate", "PR-2")
-    assert code == 2 and "cannot order gate" in err
+    code, _, err = cli(
+        capsys, configure_waivers_parser, run_waivers, str(written.path), "--gate=PR-2", declared
+    )
+    assert code == 2
+    assert err == (
+        f"specgate waivers: error: --gate: PR-2 is not a declared gate; {pyproject} declares "
+        "[tool.specgate] gates = PR-A, PR-B, PR-C\n"
+    )
 
 
 def test_waivers_without_any(git_repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:

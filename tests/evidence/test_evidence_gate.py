@@ -1,15 +1,35 @@
 from __future__ import annotations
 
+import argparse
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
-from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun, gate, qualifying_bundle
+from evidence_testkit import (
+    AC10,
+    AC11,
+    M4_HOST_FACTS,
+    M4_MATCHED,
+    REAL_ENGINE,
+    TEST_ENV,
+    GitRepo,
+    SyntheticRun,
+    gate,
+    qualifying_bundle,
+    reseal_bundle,
+)
 
-from pytest_specgate.evidence import WrittenBundle, load_bundle
+from pytest_specgate.evidence import WrittenBundle, load_bundle, verify_bundle
+from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 
 OTHER_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+def declared_gates(tmp_path: Path, *names: str) -> str:
+    """A pyproject declaring ``names`` as the project's merge gates; returns its --pyproject option."""
+    pyproject = tmp_path / "gates-pyproject.toml"
+    pyproject.write_text("[tool.specgate]\ngates = [" + ", ".join(f'"{n}"' for n in names) + "]\n")
+    return f"--pyproject={pyproject}"
 
 
 def pr_body(tmp_path: Path, markdown: str, name: str = "PR.md") -> Path:
@@ -18,8 +38,13 @@ def pr_body(tmp_path: Path, markdown: str, name: str = "PR.md") -> Path:
     return path
 
 
-def _args(body: Path, evidence: Path, *extra: str) -> list[str]:
+def _args(body: Path, evidence: Path, *extra: str, commit: str | None = None) -> list[str]:
+    """Gate arguments; ``--commit`` is the bundle's own commit unless ``extra`` names one."""
+    if commit is None and not any(arg.startswith("--commit") for arg in extra):
+        record = next(evidence.glob("**/AC-*.json"), None)
+        commit = OTHER_COMMIT if record is None else json.loads(record.read_text())["source"]["commit"]
     return [
+        *([f"--commit={commit}"] if commit is not None else []),
         "--pr-body",
         str(body),
         "--evidence",
@@ -41,12 +66,11 @@ def test_correct_pr_body_is_accepted(
     bundle: WrittenBundle, git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     body = pr_body(tmp_path, bundle.markdown)
+    gates = declared_gates(tmp_path, "PR-A", "PR-B", "PR-C")
     code, out, _ = gate(
-        capsys, *_args(body, git_repo.path / "out", "--commit", git_repo.commit, "--gate", "PR-B")
+        capsys, *_args(body, git_repo.path / "out", "--commit", git_repo.commit.upper(), "--gate=PR-B", gates)
     )
     assert (code, out) == (0, ["specgate gate: accepted AC-10, AC-11"])
-    short = gate(capsys, *_args(body, bundle.path, "--commit", git_repo.commit[:10].upper()))
-    assert short[0] == 0
 
 
 def test_missing_block_is_rejected(
@@ -133,8 +157,11 @@ def test_diagnostic_run_is_rejected(
     written = qualifying_bundle(git_repo.path, TEST_ENV, diagnostic=True)
     code, out, _ = gate(capsys, *_args(pr_body(tmp_path, written.markdown), written.path))
     assert code == 1
-    assert "AC-10: diagnostic run: --specgate-diagnostic evidence never qualifies" in out
-    assert any(line.startswith("AC-11: not qualifying: diagnostic run") for line in out)
+    assert out == [
+        f"{ac}: not qualifying under specgate.policy/1: diagnostic run: evidence from --specgate-diagnostic "
+        "never qualifies"
+        for ac in ("AC-10", "AC-11")
+    ]
 
 
 def test_failed_threshold_is_rejected(
@@ -148,16 +175,26 @@ def test_failed_threshold_is_rejected(
     )
     written = run.finish()
     body = pr_body(tmp_path, written.markdown)
-    code, out, _ = gate(capsys, "--pr-body", str(body), "--evidence", str(written.path), "--require", "AC-10")
+    code, out, _ = gate(
+        capsys,
+        f"--commit={git_repo.commit}",
+        f"--pr-body={body}",
+        f"--evidence={written.path}",
+        "--require=AC-10",
+    )
     assert code == 1
-    assert "AC-10: threshold missed: median_speedup = 1.1 is below at_least=1.4" in out
-    assert "AC-10: outcome is failed, not passed" in out
+    assert out == [
+        "AC-10: outcome is failed, not passed",
+        "AC-10: not qualifying under specgate.policy/1: acceptance/test_ac10.py::test_speedup: failed: "
+        "below; acceptance/test_ac10.py::test_speedup: median_speedup = 1.1 x is below at_least=1.4",
+    ]
 
 
-def _waived_bundle(repo: Path, target: str) -> WrittenBundle:
+def _waived_bundle(repo: Path, target: str, *, on_helper_too: bool = True) -> WrittenBundle:
     run = SyntheticRun(repo, TEST_ENV)
     waived = AC10 | {"waived_to": target, "reason": "no 16 GB M4 in CI"}
     run.run_test("acceptance/test_ac10.py::test_speedup", waived, outcome="skipped", message="needs Apple M4")
+    run.run_test("acceptance/test_ac10.py::test_helper", waived if on_helper_too else AC10)
     run.run_test("acceptance/test_ac11.py::test_small_air", AC11)
     return run.finish()
 
@@ -167,12 +204,13 @@ def test_expired_waiver_is_rejected_and_a_live_one_accepted(
 ) -> None:
     written = _waived_bundle(git_repo.path, "PR-B")
     body = pr_body(tmp_path, written.markdown)
-    code, out, _ = gate(capsys, *_args(body, written.path, "--gate", "PR-C"))
+    gates = declared_gates(tmp_path, "PR-A", "PR-B", "PR-C")
+    code, out, _ = gate(capsys, *_args(body, written.path, "--gate=PR-C", gates))
     assert code == 1
     assert out[0] == "AC-10: waiver to PR-B expired: this is gate PR-C, the AC must now pass on its own"
     assert "AC-10: outcome is skipped, not passed" in out
-    assert gate(capsys, *_args(body, written.path, "--gate", "PR-B"))[0] == 1
-    assert gate(capsys, *_args(body, written.path, "--gate", "PR-A"))[:2] == (
+    assert gate(capsys, *_args(body, written.path, "--gate=PR-B", gates))[0] == 1
+    assert gate(capsys, *_args(body, written.path, "--gate=PR-A", gates))[:2] == (
         0,
         ["specgate gate: accepted AC-10, AC-11"],
     )
@@ -182,16 +220,51 @@ def test_expired_waiver_is_rejected_and_a_live_one_accepted(
     )
 
 
+def test_a_waiver_on_one_helper_test_does_not_waive_the_ac(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    written = _waived_bundle(git_repo.path, "PR-C", on_helper_too=False)
+    body = pr_body(tmp_path, written.markdown)
+    code, out, _ = gate(
+        capsys, *_args(body, written.path, "--gate=PR-A", declared_gates(tmp_path, "PR-A", "PR-C"))
+    )
+    assert code == 1
+    assert out[0] == "AC-10: outcome is skipped, not passed"
+    assert out[1].startswith(
+        "AC-10: not qualifying under specgate.policy/1: waiver does not count: every test of AC-10 must "
+        "state the same waiver, not stated by acceptance/test_ac10.py::test_helper"
+    )
+
+
+def test_a_waiver_to_an_undeclared_gate_is_not_honoured(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    written = _waived_bundle(git_repo.path, "PR-ZZZ")
+    body = pr_body(tmp_path, written.markdown)
+    code, out, _ = gate(
+        capsys, *_args(body, written.path, "--gate=PR-A", declared_gates(tmp_path, "PR-A", "PR-B"))
+    )
+    assert code == 1
+    assert out[0] == (
+        "AC-10: waiver does not count: PR-ZZZ is not a declared gate; the project declares "
+        "[tool.specgate] gates = PR-A, PR-B"
+    )
+
+
 def test_numeric_gates_order_numerically(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     written = _waived_bundle(git_repo.path, "PR-10")
     body = pr_body(tmp_path, written.markdown)
-    assert gate(capsys, *_args(body, written.path, "--gate", "PR-9"))[0] == 0
-    assert gate(capsys, *_args(body, written.path, "--gate", "PR-10"))[0] == 1
-    code, _, err = gate(capsys, *_args(body, written.path, "--gate", "PR-C"))
-    assert code == 2 and "cannot order gate 'PR-10' against 'PR-C'" in err
-    assert f"{written.path / 'AC-10.json'}: waiver to 'PR-10'" in err, "the error names the record's file"
+    gates = declared_gates(tmp_path, "PR-9", "PR-10", "PR-11")
+    assert gate(capsys, *_args(body, written.path, "--gate=PR-9", gates))[0] == 0
+    assert gate(capsys, *_args(body, written.path, "--gate=PR-10", gates))[0] == 1
+    code, _, err = gate(capsys, *_args(body, written.path, "--gate=PR-C", gates))
+    assert code == 2
+    assert err == (
+        f"specgate gate: error: --gate: PR-C is not a declared gate; {tmp_path / 'gates-pyproject.toml'} "
+        "declares [tool.specgate] gates = PR-9, PR-10, PR-11\n"
+    )
 
 
 def test_duplicate_blocks_are_rejected(
@@ -213,11 +286,23 @@ def test_duplicate_blocks_are_rejected(
         ("manifest-not-json", "manifest.json: not valid JSON"),
         ("bad-require", "--require 'AC10': an AC id looks like AC-<n>[a-z] or FR-<n>[.<n>]"),
         ("bad-gate", "--gate: gate name 'release-1' is not orderable"),
-        ("bad-commit", "--commit 'xyz': expected 7 to 64 hex digits"),
+        ("bad-commit", "--commit 'xyz': expected the full 40-hex commit"),
+        ("short-commit", "--commit 'abcdef1': expected the full 40-hex commit; a prefix could match another"),
+        (
+            "no-commit",
+            "no commit to check the evidence against: pass --commit=<40-hex sha> (or set $GITHUB_SHA)",
+        ),
+        ("undeclared-gate", "--gate: PR-B is not a declared gate: "),
+        ("old-schema", "written as specgate.evidence/v1 by an older specgate; this gate reads"),
     ],
 )
 def test_bad_input_exits_2_naming_file_and_problem(
-    mutate: str, expected: str, bundle: WrittenBundle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    mutate: str,
+    expected: str,
+    bundle: WrittenBundle,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     body = pr_body(tmp_path, bundle.markdown)
     evidence = bundle.path
@@ -239,8 +324,142 @@ def test_bad_input_exits_2_naming_file_and_problem(
         extra = ["--gate", "release-1"]
     elif mutate == "bad-commit":
         extra = ["--commit", "xyz"]
-    code, out, err = gate(capsys, *_args(body, evidence, *extra))
+    elif mutate == "short-commit":
+        extra = ["--commit", "abcdef1"]
+    elif mutate == "undeclared-gate":
+        extra = ["--gate=PR-B", f"--pyproject={tmp_path / 'absent.toml'}"]
+    elif mutate == "old-schema":
+        markdown = reseal_bundle(
+            bundle.path,
+            {"AC-10": lambda record: record.update(schema="specgate.evidence/v1")},
+            rerender=False,
+        )
+        body = pr_body(tmp_path, markdown)
+    if mutate == "no-commit":
+        monkeypatch.delenv("GITHUB_SHA", raising=False)
+        code, out, err = gate(capsys, f"--pr-body={body}", f"--evidence={evidence}")
+    else:
+        code, out, err = gate(capsys, *_args(body, evidence, *extra))
     assert (code, out) == (2, [])
     assert err.startswith("specgate gate: error: ") and expected in err and err.count("\n") == 1
     if mutate in ("missing-body", "malformed-digest", "no-digest"):
         assert str(body) in err
+
+
+def _honest_real_engine_bundle(repo: Path, environ: dict[str, str] | None = None) -> WrittenBundle:
+    """A run whose every fact is the honest one: the probe's host, a real backend's engine fact
+    recorded through ``note_engine`` (the plugin's own path), a matched hardware marker."""
+    run = SyntheticRun(repo, environ if environ is not None else TEST_ENV, host_facts=M4_HOST_FACTS)
+    nodeid = "acceptance/test_ac10.py::test_speedup"
+    recorder = run.recorder(nodeid)
+    recorder.note_engine(REAL_ENGINE)
+    recorder.measure("median_speedup", 1.52, "x", at_least=1.4)
+    run.run_test(nodeid, AC10, recorder=recorder, hardware=M4_MATCHED, mode="required")
+    return run.finish()
+
+
+def test_an_honest_run_on_a_real_engine_is_accepted_with_json_and_step_summary(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written = _honest_real_engine_bundle(git_repo.path)
+    assert "**Verdict: PASSED · QUALIFYING**" in written.markdown
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    monkeypatch.setenv("GITHUB_SHA", git_repo.commit)
+    body = pr_body(tmp_path, written.markdown)
+    parser = argparse.ArgumentParser(prog="specgate gate")
+    configure_gate_parser(parser)
+    code = run_gate(parser.parse_args([f"--pr-body={body}", f"--evidence={written.path}", "--json"]))
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0
+    assert result == {
+        "schema": "specgate.gate-result/1",
+        "policy": "specgate.policy/1",
+        "commit": git_repo.commit,
+        "commit_source": "$GITHUB_SHA",
+        "gate": None,
+        "accepted": True,
+        "acs": [
+            {
+                "ac": "AC-10",
+                "accepted": True,
+                "waived": False,
+                "outcome": "passed",
+                "qualifying": True,
+                "reasons": [],
+                "problems": [],
+            }
+        ],
+    }
+    table = summary.read_text()
+    assert f"Policy specgate.policy/1; commit {git_repo.commit} (from $GITHUB_SHA); gate none" in table
+    assert "| AC-10 | PASSED · QUALIFYING | accepted | — |" in table
+
+
+def test_a_bundle_from_another_commit_is_rejected_against_github_sha(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    written = _honest_real_engine_bundle(git_repo.path)
+    monkeypatch.setenv("GITHUB_SHA", OTHER_COMMIT)
+    parser = argparse.ArgumentParser(prog="specgate gate")
+    configure_gate_parser(parser)
+    body = pr_body(tmp_path, written.markdown)
+    code = run_gate(parser.parse_args([f"--pr-body={body}", f"--evidence={written.path}"]))
+    assert code == 1
+    assert capsys.readouterr().out.splitlines() == [
+        f"specgate gate: policy specgate.policy/1; commit {OTHER_COMMIT} (from $GITHUB_SHA)",
+        f"AC-10: evidence is for commit {git_repo.commit}, not {OTHER_COMMIT}",
+    ]
+
+
+def test_a_record_edited_to_qualify_and_resealed_is_rejected_by_the_recomputation(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
+    recorder.note_engine({"backend": "mock", "model": "specgate-mock-target"})
+    run.run_test("acceptance/test_ac10.py::test_speedup", AC10, recorder=recorder)
+    written = run.finish()
+
+    def claim_qualifying(record: dict[str, Any]) -> None:
+        record.update(qualifying=True, not_qualifying_reasons=[])
+
+    markdown = reseal_bundle(written.path, {"AC-10": claim_qualifying})
+    assert verify_bundle(load_bundle(written.path)) == [], "the forgery is self-consistent"
+    only_ac10 = [f"--evidence={written.path}", "--require=AC-10", f"--commit={git_repo.commit}"]
+    code, out, _ = gate(capsys, f"--pr-body={pr_body(tmp_path, markdown)}", *only_ac10)
+    mock = (
+        "acceptance/test_ac10.py::test_speedup: ran on the built-in mock engine (specgate-mock-target), "
+        "a simulation: only a real engine's evidence qualifies"
+    )
+    assert (code, out) == (
+        1,
+        [
+            "AC-10: AC-10.json claims 'PASSED · QUALIFYING' but specgate.policy/1 recomputes "
+            "'PASSED · NOT QUALIFYING' from its facts",
+            f"AC-10: not qualifying under specgate.policy/1: {mock}",
+        ],
+    )
+    forged_verdict = markdown.replace("PASSED · NOT QUALIFYING", "PASSED · QUALIFYING")
+    code, out, _ = gate(capsys, f"--pr-body={pr_body(tmp_path, forged_verdict)}", *only_ac10)
+    assert code == 1 and out[0].startswith(
+        "AC-10: visible verdict 'PASSED · QUALIFYING' (PR body line 7) disagrees with the verdict "
+        "specgate.policy/1 recomputes: 'PASSED · NOT QUALIFYING'"
+    )
+
+
+def test_an_evidence_md_edited_and_resealed_is_rejected(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    written = qualifying_bundle(git_repo.path, TEST_ENV, diagnostic=True)
+
+    def claim_qualifying(record: dict[str, Any]) -> None:
+        record.update(qualifying=True, not_qualifying_reasons=[], mode="default")
+
+    markdown = reseal_bundle(written.path, {"AC-10": claim_qualifying}, rerender=False)
+    forged = markdown.replace("PASSED · NOT QUALIFYING", "PASSED · QUALIFYING")
+    (written.path / "evidence.md").write_text(forged)
+    reseal_bundle(written.path, {}, rerender=False)
+    code, out, _ = gate(capsys, *_args(pr_body(tmp_path, forged), written.path))
+    problem = "evidence.md is not what its records render (edited after writing)"
+    assert (code, out) == (1, [f"{ac}: bundle {written.path.name}: {problem}" for ac in ("AC-10", "AC-11")])

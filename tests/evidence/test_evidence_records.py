@@ -3,15 +3,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from evidence_testkit import PROBED_HOST
 
 from pytest_specgate.evidence import schema_problems
+from pytest_specgate.evidence._collector import changed_paths
+from pytest_specgate.evidence._policy import ac_outcome
 from pytest_specgate.evidence._records import (
     ExecutedOutcome,
     ExecutedTest,
     PhaseResult,
     RunFacts,
+    SelectionFacts,
     SourceState,
-    ac_outcome,
     build_ac_record,
     fold_outcome,
     longrepr_message,
@@ -81,8 +84,9 @@ def _run(**changes: Any) -> RunFacts:
         "diagnostic": False,
         "allow_dirty": False,
         "interrupted": False,
-        "source": SourceState(commit=COMMIT, dirty=False, problem=None),
+        "source": SourceState(commit=COMMIT, dirty=False, problem=None, changed_files=()),
         "host_facts": {"os": "linux"},
+        "host_provenance": PROBED_HOST,
         "host_summary": "linux x86_64",
         "versions": {"python": "3.11", "pytest": "9", "specgate": "0.1.0"},
     }
@@ -98,6 +102,7 @@ def _test(nodeid: str = "t.py::a", outcome: ExecutedOutcome = "passed", **proper
         "measurements": [],
         "attachments": [],
         "notes": {},
+        "engines": [],
     }
     payload.update(properties)
     return ExecutedTest(
@@ -128,8 +133,12 @@ def test_clean_passing_ac_qualifies_and_matches_the_schema() -> None:
             _test(),
             "source commit unknown: not a git",
         ),
-        (_run(source=SourceState(COMMIT, True, None)), _test(), "working tree has uncommitted changes"),
-        (_run(session_reasons=("--specgate-duration-scale 0.02 is not 1",)), _test(), "duration-scale 0.02"),
+        (
+            _run(source=SourceState(COMMIT, True, None, ("spec.py",))),
+            _test(),
+            f"working tree differs from {COMMIT[:12]} in spec.py",
+        ),
+        (_run(duration_scale=0.02), _test(), "--specgate-duration-scale 0.02 is not 1"),
         (_run(), _test(outcome="skipped"), "t.py::a: skipped"),
         (
             _run(),
@@ -158,19 +167,51 @@ def test_every_disqualifier_is_named(run: RunFacts, test: ExecutedTest, reason: 
 
 def test_dirty_tree_qualifies_with_allow_dirty() -> None:
     record = build_ac_record(
-        "AC-10", [_test()], _run(source=SourceState(COMMIT, True, None), allow_dirty=True)
+        "AC-10", [_test()], _run(source=SourceState(COMMIT, True, None, ("spec.py",)), allow_dirty=True)
     )
     assert record["qualifying"] is True and record["source"]["dirty"] is True
 
 
-def test_tests_are_ordered_by_nodeid_and_disagreeing_markers_disqualify() -> None:
+def test_tests_are_ordered_by_nodeid_and_a_waiver_on_one_test_does_not_count() -> None:
     waived = {"id": "AC-10", "spec": "SPEC-028", "title": "t", "waived_to": "PR-C", "reason": "later"}
     record = build_ac_record("AC-10", [_test("t.py::b", ac=waived), _test("t.py::a")], _run())
     assert [test["nodeid"] for test in record["tests"]] == ["t.py::a", "t.py::b"]
-    assert "tests of this AC disagree on waived_to, reason" in record["not_qualifying_reasons"]
+    assert record["waiver"] is None and record["tests"][1]["waiver"] == {"to": "PR-C", "reason": "later"}
+    assert (
+        "waiver does not count: every test of AC-10 must state the same waiver, not stated by t.py::a"
+        in record["not_qualifying_reasons"]
+    )
+
+
+def test_a_deselected_or_unreached_test_makes_the_ac_incomplete() -> None:
+    selection = SelectionFacts(
+        args=("tests",),
+        keyword="speed",
+        selected={"t.py::a": "AC-10", "t.py::late": "AC-10", "t.py::other": "AC-11"},
+        deselected={"t.py::slow": "AC-10", "t.py::x": "AC-11"},
+    )
+    record = build_ac_record("AC-10", [_test()], _run(selection=selection))
+    assert record["outcome"] == "incomplete" and record["qualifying"] is False
+    assert record["completeness"] == {
+        "complete": False,
+        "deselected": ["t.py::slow"],
+        "not_reached": ["t.py::late"],
+        "skipped": [],
+        "selection": {"args": ["tests"], "keyword": "speed", "markexpr": None},
+    }
+    assert record["not_qualifying_reasons"] == [
+        "incomplete: 1 test(s) of AC-10 deselected: t.py::slow (selection: args tests; -k 'speed')",
+        "incomplete: 1 test(s) of AC-10 not reached: t.py::late (selection: args tests; -k 'speed')",
+    ]
 
 
 def test_schema_rejects_a_record_missing_a_field() -> None:
     record = build_ac_record("AC-10", [_test()], _run())
     del record["qualifying"]
     assert any("'qualifying' is a required property" in problem for problem in schema_problems(record))
+
+
+def test_changed_paths_read_git_status_including_both_sides_of_a_rename() -> None:
+    status = " M spec.py\0R  new name.py\0old name.py\0?? conftest.py\0"
+    assert changed_paths(status) == ("conftest.py", "new name.py", "old name.py", "spec.py")
+    assert changed_paths("") == ()

@@ -21,12 +21,23 @@ from cryptography.hazmat.primitives.serialization import (
     PrivateFormat,
     PublicFormat,
 )
-from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun, cli, git
+from evidence_testkit import (
+    AC10,
+    AC11,
+    M4_HOST_FACTS,
+    TEST_ENV,
+    GitRepo,
+    SyntheticRun,
+    cli,
+    git,
+    reseal_bundle,
+)
 
 from pytest_specgate.evidence import WrittenBundle, build_redactor, evaluate_gate, load_bundle, verify_bundle
-from pytest_specgate.evidence._bundle import SIGNATURE_NAME, file_entry, manifest_document
+from pytest_specgate.evidence._bundle import SIGNATURE_NAME
+from pytest_specgate.evidence._gate import CommitChoice
+from pytest_specgate.evidence._gates import declared_gates
 from pytest_specgate.evidence._jsonio import pretty_json
-from pytest_specgate.evidence._markdown import render_markdown
 from pytest_specgate.evidence._signing import (
     PASSPHRASE_ENV,
     SigningError,
@@ -110,7 +121,7 @@ class Setup:
 
 def hardware_bundle(repo: GitRepo) -> WrittenBundle:
     """AC-10 ran on a matched m4-16gb host (under a policy only its signature can fail); AC-11 no hardware."""
-    run = SyntheticRun(repo.path, TEST_ENV)
+    run = SyntheticRun(repo.path, TEST_ENV, host_facts=M4_HOST_FACTS)
     recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
     recorder.measure("median_speedup", 1.52, "x", at_least=1.4)
     recorder.attach("server.log", b"ready on 127.0.0.1:8000\n")
@@ -138,10 +149,13 @@ def sign(bundle: Path, key: Key) -> None:
 
 
 def gate_problems(setup: Setup, policy: TrustPolicy | None) -> list[str]:
-    verdict = evaluate_gate(
-        setup.pr_body, [setup.repo.path / "out"], ["AC-10", "AC-11"], setup.repo.commit, None, policy
-    )
+    evidence, commit = [setup.repo.path / "out"], full(setup.repo.commit)
+    verdict = evaluate_gate(setup.pr_body, evidence, ["AC-10", "AC-11"], commit, trust_policy=policy)
     return list(verdict.problems)
+
+
+def full(commit: str) -> CommitChoice:
+    return CommitChoice(commit, "--commit")
 
 
 def keyid(setup: Setup, key: Key) -> str:
@@ -215,21 +229,7 @@ def test_signed_by_a_key_enrolled_for_another_profile_is_rejected(setup: Setup) 
 
 def forge(setup: Setup, edit: Any) -> None:
     """Edit AC-10.json, then recompute manifest, evidence.md and the PR body with the package's helpers."""
-    bundle = setup.bundle.path
-    record = json.loads((bundle / "AC-10.json").read_text())
-    edit(record)
-    (bundle / "AC-10.json").write_text(pretty_json(record))
-    manifest = json.loads((bundle / "manifest.json").read_text())
-    run_id, version = manifest["run_id"], manifest["specgate"]
-    files = {name: file_entry((bundle / name).read_bytes()) for name in manifest["files"]
-             if name != "evidence.md"}
-    records = [json.loads((bundle / f"{ac}.json").read_text()) for ac in ("AC-10", "AC-11")]
-    digest = manifest_document(run_id, files, version)["bundle_sha256"]
-    markdown = render_markdown([(r, files[f"{r['ac']['id']}.json"].sha256) for r in records], digest)
-    (bundle / "evidence.md").write_text(markdown)
-    files["evidence.md"] = file_entry(markdown.encode())
-    (bundle / "manifest.json").write_text(pretty_json(manifest_document(run_id, files, version)))
-    setup.pr_body.write_text(markdown)
+    setup.pr_body.write_text(reseal_bundle(setup.bundle.path, {"AC-10": edit}))
 
 
 def test_forged_and_remanifested_bundle_passes_unkeyed_checks_but_not_the_policy(setup: Setup) -> None:
@@ -362,7 +362,7 @@ def test_sign_and_gate_commands(setup: Setup, tmp_path: Path, capsys: pytest.Cap
     gate_args = ["--pr-body", str(setup.pr_body), "--evidence", str(setup.repo.path / "out"),
                  "--require", "AC-10", "--commit", setup.repo.commit, f"--trust-policy={policy}"]
     code, out, err = cli(capsys, configure_gate_parser, run_gate, *gate_args)
-    assert code == 1 and out.startswith("AC-10: hardware profile m4-16gb: unsigned")
+    assert code == 1 and out.splitlines()[1].startswith("AC-10: hardware profile m4-16gb: unsigned")
     assert f"trust policy {policy} (2 signers)" in err
     code, out, _ = cli(capsys, configure_sign_parser, run_sign, str(setup.repo.path / "out"),
                         f"--key={setup.desk_m4.path}")
@@ -370,7 +370,7 @@ def test_sign_and_gate_commands(setup: Setup, tmp_path: Path, capsys: pytest.Cap
     assert out.startswith(f"specgate sign: {setup.bundle.path / SIGNATURE_NAME} signed by SHA256:")
     assert f"commit {setup.repo.commit}" in out
     code, out, _ = cli(capsys, configure_gate_parser, run_gate, *gate_args)
-    assert (code, out) == (0, "specgate gate: accepted AC-10\n")
+    assert (code, out.splitlines()[1:]) == (0, ["specgate gate: accepted AC-10"])
     rsa = ssh_key(tmp_path, "id_rsa", kind="rsa")
     code, _, err = cli(capsys, configure_sign_parser, run_sign, str(setup.bundle.path), f"--key={rsa.path}")
     assert (code, err) == (2, f"specgate sign: error: {rsa.path}: key type RSA; specgate signs with Ed25519 "
@@ -462,12 +462,14 @@ def test_ci_key_without_profiles_vouches_for_a_waived_skipped_hardware_ac_but_no
     sign(bundle.path, ci)
     body = tmp_path / "PR.md"
     body.write_text(bundle.markdown)
-    verdict = evaluate_gate(body, [bundle.path], ["AC-10", "AC-11"], git_repo.commit, "PR-B", policy)
+    gates = declared_gates(["PR-A", "PR-B", "PR-C"], "test")
+    commit = full(git_repo.commit)
+    verdict = evaluate_gate(body, [bundle.path], ["AC-10", "AC-11"], commit, gates[1], gates, policy)
     assert (verdict.accepted, verdict.problems) == (("AC-10", "AC-11"), ())
     ran = hardware_bundle(git_repo)
     sign(ran.path, ci)
     body.write_text(ran.markdown)
-    verdict = evaluate_gate(body, [ran.path], ["AC-10", "AC-11"], git_repo.commit, None, policy)
+    verdict = evaluate_gate(body, [ran.path], ["AC-10", "AC-11"], commit, trust_policy=policy)
     assert verdict.accepted == ("AC-11",)
     assert verdict.problems[0].startswith("AC-10: hardware profile m4-16gb: signed by ci (SHA256:")
 
@@ -475,14 +477,14 @@ def test_ci_key_without_profiles_vouches_for_a_waived_skipped_hardware_ac_but_no
 def test_hardware_named_by_no_profile_cannot_be_vouched_for(git_repo: GitRepo, tmp_path: Path) -> None:
     desk = pem_key(tmp_path, "desk")
     policy = load_trust_policy(write_policy(tmp_path, {"desk-m4": (desk, ["m4-16gb"])}))
-    run = SyntheticRun(git_repo.path, TEST_ENV)
+    run = SyntheticRun(git_repo.path, TEST_ENV, host_facts=M4_HOST_FACTS)
     inline = {**M4_HARDWARE, "profile": None, "requirement": {"apple": "M4"}}
     run.run_test("acceptance/test_ac10.py::test_speedup", AC10, hardware=inline)
     bundle = run.finish()
     sign(bundle.path, desk)
     body = tmp_path / "PR.md"
     body.write_text(bundle.markdown)
-    verdict = evaluate_gate(body, [bundle.path], ["AC-10"], git_repo.commit, None, policy)
+    verdict = evaluate_gate(body, [bundle.path], ["AC-10"], full(git_repo.commit), trust_policy=policy)
     assert verdict.problems == (
         "AC-10: acceptance/test_ac10.py::test_speedup ran on hardware no host profile names, and the "
         "trust policy enrolls signers per profile: name a [tool.specgate.hosts] profile in its "

@@ -110,12 +110,14 @@ def test_three_hosts_merge_and_the_action_gates_each_ac(
     assert gated.stderr == (
         "specgate gate: no trust policy ([tool.specgate.trust]): signatures were not checked\n"
     )
+    assert lines[1] == f"specgate gate: policy specgate.policy/1; commit {commit} (from --commit)"
     if gated.returncode == 0:
-        assert lines[1:] == ["specgate gate: accepted AC-10, AC-11, AC-12"]
+        assert lines[2:] == ["specgate gate: accepted AC-10, AC-11, AC-12"]
     else:
         assert gated.returncode == 1
-        assert {line.split(":")[0] for line in lines[1:]} == set(AC_OF_PROFILE.values())
-        assert all(line.split(": ", 1)[1].startswith("not qualifying: ") for line in lines[1:]), lines
+        assert {line.split(":")[0] for line in lines[2:]} == set(AC_OF_PROFILE.values())
+        judged = ("not qualifying under specgate.policy/1: ", "outcome is ")
+        assert all(line.split(": ", 1)[1].startswith(judged) for line in lines[2:]), lines
 
 
 def test_the_example_workflow_runs_each_profile_on_its_runner_and_gates_with_the_action() -> None:

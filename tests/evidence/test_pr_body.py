@@ -143,21 +143,24 @@ def _quoted(markdown: str) -> str:
 
 
 def test_gate_reads_the_body_from_stdin(
-    bundle: WrittenBundle, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    bundle: WrittenBundle, git_repo: GitRepo, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr("sys.stdin", io.StringIO(bundle.markdown.replace("\n", "\r\n")))
-    code, out, _ = gate(capsys, "--pr-body=-", f"--evidence={bundle.path}", "--require=AC-10")
+    code, out, _ = gate(capsys, "--pr-body=-", f"--evidence={bundle.path}", "--require=AC-10",
+                        f"--commit={git_repo.commit}")
     assert (code, out) == (0, ["specgate gate: accepted AC-10"])
 
 
 def test_gate_reads_the_body_from_the_github_event(
-    bundle: WrittenBundle, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    bundle: WrittenBundle, git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     event = tmp_path / "event.json"
     body = "## Summary\r\n\r\nSPEC-028.\r\n\r\n" + _quoted(bundle.markdown).replace("## AC-", "### AC-")
     event.write_text(json.dumps({"action": "opened", "pull_request": {"number": 7, "body": body}}))
     monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
+    monkeypatch.setenv("GITHUB_SHA", git_repo.commit)
     code, out, _ = gate(capsys, "--pr-body-from-event", f"--evidence={bundle.path}",
                          "--require=AC-10", "--require=AC-11")
     assert (code, out) == (0, ["specgate gate: accepted AC-10, AC-11"])
@@ -181,13 +184,13 @@ def test_gate_on_an_event_without_a_pull_request_exits_2(
 
 
 def test_gate_names_a_required_block_found_only_in_a_comment(
-    bundle: WrittenBundle, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    bundle: WrittenBundle, git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ac10, ac11 = bundle.markdown.split("## AC-11 evidence")
     body = tmp_path / "PR.md"
     body.write_text(f"{ac10}<!-- reviewers: skip this\n## AC-11 evidence{ac11}-->\n")
     code, out, _ = gate(capsys, f"--pr-body={body}", f"--evidence={bundle.path}",
-                         "--require=AC-10", "--require=AC-11")
+                         "--require=AC-10", "--require=AC-11", f"--commit={git_repo.commit}")
     hidden_line = ac10.count("\n") + 2
     assert (code, out) == (1, [
         "AC-11: no visible '## AC-11 evidence' block in the PR body: it was found only where a "

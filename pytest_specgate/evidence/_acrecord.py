@@ -1,0 +1,301 @@
+"""The AC record as a typed value: one ``from_json`` that validates once.
+
+The collector, the gate, ``render`` and ``merge`` all read records through :meth:`AcRecord.from_json`,
+so a fact is read in one place, with one meaning, after the JSON Schema accepted the document.
+Optional facts stay ``None`` when absent: the policy treats unknown as "does not qualify".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal, cast
+
+from pytest_specgate.evidence._jsonio import JsonValue
+from pytest_specgate.evidence._recorder import threshold_verdict
+
+SCHEMA_ID = "specgate.evidence/v2"
+OLDER_SCHEMA_IDS = frozenset({"specgate.evidence/v1"})
+
+AcOutcome = Literal["passed", "failed", "skipped", "incomplete"]
+RunModeName = Literal["default", "required", "diagnostic"]
+
+
+class RecordError(Exception):
+    """A record that is not a valid ``specgate.evidence/v2`` document: names where and what."""
+
+
+@dataclass(frozen=True)
+class AcInfo:
+    id: str
+    spec: str | None
+    title: str | None
+
+
+@dataclass(frozen=True)
+class Waiver:
+    to: str
+    reason: str
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        return {"to": self.to, "reason": self.reason}
+
+
+@dataclass(frozen=True)
+class HardwareFact:
+    """The hardware verdict the runner computed for one test, and the requirement it checked."""
+
+    matched: bool
+    reasons: tuple[str, ...]
+    profile: str | None
+    requirement: Mapping[str, JsonValue] | None
+
+
+@dataclass(frozen=True)
+class EngineFact:
+    """An engine the plugin recorded for a test; ``None`` where the record does not say."""
+
+    backend: str
+    model: str | None
+    simulated: bool | None
+    loopback: bool | None
+    version_known: bool | None
+
+
+@dataclass(frozen=True)
+class TestEntry:
+    nodeid: str
+    outcome: str
+    message: str | None
+    mode: RunModeName
+    hardware: HardwareFact | None
+    waiver: Waiver | None
+    engines: tuple[EngineFact, ...] | None
+
+
+@dataclass(frozen=True)
+class MeasurementRow:
+    nodeid: str
+    name: str
+    value: float | str
+    unit: str | None
+    at_least: float | None
+    at_most: float | None
+
+    def miss(self) -> str | None:
+        """Why the value misses its bounds, recomputed (a non-number misses any bound), else None."""
+        value = float(self.value) if isinstance(self.value, int | float) else math.nan
+        return threshold_verdict(value, self.at_least, self.at_most)
+
+
+@dataclass(frozen=True)
+class AttachmentRow:
+    nodeid: str
+    name: str
+    path: str
+    stored: bool
+
+
+@dataclass(frozen=True)
+class ToolFact:
+    name: str
+    path: str | None
+    system_location: bool
+
+
+@dataclass(frozen=True)
+class HostProvenance:
+    origin: str
+    simulated: bool
+    detail: str | None
+    tools: tuple[ToolFact, ...]
+
+
+@dataclass(frozen=True)
+class HostInfo:
+    summary: str
+    facts: Mapping[str, JsonValue]
+    provenance: HostProvenance | None
+
+
+@dataclass(frozen=True)
+class SourceInfo:
+    commit: str | None
+    dirty: bool | None
+    allow_dirty: bool
+    problem: str | None
+    changed_files: tuple[str, ...] | None
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    id: str
+    diagnostic: bool
+    interrupted: bool
+    duration_scale: float | None
+
+
+@dataclass(frozen=True)
+class Selection:
+    args: tuple[str, ...]
+    keyword: str | None
+    markexpr: str | None
+
+
+@dataclass(frozen=True)
+class Completeness:
+    deselected: tuple[str, ...]
+    not_reached: tuple[str, ...]
+    skipped: tuple[str, ...]
+    selection: Selection
+
+
+@dataclass(frozen=True)
+class AcRecord:
+    """One AC's evidence; ``document`` is the JSON it was read from, for writing it back unchanged."""
+
+    policy: str
+    ac: AcInfo
+    outcome: AcOutcome
+    qualifying: bool
+    reasons: tuple[str, ...]
+    mode: RunModeName
+    waiver: Waiver | None
+    tests: tuple[TestEntry, ...]
+    measurements: tuple[MeasurementRow, ...]
+    attachments: tuple[AttachmentRow, ...]
+    host: HostInfo
+    source: SourceInfo
+    run: RunInfo
+    completeness: Completeness
+    document: Mapping[str, JsonValue]
+
+    @classmethod
+    def from_json(cls, data: JsonValue, where: str) -> AcRecord:
+        """Validate ``data`` against the schema, then build the tree (no further checks needed)."""
+        from pytest_specgate.evidence._bundle import schema_problems
+
+        schema = data.get("schema") if isinstance(data, Mapping) else None
+        if schema in OLDER_SCHEMA_IDS:
+            raise RecordError(
+                f"{where}: written as {schema} by an older specgate; this gate reads {SCHEMA_ID}: "
+                "rerun the specs to write a new bundle"
+            )
+        problems = schema_problems(data)
+        if problems or not isinstance(data, Mapping):
+            raise RecordError(
+                f"{where}: not a valid {SCHEMA_ID} record: {(problems or ['not an object'])[0]}"
+            )
+        return _record(data)
+
+
+def _waiver(value: JsonValue) -> Waiver | None:
+    return None if value is None else Waiver(to=value["to"], reason=value["reason"])
+
+
+def _number(value: JsonValue) -> float | None:
+    return None if value is None else float(value)
+
+
+def _engine(value: Mapping[str, JsonValue]) -> EngineFact:
+    return EngineFact(
+        backend=value["backend"],
+        model=value.get("model"),
+        simulated=value.get("simulated"),
+        loopback=value.get("loopback"),
+        version_known=value.get("version_known"),
+    )
+
+
+def _test(value: Mapping[str, JsonValue]) -> TestEntry:
+    hardware = value["hardware"]
+    engines = value["engines"]
+    return TestEntry(
+        nodeid=value["nodeid"],
+        outcome=value["outcome"],
+        message=value["message"],
+        mode=value["mode"],
+        hardware=None
+        if hardware is None
+        else HardwareFact(
+            matched=hardware["matched"],
+            reasons=tuple(hardware["reasons"]),
+            profile=hardware.get("profile"),
+            requirement=hardware.get("requirement"),
+        ),
+        waiver=_waiver(value["waiver"]),
+        engines=None if engines is None else tuple(_engine(engine) for engine in engines),
+    )
+
+
+def _provenance(value: JsonValue) -> HostProvenance | None:
+    if value is None:
+        return None
+    return HostProvenance(
+        origin=value["origin"],
+        simulated=value["simulated"],
+        detail=value.get("detail"),
+        tools=tuple(
+            ToolFact(name=tool["name"], path=tool["path"], system_location=tool["system_location"])
+            for tool in value["tools"]
+        ),
+    )
+
+
+def _record(data: Mapping[str, JsonValue]) -> AcRecord:
+    source, run, completeness = data["source"], data["run"], data["completeness"]
+    selection = completeness["selection"]
+    changed = source["changed_files"]
+    return AcRecord(
+        policy=data["policy"],
+        ac=AcInfo(id=data["ac"]["id"], spec=data["ac"]["spec"], title=data["ac"]["title"]),
+        outcome=cast("AcOutcome", data["outcome"]),
+        qualifying=data["qualifying"],
+        reasons=tuple(data["not_qualifying_reasons"]),
+        mode=data["mode"],
+        waiver=_waiver(data["waiver"]),
+        tests=tuple(_test(test) for test in data["tests"]),
+        measurements=tuple(
+            MeasurementRow(
+                nodeid=row["nodeid"],
+                name=row["name"],
+                value=row["value"],
+                unit=row["unit"],
+                at_least=_number(row["at_least"]),
+                at_most=_number(row["at_most"]),
+            )
+            for row in data["measurements"]
+        ),
+        attachments=tuple(
+            AttachmentRow(nodeid=row["nodeid"], name=row["name"], path=row["path"], stored=row["stored"])
+            for row in data["attachments"]
+        ),
+        host=HostInfo(
+            summary=data["host"]["summary"],
+            facts=data["host"]["facts"],
+            provenance=_provenance(data["host"]["provenance"]),
+        ),
+        source=SourceInfo(
+            commit=source["commit"],
+            dirty=source["dirty"],
+            allow_dirty=source["allow_dirty"],
+            problem=source["problem"],
+            changed_files=None if changed is None else tuple(changed),
+        ),
+        run=RunInfo(
+            id=run["id"],
+            diagnostic=run["diagnostic"],
+            interrupted=run["interrupted"],
+            duration_scale=_number(run["duration_scale"]),
+        ),
+        completeness=Completeness(
+            deselected=tuple(completeness["deselected"]),
+            not_reached=tuple(completeness["not_reached"]),
+            skipped=tuple(completeness["skipped"]),
+            selection=Selection(
+                args=tuple(selection["args"]), keyword=selection["keyword"], markexpr=selection["markexpr"]
+            ),
+        ),
+        document=data,
+    )

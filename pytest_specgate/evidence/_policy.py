@@ -1,0 +1,247 @@
+"""The verdict policy: whether an AC record's evidence qualifies, derived only from its facts.
+
+A bundle is written by whoever wants the merge, so the ``qualifying`` flag and reasons a record
+carries are a courtesy to readers, never an input. The collector writes them from :func:`judge`,
+and the gate calls :func:`judge` again on what it reads, under the policy version it prints.
+Every rule reads facts (outcomes, values and bounds, provenance, selection), never a ``passed``
+flag; a fact the record does not state counts against qualification.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from pytest_specgate.evidence._acrecord import (
+    AcOutcome,
+    AcRecord,
+    EngineFact,
+    HardwareFact,
+    TestEntry,
+    Waiver,
+)
+from pytest_specgate.evidence._jsonio import JsonValue
+
+POLICY_VERSION = "specgate.policy/1"
+SIMULATED_BACKENDS = frozenset({"mock"})
+_FAILING = frozenset({"failed", "error", "xpassed"})
+_NOT_RUN = frozenset({"skipped", "xfailed"})
+
+
+@dataclass(frozen=True)
+class PolicyVerdict:
+    """``waiver`` is the waiver that counts: stated alike by every test of the AC, else None."""
+
+    qualifying: bool
+    reasons: tuple[str, ...]
+    outcome: AcOutcome
+    mode: str
+    waiver: Waiver | None
+    policy: str = POLICY_VERSION
+
+    @property
+    def label(self) -> str:
+        """The verdict as the PR-body block shows it: ``PASSED · QUALIFYING``."""
+        return f"{self.outcome.upper()} · {'QUALIFYING' if self.qualifying else 'NOT QUALIFYING'}"
+
+
+def ac_outcome(outcomes: Iterable[str]) -> AcOutcome:
+    """An AC passes only when every one of its tests passed."""
+    seen = set(outcomes)
+    if seen & _FAILING:
+        return "failed"
+    if "interrupted" in seen:
+        return "incomplete"
+    if seen & _NOT_RUN or not seen:
+        return "skipped"
+    return "passed"
+
+
+def judge(record: AcRecord) -> PolicyVerdict:
+    """The verdict of ``record`` under :data:`POLICY_VERSION`; every reason names its fact."""
+    mode = _mode(record)
+    waiver, waiver_reasons = _effective_waiver(record)
+    reasons = [
+        *_run_reasons(record, mode),
+        *_host_reasons(record),
+        *_source_reasons(record),
+        *_completeness_reasons(record),
+        *waiver_reasons,
+    ]
+    for test in record.tests:
+        reasons += _test_reasons(test, record.host.facts)
+    for row in record.measurements:
+        missed = row.miss()
+        if missed is not None:
+            shown = f"{row.value}" + (f" {row.unit}" if row.unit else "")
+            reasons.append(f"{row.nodeid}: {row.name} = {shown} {missed}")
+    reasons += [
+        f"attachment {row.name} of {row.nodeid} is missing from the staging area"
+        for row in record.attachments
+        if not row.stored
+    ]
+    outcome = ac_outcome(test.outcome for test in record.tests)
+    if outcome == "passed" and not _complete(record):
+        outcome = "incomplete"
+    # Two engines of one configuration (a pooled one and a booted baseline) give one reason.
+    unique = tuple(dict.fromkeys(reasons))
+    return PolicyVerdict(qualifying=not unique, reasons=unique, outcome=outcome, mode=mode, waiver=waiver)
+
+
+def _mode(record: AcRecord) -> str:
+    modes = {test.mode for test in record.tests}
+    if record.run.diagnostic or "diagnostic" in modes:
+        return "diagnostic"
+    return "required" if "required" in modes else "default"
+
+
+def _run_reasons(record: AcRecord, mode: str) -> list[str]:
+    reasons = []
+    if mode == "diagnostic":
+        reasons.append("diagnostic run: evidence from --specgate-diagnostic never qualifies")
+    scale = record.run.duration_scale
+    if scale is None:
+        reasons.append("duration scale unknown: the record does not say whether durations were shortened")
+    elif scale != 1:
+        reasons.append(f"--specgate-duration-scale {scale:g} is not 1: durations were shortened")
+    if record.run.interrupted:
+        reasons.append("the run was interrupted before it finished")
+    return reasons
+
+
+def _host_reasons(record: AcRecord) -> list[str]:
+    provenance = record.host.provenance
+    if provenance is None:
+        return ["host provenance unknown: the record does not say where its host facts came from"]
+    reasons = []
+    if provenance.simulated or provenance.origin != "probe":
+        detail = f" {provenance.detail}" if provenance.detail else ""
+        reasons.append(
+            f"host facts simulated ({provenance.origin}{detail}): only the unedited probe qualifies"
+        )
+    reasons += [
+        f"host tool {tool.name} at {tool.path or 'an unknown path'} is outside the system's own locations"
+        for tool in provenance.tools
+        if not tool.system_location
+    ]
+    return reasons
+
+
+def _source_reasons(record: AcRecord) -> list[str]:
+    source = record.source
+    if source.commit is None:
+        return [f"source commit unknown: {source.problem or 'no git commit'}"]
+    if source.allow_dirty:
+        return []
+    if source.changed_files:
+        shown = ", ".join(source.changed_files)
+        return [
+            f"working tree differs from {source.commit[:12]} in {shown} (--specgate-allow-dirty not given)"
+        ]
+    if source.dirty:
+        return ["working tree has uncommitted changes (--specgate-allow-dirty not given)"]
+    if source.dirty is None or source.changed_files is None:
+        return ["source state unknown: the record does not say which files differ from the commit"]
+    return []
+
+
+def _complete(record: AcRecord) -> bool:
+    completeness = record.completeness
+    skipped = [test for test in record.tests if test.outcome in _NOT_RUN]
+    return not (completeness.deselected or completeness.not_reached or completeness.skipped or skipped)
+
+
+def _completeness_reasons(record: AcRecord) -> list[str]:
+    completeness = record.completeness
+    selection = completeness.selection
+    used = [f"args {' '.join(selection.args)}" if selection.args else "no args"]
+    used += [f"-k {selection.keyword!r}"] if selection.keyword else []
+    used += [f"-m {selection.markexpr!r}"] if selection.markexpr else []
+    reasons = []
+    for what, nodeids in (("deselected", completeness.deselected), ("not reached", completeness.not_reached)):
+        if nodeids:
+            reasons.append(
+                f"incomplete: {len(nodeids)} test(s) of {record.ac.id} {what}: {', '.join(nodeids)} "
+                f"(selection: {'; '.join(used)})"
+            )
+    return reasons
+
+
+def _effective_waiver(record: AcRecord) -> tuple[Waiver | None, list[str]]:
+    stated = {test.waiver for test in record.tests}
+    if stated == {None}:
+        return None, []
+    unseen = record.completeness.deselected + record.completeness.not_reached
+    if unseen:
+        return None, [
+            f"waiver does not count: {len(unseen)} test(s) of {record.ac.id} did not run, so whether "
+            f"they state it is unknown: {', '.join(unseen)}"
+        ]
+    if len(stated) == 1:
+        (waiver,) = stated
+        return waiver, []
+    without = [test.nodeid for test in record.tests if test.waiver is None]
+    targets = sorted({f"{waiver.to} ({waiver.reason})" for waiver in stated if waiver is not None})
+    detail = f"not stated by {', '.join(without)}" if without else f"tests state {'; '.join(targets)}"
+    return None, [f"waiver does not count: every test of {record.ac.id} must state the same waiver, {detail}"]
+
+
+def _test_reasons(test: TestEntry, host_facts: Mapping[str, JsonValue]) -> list[str]:
+    reasons = [f"{test.nodeid}: {why}" for why in _hardware_reasons(test.hardware, host_facts)]
+    if test.engines is None:
+        reasons.append(f"{test.nodeid}: engines unknown: the plugin wrote no engine facts for this test")
+    for engine in test.engines or ():
+        reasons += [f"{test.nodeid}: {why}" for why in _engine_reasons(engine, test.hardware is not None)]
+    if test.outcome != "passed":
+        reasons.append(f"{test.nodeid}: {test.outcome}" + (f": {test.message}" if test.message else ""))
+    return reasons
+
+
+def _hardware_reasons(hardware: HardwareFact | None, host_facts: Mapping[str, JsonValue]) -> list[str]:
+    """The runner's verdict, then the same requirement matched again against the recorded facts.
+
+    The opt-in environment variable is not recorded, so only the runner's verdict speaks for it.
+    """
+    if hardware is None:
+        return []
+    if not hardware.matched:
+        return [f"hardware requirement not met: {'; '.join(hardware.reasons) or 'no reason given'}"]
+    if hardware.requirement is None:
+        return ["hardware requirement not recorded: its verdict cannot be recomputed"]
+    from pytest_specgate.hardware import RequirementError, evaluate_requirement, requirement_from_dict
+    from pytest_specgate.host import HostFactsError, host_facts_from_dict
+
+    try:
+        requirement = requirement_from_dict(hardware.requirement)
+        host = host_facts_from_dict(host_facts, where="recorded host facts")
+    except (RequirementError, HostFactsError) as error:
+        return [f"hardware verdict cannot be recomputed: {error}"]
+    recomputed = evaluate_requirement(requirement, host, {requirement.env: "1"} if requirement.env else {})
+    if recomputed.matched:
+        return []
+    return [f"hardware requirement not met by the recorded host facts: {'; '.join(recomputed.reasons)}"]
+
+
+def _engine_reasons(engine: EngineFact, hardware_checked_here: bool) -> list[str]:
+    name = f"{engine.backend} engine" + (f" {engine.model}" if engine.model else "")
+    if engine.backend in SIMULATED_BACKENDS:
+        return [
+            f"ran on the built-in mock engine ({engine.model}), a simulation: only a real engine's "
+            "evidence qualifies"
+        ]
+    if engine.simulated is None:
+        return [f"{name}: the record does not say whether it is simulated"]
+    if engine.simulated:
+        return [
+            f"{name} is the built-in mock behind another backend, a simulation: only a real engine's "
+            "evidence qualifies"
+        ]
+    reasons = []
+    if engine.version_known is not True:
+        reasons.append(f"{name}: version unknown: a real backend must report its version")
+    if hardware_checked_here and engine.loopback is not True:
+        where = "not on loopback" if engine.loopback is False else "of unknown address"
+        reasons.append(
+            f"{name} is {where}: the hardware marker was checked on this runner, not on the host that served"
+        )
+    return reasons

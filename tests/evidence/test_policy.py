@@ -1,0 +1,201 @@
+"""The verdict policy judges facts only: each rule, the fail-closed defaults, and what it ignores."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from evidence_testkit import M4_HOST_FACTS, M4_MATCHED, PROBED_HOST, REAL_ENGINE
+
+from pytest_specgate.evidence import POLICY_VERSION, AcRecord, RecordError, judge
+from pytest_specgate.evidence._acrecord import Waiver
+from pytest_specgate.evidence._records import (
+    ExecutedTest,
+    PhaseResult,
+    RunFacts,
+    SourceState,
+    build_ac_record,
+)
+
+COMMIT = "b" * 40
+HARDWARE_MATCHED = dict(M4_MATCHED)
+
+
+def _honest_record(engines: list[Any] | None = None, hardware: Any = None) -> dict[str, Any]:
+    test = ExecutedTest(
+        nodeid="t.py::canary",
+        outcome="passed",
+        message=None,
+        duration=1.0,
+        phases=(PhaseResult("call", "passed", 1.0, None, False),),
+        properties={
+            "ac": {"id": "AC-10", "spec": "SPEC-028", "title": "canary", "waived_to": None, "reason": None},
+            "hardware": copy.deepcopy(hardware),
+            "mode": "required",
+            "measurements": [
+                {"name": "speedup", "value": 1.5, "unit": "x", "at_least": 1.4, "at_most": None}
+            ],
+            "attachments": [],
+            "notes": {},
+            "engines": [dict(REAL_ENGINE)] if engines is None else engines,
+        },
+    )
+    run = RunFacts(
+        run_id="r",
+        started_at="2026-01-01T00:00:00Z",
+        finished_at="2026-01-01T00:01:00Z",
+        diagnostic=False,
+        allow_dirty=False,
+        interrupted=False,
+        source=SourceState(commit=COMMIT, dirty=False, problem=None, changed_files=()),
+        host_facts=M4_HOST_FACTS,
+        host_summary="Apple M4, 16 GB",
+        versions={"python": "3.11", "pytest": "9", "specgate": "0.1.0"},
+        host_provenance=PROBED_HOST,
+    )
+    return build_ac_record("AC-10", [test], run)
+
+
+def _judged(record: dict[str, Any]) -> tuple[bool, tuple[str, ...]]:
+    verdict = judge(AcRecord.from_json(record, "AC-10.json"))
+    return verdict.qualifying, verdict.reasons
+
+
+def test_an_honest_record_with_a_real_engine_on_a_matched_host_qualifies() -> None:
+    record = _honest_record(hardware=HARDWARE_MATCHED)
+    assert record["policy"] == POLICY_VERSION == "specgate.policy/1"
+    assert (record["outcome"], record["qualifying"], record["not_qualifying_reasons"]) == ("passed", True, [])
+    assert judge(AcRecord.from_json(record, "AC-10.json")).label == "PASSED · QUALIFYING"
+
+
+def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(record: dict[str, Any]) -> None:
+        *parents, last = path.split("/")
+        target: Any = record
+        for part in parents:
+            target = target[int(part)] if part.isdigit() else target[part]
+        target[last] = value
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("edit", "reason"),
+    [
+        (_set("host/provenance", None), "host provenance unknown"),
+        (
+            _set(
+                "host/provenance", {**PROBED_HOST, "origin": "file", "simulated": True, "detail": "gb10.json"}
+            ),
+            "host facts simulated (file gb10.json): only the unedited probe qualifies",
+        ),
+        (_set("host/provenance/origin", "hook"), "host facts simulated (hook)"),
+        (
+            _set(
+                "host/provenance/tools",
+                [{"name": "nvidia-smi", "path": "/tmp/bin/nvidia-smi", "system_location": False}],
+            ),
+            "host tool nvidia-smi at /tmp/bin/nvidia-smi is outside the system's own locations",
+        ),
+        (_set("tests/0/engines", None), "t.py::canary: engines unknown"),
+        (
+            _set("tests/0/engines", [{"backend": "mock", "model": "specgate-mock-target"}]),
+            "t.py::canary: ran on the built-in mock engine (specgate-mock-target)",
+        ),
+        (
+            _set("tests/0/engines", [{**REAL_ENGINE, "backend": "endpoint", "simulated": True}]),
+            "t.py::canary: endpoint engine tiny-target is the built-in mock behind another backend",
+        ),
+        (
+            _set("tests/0/engines", [{"backend": "vllm", "model": "m"}]),
+            "t.py::canary: vllm engine m: the record does not say whether it is simulated",
+        ),
+        (
+            _set("tests/0/engines", [{**REAL_ENGINE, "version_known": False}]),
+            "t.py::canary: vllm engine tiny-target: version unknown",
+        ),
+        (
+            _set("tests/0/engines", [{**REAL_ENGINE, "backend": "endpoint", "loopback": False}]),
+            "endpoint engine tiny-target is not on loopback: the hardware marker was checked on this runner",
+        ),
+        (
+            _set("tests/0/hardware", {**HARDWARE_MATCHED, "matched": False, "reasons": ["needs Apple M4"]}),
+            "t.py::canary: hardware requirement not met: needs Apple M4",
+        ),
+        (
+            _set("host/facts/memory_bytes", 8 * 1024**3),
+            "t.py::canary: hardware requirement not met by the recorded host facts: memory ≥ 16 GB",
+        ),
+        (_set("host/facts/apple_chip", "M1"), "by the recorded host facts: Apple M4 (host has Apple M1)"),
+        (lambda record: record["tests"][0]["hardware"].pop("requirement"), "requirement not recorded"),
+        (
+            _set("tests/0/hardware/requirement", {"apple": "M9 Turbo"}),
+            "t.py::canary: hardware verdict cannot be recomputed: apple must look like 'M4'",
+        ),
+        (_set("host/facts", {"os": "plan9"}), "hardware verdict cannot be recomputed: recorded host facts: "),
+        (_set("measurements/0/value", 1.1), "t.py::canary: speedup = 1.1 x is below at_least=1.4"),
+        (_set("measurements/0/value", "fast"), "t.py::canary: speedup = fast x is not a number"),
+        (_set("tests/0/outcome", "failed"), "t.py::canary: failed"),
+        (_set("tests/0/mode", "diagnostic"), "diagnostic run"),
+        (_set("run/duration_scale", None), "duration scale unknown"),
+        (_set("run/interrupted", True), "the run was interrupted before it finished"),
+        (_set("source/changed_files", None), "source state unknown"),
+        (
+            _set("source/changed_files", ["conftest.py"]),
+            f"working tree differs from {COMMIT[:12]} in conftest.py",
+        ),
+        (_set("source/commit", None), "source commit unknown"),
+        (
+            _set("completeness/deselected", ["t.py::slow"]),
+            "incomplete: 1 test(s) of AC-10 deselected: t.py::slow",
+        ),
+    ],
+)
+def test_each_fact_that_disqualifies_is_named(edit: Callable[[dict[str, Any]], None], reason: str) -> None:
+    record = _honest_record(hardware=HARDWARE_MATCHED)
+    edit(record)
+    qualifying, reasons = _judged(record)
+    assert not qualifying
+    assert any(reason in why for why in reasons), reasons
+
+
+def test_flags_the_record_states_are_ignored() -> None:
+    record = _honest_record()
+    record["measurements"][0]["value"] = 1.0
+    record["measurements"][0]["passed"] = True
+    record["qualifying"], record["not_qualifying_reasons"], record["outcome"] = True, [], "passed"
+    verdict = judge(AcRecord.from_json(record, "AC-10.json"))
+    assert verdict.reasons == ("t.py::canary: speedup = 1.0 x is below at_least=1.4",)
+    assert verdict.label == "PASSED · NOT QUALIFYING"
+    record["tests"][0]["outcome"] = "skipped"
+    assert judge(AcRecord.from_json(record, "AC-10.json")).outcome == "skipped"
+
+
+def test_a_waiver_counts_only_when_every_test_of_the_ac_ran_and_states_it() -> None:
+    record = _honest_record()
+    record["tests"][0]["waiver"] = {"to": "PR-C", "reason": "no M4 in CI"}
+    assert judge(AcRecord.from_json(record, "AC-10.json")).waiver == Waiver("PR-C", "no M4 in CI")
+    record["completeness"]["not_reached"] = ["t.py::later"]
+    verdict = judge(AcRecord.from_json(record, "AC-10.json"))
+    assert verdict.waiver is None
+    unknown = "waiver does not count: 1 test(s) of AC-10 did not run, so whether they state it is unknown"
+    assert f"{unknown}: t.py::later" in verdict.reasons
+
+
+def test_a_real_engine_off_loopback_is_fine_without_a_hardware_marker() -> None:
+    record = _honest_record(engines=[{**REAL_ENGINE, "backend": "endpoint", "loopback": False}])
+    assert _judged(record) == (True, ())
+
+
+def test_old_and_malformed_records_are_refused_with_a_named_cause() -> None:
+    record = _honest_record()
+    old = copy.deepcopy(record) | {"schema": "specgate.evidence/v1"}
+    with pytest.raises(
+        RecordError, match=r"AC-10.json: written as specgate.evidence/v1 by an older specgate"
+    ):
+        AcRecord.from_json(old, "AC-10.json")
+    del record["completeness"]
+    with pytest.raises(RecordError, match=r"not a valid specgate.evidence/v2 record: .*'completeness'"):
+        AcRecord.from_json(record, "AC-10.json")

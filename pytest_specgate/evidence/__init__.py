@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from pytest_specgate.evidence._collector import EvidenceCollector, probe_source
     from pytest_specgate.evidence._gate import GateInputError, GateVerdict, PrBodyText, evaluate_gate
     from pytest_specgate.evidence._gates import GateName, GateOrderError, parse_gate_name
+    from pytest_specgate.evidence._journal import read_receipt
     from pytest_specgate.evidence._markdown import (
         EvidenceBlock,
         HiddenEvidence,
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
 # Public names resolve on first use, so ``import pytest_specgate.evidence`` (which
 # pytest pays for at collection as soon as one test has an ``ac`` marker) stays cheap.
 _EXPORTS: dict[str, str] = {
+    "read_receipt": "_journal",
     "AC_MARKER_LINE": "_marker",
     "AcceptanceCriterion": "_marker",
     "Attachment": "_recorder",
@@ -176,6 +178,7 @@ __all__ = [
     "parse_pr_body",
     "probe_source",
     "read_pr_body",
+    "read_receipt",
     "read_records",
     "render_markdown",
     "schema_problems",

@@ -2,8 +2,10 @@
 
 Reports reach the controller both in a serial run and under xdist, so the same three hooks
 collect everything: ``logstart`` (a test began), ``logreport`` (a phase ended),
-``sessionfinish`` (write the bundle). ``receipt.json`` is rewritten atomically as tests start
-and finish, so a run killed at any point leaves ``NOT QUALIFIED`` naming what was running.
+``sessionfinish`` (write the bundle). ``receipt.json`` is written once, when the first AC
+test starts, and each AC test's start and end is one line appended to ``journal.jsonl``
+(``_journal``), so a run killed at any point leaves ``NOT QUALIFIED`` naming what was running
+(:func:`read_receipt` folds the journal in) without a file rewritten per test.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pytest
 
 from pytest_specgate import __version__
 from pytest_specgate.evidence._bundle import RECEIPT_NAME, RECEIPT_SCHEMA_ID
+from pytest_specgate.evidence._journal import JOURNAL_NAME, RunJournal
 from pytest_specgate.evidence._jsonio import JsonValue, utc_timestamp
 from pytest_specgate.evidence._recorder import staging_dir
 from pytest_specgate.evidence._records import (
@@ -90,6 +93,10 @@ def changed_paths(porcelain_z: str) -> tuple[str, ...]:
     return tuple(sorted(path for path in paths if path))
 
 
+def _now() -> str:
+    return utc_timestamp(dt.datetime.now(dt.UTC))
+
+
 def _phase(report: pytest.TestReport) -> PhaseResult:
     return PhaseResult(
         when=report.when,
@@ -140,6 +147,8 @@ class EvidenceCollector:
         self._running: dict[str, None] = {}
         self._ac_by_nodeid: dict[str, str] = {}
         self._finished: dict[str, None] = {}
+        self._journal = RunJournal(self.run_dir / JOURNAL_NAME, self.redactor)
+        self._receipt_written = False
         self.bundle: WrittenBundle | None = None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -160,7 +169,7 @@ class EvidenceCollector:
         self._running[nodeid] = None
         self._phases.setdefault(nodeid, {})
         if nodeid in self._ac_by_nodeid:
-            self._write_receipt("running")
+            self._journal_start(nodeid)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         self._phases.setdefault(report.nodeid, {})[report.when] = _phase(report)
@@ -175,12 +184,25 @@ class EvidenceCollector:
         if report.when == "teardown":
             self._running.pop(report.nodeid, None)
             self._finished[report.nodeid] = None
-        # The receipt only has to name running criteria: tests without an AC never
-        # rewrite it, and an AC test does so when it starts (or, under xdist, when its
-        # setup report first names the AC) and when it ends.
-        ac_test = report.nodeid in self._ac_by_nodeid
-        if ac_test and (report.when == "teardown" or (report.when == "setup" and newly_known)):
-            self._write_receipt("running")
+        # The journal only has to name running criteria: tests without an AC never write
+        # to it, and an AC test does so when it starts (or, under xdist, when its setup
+        # report first names the AC) and when it ends.
+        if report.nodeid not in self._ac_by_nodeid:
+            return
+        if report.when == "teardown":
+            with contextlib.suppress(OSError):
+                self._journal.ended(report.nodeid, len(self._finished), _now())
+        elif report.when == "setup" and newly_known:
+            self._journal_start(report.nodeid)
+
+    def _journal_start(self, nodeid: str) -> None:
+        """The first AC test writes the receipt (status running); every one appends its start.
+        A journal or receipt that cannot be written (a full disk) costs them, never the run."""
+        with contextlib.suppress(OSError):
+            if not self._receipt_written:
+                self._receipt_written = True
+                self._write_receipt("running")
+            self._journal.started(nodeid, self._ac_by_nodeid.get(nodeid), _now())
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
         self.finish(exitstatus)
@@ -188,7 +210,12 @@ class EvidenceCollector:
     def finish(self, exitstatus: int | pytest.ExitCode) -> WrittenBundle:
         """Write the bundle (and the step summary); an interrupt or unfinished test disqualifies."""
         interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or bool(self._running)
-        self.bundle = self.write(interrupted=interrupted)
+        try:
+            self.bundle = self.write(interrupted=interrupted)
+        finally:
+            # Spent once the final receipt is written; kept beside a receipt still marked
+            # running when the bundle could not be written.
+            self._journal.close(remove=self.bundle is not None)
         summary_path = self._environ.get("GITHUB_STEP_SUMMARY")
         if summary_path:
             append_redacted(self.redactor, Path(summary_path), self.bundle.markdown)
@@ -283,7 +310,7 @@ class EvidenceCollector:
             ],
             "tests_finished": len(self._finished),
             "started_at": self._started_at,
-            "updated_at": utc_timestamp(dt.datetime.now(dt.UTC)),
+            "updated_at": _now(),
         }
 
     def _write_receipt(self, status: str) -> None:

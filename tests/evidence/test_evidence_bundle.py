@@ -23,6 +23,7 @@ from pytest_specgate.evidence import (
     RECEIPT_NAME,
     load_bundle,
     parse_pr_body,
+    read_receipt,
     read_records,
     verify_bundle,
 )
@@ -136,7 +137,7 @@ def test_interrupted_run_leaves_a_not_qualified_receipt_naming_the_running_test(
     run.run_test("acceptance/test_ac11.py::test_small_air", AC11)
     run.start("acceptance/test_ac10.py::test_speedup", AC10)
     receipt_path = run.collector.run_dir / RECEIPT_NAME
-    during = _json(receipt_path)
+    during = read_receipt(run.collector.run_dir)
     assert during["verdict"] == NOT_QUALIFIED and during["status"] == "running"
     assert during["running"] == [{"nodeid": "acceptance/test_ac10.py::test_speedup", "ac": "AC-10"}]
     written = run.finish(exitstatus=2)
@@ -157,6 +158,12 @@ def test_receipt_exists_from_the_first_ac_test_on(git_repo: GitRepo) -> None:
     run.start("acceptance/test_ac10.py::test_speedup", AC10)
     running = _json(run.collector.run_dir / RECEIPT_NAME)["running"]
     assert {"nodeid": "acceptance/test_ac10.py::test_speedup", "ac": "AC-10"} in running
+    run.start("acceptance/test_ac11.py::test_small_air", AC11)
+    assert _json(run.collector.run_dir / RECEIPT_NAME)["running"] == running, "written once, then journaled"
+    assert read_receipt(run.collector.run_dir)["running"] == [
+        {"nodeid": "acceptance/test_ac10.py::test_speedup", "ac": "AC-10"},
+        {"nodeid": "acceptance/test_ac11.py::test_small_air", "ac": "AC-11"},
+    ]
 
 
 def test_waiver_failure_and_skip_reach_record_and_markdown(git_repo: GitRepo) -> None:

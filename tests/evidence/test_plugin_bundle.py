@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from evidence_testkit import git
 
-from pytest_specgate.evidence import find_bundles, schema_problems, verify_bundle
+from pytest_specgate.evidence import find_bundles, read_receipt, schema_problems, verify_bundle
 
 SPECS = """
 import pytest
@@ -261,10 +261,10 @@ def _wait_for(path: Path, process: subprocess.Popen[bytes]) -> None:
 
 
 def _receipt(evidence: Path) -> dict[str, Any]:
+    """The receipt as readers see it: a killed run's journal folded in."""
     receipts = list(evidence.glob("*/receipt.json"))
     assert len(receipts) == 1
-    receipt: dict[str, Any] = json.loads(receipts[0].read_text())
-    return receipt
+    return read_receipt(receipts[0].parent)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
@@ -284,6 +284,9 @@ def test_run_killed_mid_spec_leaves_a_not_qualified_receipt(
     assert receipt["verdict"] == "NOT QUALIFIED"
     assert receipt["running"] == [{"nodeid": "test_long.py::test_long_canary", "ac": "AC-10"}]
     assert receipt["status"] == ("interrupted" if sig == signal.SIGINT else "running")
+    # SIGKILL leaves the journal the receipt was folded from; an ending run removes it.
+    journals = list((pytester.path / "out").glob("*/journal.jsonl"))
+    assert len(journals) == (0 if sig == signal.SIGINT else 1)
     if sig == signal.SIGINT:
         record = _record(_only_bundle(pytester.path / "out"), "AC-10")
         assert record["outcome"] == "incomplete" and record["qualifying"] is False

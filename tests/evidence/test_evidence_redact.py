@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_specgate.evidence import LocalIdentity, Redactor, build_redactor
-from pytest_specgate.evidence._redact import SENSITIVE_PATH_ROOTS, is_text
+from pytest_specgate.evidence._redact import _IPV6_CANDIDATE, SENSITIVE_PATH_ROOTS, is_text
 
 ENV = {
     "HF_TOKEN": "tok3nValue-9Q",
@@ -256,3 +256,22 @@ def test_redactor_is_a_frozen_value() -> None:
     assert isinstance(REDACTOR, Redactor)
     with pytest.raises(AttributeError):
         REDACTOR.rules = ()  # type: ignore[misc]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["tests/test_x.py::TestClass::test_dead", "a.py::test_ab[1]", "10:20:30", "2026-12-03T10:00:01Z"],
+)
+def test_node_ids_and_times_are_no_ipv6_candidates(text: str) -> None:
+    assert _IPV6_CANDIDATE.search(text) is None
+
+
+@pytest.mark.parametrize(
+    ("text", "address"),
+    [("addr 2001:db8::42, x", "2001:db8::42"), ("[2606:4700:4700::1111]:53", "2606:4700:4700::1111"),
+     ("2001:0db8:0000:0000:0000:ff00:0042:8329", "2001:0db8:0000:0000:0000:ff00:0042:8329"),
+     ("fe80::1%eth0", "fe80::1"), ("2001:db8::1é", "2001:db8::1")],
+)
+def test_addresses_stay_ipv6_candidates(text: str, address: str) -> None:
+    found = _IPV6_CANDIDATE.search(text)
+    assert found is not None and found.group(0) == address

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import json
 import os
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -18,7 +22,13 @@ from pytest_specgate.hardware import (
     evaluate_requirement,
     requirement_from_marker,
 )
-from pytest_specgate.host import HostFacts, HostFactsError, host_facts_from_dict, load_host_facts
+from pytest_specgate.host import (
+    HostFacts,
+    HostFactsError,
+    HostProvenance,
+    host_facts_from_dict,
+    load_host_facts,
+)
 from pytest_specgate.properties import (
     SPEC_PROPERTY,
     mismatched_hardware_runs,
@@ -45,6 +55,8 @@ if TYPE_CHECKING:
 SETTINGS_KEY: Final = pytest.StashKey[opts.SpecgateSettings]()
 PROJECT_KEY: Final = pytest.StashKey[opts.ProjectSettings]()
 HOST_FACTS_KEY: Final = pytest.StashKey[HostFacts]()
+DEFAULT_HOST_FACTS_KEY: Final = pytest.StashKey[HostFacts]()
+HOST_PROVENANCE_KEY: Final = pytest.StashKey[HostProvenance]()
 DECISION_KEY: Final = pytest.StashKey[RunDecision]()
 VERDICT_KEY: Final = pytest.StashKey[HardwareVerdict]()
 REAL_ENGINE_MARKER_DOC: Final = (
@@ -164,17 +176,20 @@ def _evidence_collector(config: pytest.Config, settings: opts.SpecgateSettings,
     from pytest_specgate.evidence import EvidenceCollector
 
     facts = session_host_facts(config)
+    provenance = session_host_provenance(config)
     scale = settings.duration_scale
     return EvidenceCollector(
         evidence_dir=evidence_dir,
         host_facts=facts.to_dict(),
+        host_provenance=provenance,
         diagnostic=settings.run.diagnostic,
         allow_dirty=settings.allow_dirty,
         rootdir=config.rootpath,
         redact_patterns=config.stash[PROJECT_KEY].redact_patterns,
         host_summary=facts.summary(),
-        session_reasons=[] if scale == 1 else [f"--specgate-duration-scale {scale:g} is not 1: "
-                                               "durations were shortened"],
+        session_reasons=[*provenance.reasons(),
+                         *([] if scale == 1 else [f"--specgate-duration-scale {scale:g} is not 1: "
+                                                  "durations were shortened"])],
     )
 
 
@@ -204,23 +219,75 @@ def pytest_specgate_host_facts(config: pytest.Config) -> HostFacts:
     from pytest_specgate.host import probe_host
 
     path = config.stash[SETTINGS_KEY].host_facts_file
-    return load_host_facts(path) if path is not None else probe_host()
+    facts = load_host_facts(path) if path is not None else probe_host()
+    config.stash[DEFAULT_HOST_FACTS_KEY] = facts
+    return facts
 
 
 def session_host_facts(config: pytest.Config) -> HostFacts:
-    """The one host-facts object of this session: hook result, user edits, validated."""
+    """The one host-facts object of this session: hook result, user edits, validated.
+
+    Its provenance (``session_host_provenance``) is decided here from what happened, not
+    from what the facts say about themselves.
+    """
     if HOST_FACTS_KEY not in config.stash:
-        try:
-            facts = config.hook.pytest_specgate_host_facts(config=config)
-            edited = facts.to_dict()
-            config.hook.pytest_specgate_update_host_facts(config=config, facts=edited)
-            if edited != facts.to_dict():
-                facts = host_facts_from_dict(edited, where="pytest_specgate_update_host_facts",
-                                             source=facts.source)
-        except HostFactsError as exc:
-            raise pytest.UsageError(f"--specgate-host-facts: {exc}") from None
-        config.stash[HOST_FACTS_KEY] = facts
+        facts, provenance = _resolve_host_facts(config)
+        config.stash[HOST_FACTS_KEY] = dataclasses.replace(facts, source=provenance.source_label)
+        config.stash[HOST_PROVENANCE_KEY] = provenance
     return config.stash[HOST_FACTS_KEY]
+
+
+def session_host_provenance(config: pytest.Config) -> HostProvenance:
+    session_host_facts(config)
+    return config.stash[HOST_PROVENANCE_KEY]
+
+
+def _resolve_host_facts(config: pytest.Config) -> tuple[HostFacts, HostProvenance]:
+    hook = config.hook
+    try:
+        answered = hook.pytest_specgate_host_facts(config=config)
+        if not isinstance(answered, HostFacts):
+            raise pytest.UsageError(
+                f"pytest_specgate_host_facts in {_implementers(config, 'pytest_specgate_host_facts')} "
+                f"returned {type(answered).__name__}, expected pytest_specgate.host.HostFacts"
+            )
+        before = json.loads(json.dumps(answered.to_dict()))
+        edited = copy.deepcopy(before)
+        hook.pytest_specgate_update_host_facts(config=config, facts=edited)
+        facts = answered if edited == before else host_facts_from_dict(
+            edited, where="pytest_specgate_update_host_facts", source=answered.source)
+    except HostFactsError as exc:
+        raise pytest.UsageError(f"--specgate-host-facts: {exc}") from None
+    default = config.stash.get(DEFAULT_HOST_FACTS_KEY, None)
+    # The default's own object, unchanged: anything else was answered (or rewritten) by a hook.
+    by_default = default is answered and before == json.loads(json.dumps(default.to_dict()))
+    path = config.stash[SETTINGS_KEY].host_facts_file
+    if edited != before:
+        provenance = HostProvenance("edited", _implementers(config, "pytest_specgate_update_host_facts"))
+    elif not by_default:
+        provenance = HostProvenance("hook", _implementers(config, "pytest_specgate_host_facts"))
+    elif path is not None:
+        provenance = HostProvenance("file", path.name)
+    else:
+        provenance = HostProvenance("probe", None, answered.probed_with)
+    return facts, provenance
+
+
+def _implementers(config: pytest.Config, hook_name: str) -> str:
+    """The plugins and conftests (relative to the rootdir) implementing one of our hooks."""
+    names = []
+    for impl in getattr(config.hook, hook_name).get_hookimpls():
+        if impl.plugin is sys.modules[__name__]:
+            continue
+        where = getattr(impl.plugin, "__file__", None)
+        if where is None:
+            names.append(impl.plugin_name)
+            continue
+        try:
+            names.append(Path(where).resolve().relative_to(config.rootpath.resolve()).as_posix())
+        except ValueError:
+            names.append(Path(where).name)
+    return ", ".join(names) or "a hook wrapper"
 
 
 @pytest.hookimpl(trylast=True)
@@ -334,7 +401,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if not (settings.run.required or settings.run.diagnostic or settings.host_facts_file):
         return None
     facts = session_host_facts(config)
-    return [f"specgate: host {facts.summary()} ({facts.source}); mode: {settings.run.label}"]
+    provenance = session_host_provenance(config).label() or "probe"
+    return [f"specgate: host {facts.summary()} ({provenance}); mode: {settings.run.label}"]
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:

@@ -38,6 +38,7 @@ from pytest_specgate.evidence._records import (
 )
 from pytest_specgate.evidence._redact import Redactor, append_redacted, build_redactor, write_redacted
 from pytest_specgate.evidence._writer import NOT_QUALIFIED, WrittenBundle, run_verdict, write_bundle
+from pytest_specgate.host import HostProvenance
 from pytest_specgate.properties import payload_of
 
 GIT_TIMEOUT_S = 30.0
@@ -98,8 +99,12 @@ class EvidenceCollector:
         host_summary: str | None = None,
         session_reasons: Sequence[str] = (),
         environ: Mapping[str, str] | None = None,
+        host_provenance: HostProvenance | None = None,
     ) -> None:
-        """``session_reasons``: why nothing this session may qualify (e.g. a duration scale)."""
+        """``session_reasons``: why nothing this session may qualify (e.g. a duration scale).
+
+        ``host_provenance`` defaults to an unedited probe that asked no tool.
+        """
         self._environ = os.environ if environ is None else environ
         self.redactor: Redactor = build_redactor(rootdir, redact_patterns, self._environ)
         started = dt.datetime.now(dt.UTC)
@@ -109,6 +114,9 @@ class EvidenceCollector:
         self._started_at = utc_timestamp(started)
         self._host_facts = dict(host_facts)
         self._host_summary = host_summary or "host summary not probed"
+        provenance = host_provenance or HostProvenance("probe")
+        self._host_provenance = provenance.to_record(self.redactor.text)
+        self._host_label = provenance.label()
         self._diagnostic = diagnostic
         self._allow_dirty = allow_dirty
         self._session_reasons = tuple(session_reasons)
@@ -200,6 +208,8 @@ class EvidenceCollector:
             source=self._source,
             host_facts=self._host_facts,
             host_summary=self._host_summary,
+            host_provenance=self._host_provenance,
+            host_label=self._host_label,
             session_reasons=self._session_reasons,
             versions={
                 "python": platform.python_version(),

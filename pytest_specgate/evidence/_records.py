@@ -54,6 +54,10 @@ class RunFacts:
     host_summary: str
     versions: Mapping[str, str]
     session_reasons: tuple[str, ...] = ()
+    host_provenance: Mapping[str, JsonValue] = field(
+        default_factory=lambda: {"origin": "probe", "simulated": False, "detail": None, "tools": [],
+                                 "answers": []})
+    host_label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -288,11 +292,14 @@ def _executed_row(result: ExecutedTest) -> dict[str, JsonValue]:
 
 
 def host_summary(results: Sequence[ExecutedTest], run: RunFacts) -> str:
+    """The host line of the record, saying when the facts were simulated or tools untrusted."""
+    summary = run.host_summary
     for result in results:
         hardware = _hardware_of(result)
         if hardware is not None and isinstance(hardware.get("host_summary"), str):
-            return str(hardware["host_summary"])
-    return run.host_summary
+            summary = str(hardware["host_summary"])
+            break
+    return summary if run.host_label is None else f"{summary} ({run.host_label})"
 
 
 def build_ac_record(
@@ -318,7 +325,11 @@ def build_ac_record(
         "tests": [_executed_row(result) for result in ordered],
         "measurements": measurements,
         "attachments": attachment_rows(ordered),
-        "host": {"summary": host_summary(ordered, run), "facts": dict(run.host_facts)},
+        "host": {
+            "summary": host_summary(ordered, run),
+            "facts": dict(run.host_facts),
+            "provenance": dict(run.host_provenance),
+        },
         "source": {
             "commit": run.source.commit,
             "dirty": run.source.dirty,

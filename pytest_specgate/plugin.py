@@ -396,6 +396,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """On an xdist worker: ship the project files this process imported for source binding."""
+    config = session.config
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is None or config.stash[SETTINGS_KEY].evidence_dir is None:
+        return
+    from pytest_specgate.evidence._source import IMPORTED_FILES_KEY, imported_source_files
+
+    imported = imported_source_files(sys.modules, [item.path for item in session.items], config.rootpath)
+    workeroutput[IMPORTED_FILES_KEY] = sorted(str(path) for path in imported)
+
+
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     settings = config.stash[SETTINGS_KEY]
     if not (settings.run.required or settings.run.diagnostic or settings.host_facts_file):

@@ -8,14 +8,16 @@ and finish, so a run killed at any point leaves ``NOT QUALIFIED`` naming what wa
 
 from __future__ import annotations
 
-import contextlib
+import dataclasses
 import datetime as dt
 import os
 import platform
 import secrets
 import subprocess
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,6 +39,13 @@ from pytest_specgate.evidence._records import (
     longrepr_message,
 )
 from pytest_specgate.evidence._redact import Redactor, append_redacted, build_redactor, write_redacted
+from pytest_specgate.evidence._source import (
+    IMPORTED_FILES_KEY,
+    bind_to_head,
+    git_top,
+    imported_source_files,
+    tree_changes,
+)
 from pytest_specgate.evidence._writer import NOT_QUALIFIED, WrittenBundle, run_verdict, write_bundle
 from pytest_specgate.host import HostProvenance
 from pytest_specgate.properties import payload_of
@@ -58,20 +67,31 @@ def _git(arguments: Sequence[str], cwd: Path) -> str:
 
 
 def probe_source(rootdir: Path, exclude: Path | None) -> SourceState:
-    """Commit and dirtiness of the repository holding ``rootdir`` (``exclude``: the evidence dir)."""
+    """Commit and dirtiness of the repository holding ``rootdir`` (``exclude``: the evidence dir,
+    whose new bundles are not changes; tracked changes there still are)."""
     try:
         top = Path(_git(["rev-parse", "--show-toplevel"], rootdir).strip())
         commit = _git(["rev-parse", "HEAD"], top).strip()
-        pathspec = ["."]
-        if exclude is not None:
-            with contextlib.suppress(ValueError):
-                pathspec.append(f":(exclude){exclude.resolve().relative_to(top.resolve()).as_posix()}")
-        status = _git(["status", "--porcelain", "--untracked-files=normal", "--", *pathspec], top)
+        status = _git(["status", "--porcelain", "-z", "--untracked-files=all"], top)
     except FileNotFoundError:
         return SourceState(commit=None, dirty=None, problem="git is not installed")
     except (RuntimeError, subprocess.TimeoutExpired) as error:
         return SourceState(commit=None, dirty=None, problem=f"no git commit for {rootdir}: {error}")
-    return SourceState(commit=commit, dirty=bool(status.strip()), problem=None)
+    return SourceState(commit=commit, dirty=bool(tree_changes(status, top, exclude)), problem=None)
+
+
+def bound_source(source: SourceState, rootdir: Path, imported: Iterable[Path]) -> SourceState:
+    """``source`` with the imported files that are not the commit's (``changed_files``)."""
+    top = git_top(rootdir.resolve())
+    if source.commit is None or top is None:
+        return source
+    binding = bind_to_head(imported, top)
+    return dataclasses.replace(
+        source,
+        dirty=bool(source.dirty or binding.changed_files),
+        changed_files=binding.changed_files,
+        problem=binding.problem or source.problem,
+    )
 
 
 def _phase(report: pytest.TestReport) -> PhaseResult:
@@ -120,7 +140,9 @@ class EvidenceCollector:
         self._diagnostic = diagnostic
         self._allow_dirty = allow_dirty
         self._session_reasons = tuple(session_reasons)
+        self._rootdir = rootdir
         self._source = probe_source(rootdir, exclude=self.evidence_dir)
+        self._imported: set[Path] = set()
         self._phases: dict[str, dict[str, PhaseResult]] = {}
         self._properties: dict[str, Mapping[str, JsonValue]] = {}
         self._running: dict[str, None] = {}
@@ -161,7 +183,15 @@ class EvidenceCollector:
         if ac_test and (report.when == "teardown" or (report.when == "setup" and newly_known)):
             self._write_receipt("running")
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """An xdist worker's imported files (``workeroutput``), bound like the controller's own."""
+        shipped = getattr(node, "workeroutput", {}).get(IMPORTED_FILES_KEY, [])
+        self._imported.update(Path(path) for path in shipped if isinstance(path, str))
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
+        self._imported |= imported_source_files(sys.modules, [item.path for item in session.items],
+                                                self._rootdir)
         self.finish(exitstatus)
 
     def finish(self, exitstatus: int | pytest.ExitCode) -> WrittenBundle:
@@ -205,7 +235,7 @@ class EvidenceCollector:
             diagnostic=self._diagnostic,
             allow_dirty=self._allow_dirty,
             interrupted=interrupted,
-            source=self._source,
+            source=bound_source(self._source, self._rootdir, self._imported),
             host_facts=self._host_facts,
             host_summary=self._host_summary,
             host_provenance=self._host_provenance,

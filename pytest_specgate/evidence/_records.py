@@ -37,6 +37,8 @@ class SourceState:
     commit: str | None
     dirty: bool | None
     problem: str | None
+    # Imported files that are not the commit's (git blob hash); non-empty means dirty.
+    changed_files: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -221,7 +223,13 @@ def not_qualifying_reasons(
         reasons.append("the run was interrupted before it finished")
     if run.source.commit is None:
         reasons.append(f"source commit unknown: {run.source.problem or 'no git commit'}")
-    if run.source.dirty and not run.allow_dirty:
+    if run.source.changed_files:
+        reasons.append(
+            f"files the run imported are not those of commit {str(run.source.commit)[:12]} (compared "
+            f"by git blob hash; --specgate-allow-dirty cannot excuse them): "
+            f"{', '.join(run.source.changed_files)}"
+        )
+    elif run.source.dirty and not run.allow_dirty:
         reasons.append("working tree has uncommitted changes (--specgate-allow-dirty not given)")
     disagreements = declared_fields(results)[1]
     if disagreements:
@@ -335,6 +343,7 @@ def build_ac_record(
             "dirty": run.source.dirty,
             "allow_dirty": run.allow_dirty,
             "problem": run.source.problem,
+            "changed_files": list(run.source.changed_files),
         },
         "versions": dict(run.versions),
         "run": {

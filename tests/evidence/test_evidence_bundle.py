@@ -91,6 +91,7 @@ def test_ac_record_carries_the_issue_fields(git_repo: GitRepo) -> None:
         "dirty": False,
         "allow_dirty": False,
         "problem": None,
+        "changed_files": [],
     }
     assert set(record["versions"]) == {"python", "pytest", "specgate"}
     assert record["host"]["facts"] == {"arch": "x86_64", "memory_gb": 24, "os": "linux"}

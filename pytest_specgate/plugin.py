@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 SETTINGS_KEY: Final = pytest.StashKey[opts.SpecgateSettings]()
 PROJECT_KEY: Final = pytest.StashKey[opts.ProjectSettings]()
 HOST_FACTS_KEY: Final = pytest.StashKey[HostFacts]()
-DEFAULT_HOST_FACTS_KEY: Final = pytest.StashKey[HostFacts]()
+DEFAULT_HOST_FACTS_KEY: Final = pytest.StashKey[tuple[HostFacts, dict[str, Any]]]()
 HOST_PROVENANCE_KEY: Final = pytest.StashKey[HostProvenance]()
 DECISION_KEY: Final = pytest.StashKey[RunDecision]()
 VERDICT_KEY: Final = pytest.StashKey[HardwareVerdict]()
@@ -71,6 +71,8 @@ ENGINE_RECORDS_KEY: Final[pytest.StashKey[dict[EngineConfig, dict[str, Any]]]] =
 SIGNING_KEY: Final[pytest.StashKey[SigningKey]] = pytest.StashKey()
 SIGNED_KEY: Final[pytest.StashKey[SignedBundle | str]] = pytest.StashKey()
 ENGINE_CONFIG_KEY: Final[pytest.StashKey[EngineConfig]] = pytest.StashKey()
+CURRENT_ITEM_KEY: Final = pytest.StashKey[pytest.Item]()
+ITEM_ENGINES_KEY: Final[pytest.StashKey[list[tuple[Engine, dict[str, Any]]]]] = pytest.StashKey()
 
 AC_MARKER_DOC: Final = (
     "ac(id, *, spec=None, title=None, waived_to=None, reason=None): the acceptance criterion "
@@ -149,8 +151,16 @@ def _signing_key(path: Path) -> SigningKey:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Sign the bundle the evidence collector has just written (controller only)."""
+    """Sign the bundle the evidence collector has just written (controller only); on an xdist
+    worker, ship the project files it imported for source binding."""
     config = session.config
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None and config.stash[SETTINGS_KEY].evidence_dir is not None:
+        from pytest_specgate.evidence._source import IMPORTED_FILES_KEY, imported_source_files
+
+        imported = imported_source_files(sys.modules, [item.path for item in session.items],
+                                         config.rootpath)
+        workeroutput[IMPORTED_FILES_KEY] = sorted(str(path) for path in imported)
     key = config.stash.get(SIGNING_KEY, None)
     collector = config.stash.get(COLLECTOR_KEY, None)
     if key is None or collector is None or collector.bundle is None:
@@ -220,8 +230,14 @@ def pytest_specgate_host_facts(config: pytest.Config) -> HostFacts:
 
     path = config.stash[SETTINGS_KEY].host_facts_file
     facts = load_host_facts(path) if path is not None else probe_host()
-    config.stash[DEFAULT_HOST_FACTS_KEY] = facts
+    config.stash[DEFAULT_HOST_FACTS_KEY] = (facts, _json_shape(facts))
     return facts
+
+
+def _json_shape(facts: HostFacts) -> dict[str, Any]:
+    """A deep, detached copy of the facts' JSON form: what an edit is compared against."""
+    shape: dict[str, Any] = json.loads(json.dumps(facts.to_dict(), default=str))
+    return shape
 
 
 def session_host_facts(config: pytest.Config) -> HostFacts:
@@ -251,16 +267,16 @@ def _resolve_host_facts(config: pytest.Config) -> tuple[HostFacts, HostProvenanc
                 f"pytest_specgate_host_facts in {_implementers(config, 'pytest_specgate_host_facts')} "
                 f"returned {type(answered).__name__}, expected pytest_specgate.host.HostFacts"
             )
-        before = json.loads(json.dumps(answered.to_dict()))
+        before = _json_shape(answered)
         edited = copy.deepcopy(before)
         hook.pytest_specgate_update_host_facts(config=config, facts=edited)
         facts = answered if edited == before else host_facts_from_dict(
             edited, where="pytest_specgate_update_host_facts", source=answered.source)
     except HostFactsError as exc:
         raise pytest.UsageError(f"--specgate-host-facts: {exc}") from None
-    default = config.stash.get(DEFAULT_HOST_FACTS_KEY, None)
+    default, default_shape = config.stash.get(DEFAULT_HOST_FACTS_KEY, (None, None))
     # The default's own object, unchanged: anything else was answered (or rewritten) by a hook.
-    by_default = default is answered and before == json.loads(json.dumps(default.to_dict()))
+    by_default = default is answered and before == default_shape
     path = config.stash[SETTINGS_KEY].host_facts_file
     if edited != before:
         provenance = HostProvenance("edited", _implementers(config, "pytest_specgate_update_host_facts"))
@@ -384,28 +400,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     verdict = item.stash.get(VERDICT_KEY, None)
     criterion = item.stash.get(AC_KEY, None)
     recorder = item.stash.get(RECORDER_KEY, None)
-    if criterion is not None or verdict is not None or recorder is not None:
+    engines = _engine_entries(item)
+    if criterion is not None or verdict is not None or recorder is not None or engines:
+        redact = session_redactor(item.config).value
         payload = spec_payload(
             item.nodeid,
             ac=criterion.to_dict() if criterion is not None else None,
             verdict=verdict,
             decision=decision,
             recorded=recorder.to_properties() if recorder is not None else None,
+            engines=[redact(entry) for entry in engines],
         )
         report.user_properties = [*report.user_properties, (SPEC_PROPERTY, payload)]
     return report
-
-
-def pytest_sessionfinish(session: pytest.Session) -> None:
-    """On an xdist worker: ship the project files this process imported for source binding."""
-    config = session.config
-    workeroutput = getattr(config, "workeroutput", None)
-    if workeroutput is None or config.stash[SETTINGS_KEY].evidence_dir is None:
-        return
-    from pytest_specgate.evidence._source import IMPORTED_FILES_KEY, imported_source_files
-
-    imported = imported_source_files(sys.modules, [item.path for item in session.items], config.rootpath)
-    workeroutput[IMPORTED_FILES_KEY] = sorted(str(path) for path in imported)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
@@ -497,11 +504,15 @@ def evidence(request: pytest.FixtureRequest) -> Iterator[EvidenceRecorder]:
 
 
 @pytest.fixture(scope="session")
-def specgate_engine_pool() -> Iterator[EnginePool]:
-    """Every engine booted in this session; closed at session end, also on Ctrl-C."""
+def specgate_engine_pool(pytestconfig: pytest.Config) -> Iterator[EnginePool]:
+    """Every engine booted in this session; closed at session end, also on Ctrl-C.
+
+    Every engine it hands out is recorded for the running test, fixture or not.
+    """
     from pytest_specgate.engines.config import EnginePool
 
-    pool = EnginePool()
+    pool = EnginePool(on_handout=lambda config, engine: _record_engine(pytestconfig, config, engine,
+                                                                       pooled=True))
     try:
         yield pool
     finally:
@@ -535,50 +546,93 @@ def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> Eng
 
 
 def engine_record(engine: Engine, config: EngineConfig) -> dict[str, Any]:
-    """What evidence says about an engine: backend, model, configuration, versions."""
-    return {"backend": engine.backend, "model": engine.model_id, "config": config.describe(),
-            "versions": engine.versions()}
+    """What evidence says about an engine: what was booted and what the server says it is."""
+    from contextlib import closing
+
+    from pytest_specgate.engines.client import ClientEngine, OpenAIClient
+    from pytest_specgate.engines.identity import engine_entry, probe_identity
+
+    if isinstance(engine, ClientEngine):
+        identity = probe_identity(engine.client)
+    else:
+        with closing(OpenAIClient(engine.base_url)) as client:
+            identity = probe_identity(client)
+    return engine_entry(engine, config.describe(), identity)
 
 
-def _pooled_engine(pytestconfig: pytest.Config, pool: EnginePool, config: EngineConfig,
-                   tmp_path_factory: pytest.TempPathFactory, evidence: EvidenceRecorder) -> Engine:
-    """The session's engine for ``config`` (booted on first use), noted in this test's evidence.
+def _record_engine(pytestconfig: pytest.Config, config: EngineConfig, engine: Engine, *,
+                   pooled: bool) -> None:
+    """Note ``engine`` for the test now running (or being set up), once per engine and test.
 
-    Its record (with ``versions()``, an HTTP call on some backends) is taken once per
+    A pooled engine's record (``versions()`` and identity are HTTP calls) is taken once per
     configuration, not once per test.
     """
+    item = pytestconfig.stash.get(CURRENT_ITEM_KEY, None)
+    if item is None:
+        return
+    if pooled:
+        records = pytestconfig.stash.setdefault(ENGINE_RECORDS_KEY, {})
+        if config not in records:
+            records[config] = engine_record(engine, config)
+        record = records[config]
+    else:
+        record = engine_record(engine, config)
+    used = item.stash.setdefault(ITEM_ENGINES_KEY, [])
+    if all(seen is not engine for seen, _ in used):
+        used.append((engine, record))
+
+
+def _engine_entries(item: pytest.Item) -> list[dict[str, Any]]:
+    """This test's engines, each with the ``system_fingerprint`` its server has answered with."""
+    from pytest_specgate.engines.client import ClientEngine
+
+    entries = []
+    for engine, record in item.stash.get(ITEM_ENGINES_KEY, []):
+        fingerprint = engine.client.system_fingerprint if isinstance(engine, ClientEngine) else None
+        entries.append({**record, "identity": {**record["identity"], "system_fingerprint": fingerprint}})
+    return entries
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Remember the running test, so an engine handed out by the pool is recorded for it."""
+    item.config.stash[CURRENT_ITEM_KEY] = item
+    try:
+        return (yield)
+    finally:
+        del item.config.stash[CURRENT_ITEM_KEY]
+
+
+def _pooled_engine(pool: EnginePool, config: EngineConfig, tmp_path_factory: pytest.TempPathFactory,
+                   nodeid: str) -> Engine:
+    """The session's engine for ``config``, booted on first use (a failed boot names ``nodeid``)."""
     from pytest_specgate.engines.config import engine_workdir
 
     base = tmp_path_factory.getbasetemp() / "specgate-engines"
-    pooled = pool.get(config, engine_workdir(base, config), requested_by=evidence.nodeid)
-    records = pytestconfig.stash.setdefault(ENGINE_RECORDS_KEY, {})
-    if config not in records:
-        records[config] = engine_record(pooled, config)
-    evidence.note_engine(records[config])
-    return pooled
+    return pool.get(config, engine_workdir(base, config), requested_by=nodeid)
 
 
 @pytest.fixture
-def engine(pytestconfig: pytest.Config, engine_config: EngineConfig, specgate_engine_pool: EnginePool,
-           tmp_path_factory: pytest.TempPathFactory, evidence: EvidenceRecorder) -> Engine:
+def engine(request: pytest.FixtureRequest, engine_config: EngineConfig, specgate_engine_pool: EnginePool,
+           tmp_path_factory: pytest.TempPathFactory) -> Engine:
     """A booted engine (mock, mlx, vllm or endpoint), shared by tests with equal configuration."""
-    return _pooled_engine(pytestconfig, specgate_engine_pool, engine_config, tmp_path_factory, evidence)
+    return _pooled_engine(specgate_engine_pool, engine_config, tmp_path_factory, request.node.nodeid)
 
 
 @pytest.fixture
-def shared_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
-                  specgate_engine_pool: EnginePool, tmp_path_factory: pytest.TempPathFactory,
-                  evidence: EvidenceRecorder) -> Callable[..., Engine]:
+def shared_engine(request: pytest.FixtureRequest, engine_config: EngineConfig,
+                  specgate_engine_pool: EnginePool,
+                  tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Engine]:
     """``shared_engine(**changes)``: an engine like ``engine`` with some changes, pooled.
 
     For specs that only send requests and read telemetry deltas; a spec that swaps,
     rolls, injects faults or times an engine should ``boot_engine`` its own.
     """
-    routes = pytestconfig.stash[SETTINGS_KEY].endpoint_routes
+    routes = request.config.stash[SETTINGS_KEY].endpoint_routes
 
     def pooled(**changes: object) -> Engine:
         config = _served_config(engine_config, changes, routes, "shared_engine")
-        return _pooled_engine(pytestconfig, specgate_engine_pool, config, tmp_path_factory, evidence)
+        return _pooled_engine(specgate_engine_pool, config, tmp_path_factory, request.node.nodeid)
 
     return pooled
 
@@ -598,8 +652,7 @@ def _served_config(base: EngineConfig, changes: dict[str, object],
 
 @pytest.fixture
 def boot_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
-                tmp_path_factory: pytest.TempPathFactory,
-                evidence: EvidenceRecorder) -> Iterator[Callable[..., Engine]]:
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Engine]]:
     """``boot_engine(**changes)``: a new, unshared engine like ``engine``, closed after the test.
 
     For a baseline next to the speculative engine (``boot_engine(draft=None)``),
@@ -613,7 +666,7 @@ def boot_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
         def boot_and_record(**changes: object) -> Engine:
             config = _served_config(engine_config, changes, routes, "boot_engine")
             booted = boot(config)
-            evidence.note_engine(engine_record(booted, config))
+            _record_engine(pytestconfig, config, booted, pooled=False)
             return booted
 
         yield boot_and_record

@@ -44,35 +44,25 @@ from pytest_specgate.evidence._source import (
     bind_to_head,
     git_top,
     imported_source_files,
+    run_git,
     tree_changes,
 )
 from pytest_specgate.evidence._writer import NOT_QUALIFIED, WrittenBundle, run_verdict, write_bundle
 from pytest_specgate.host import HostProvenance
 from pytest_specgate.properties import payload_of
 
-GIT_TIMEOUT_S = 30.0
-
 
 def new_run_id(now: dt.datetime) -> str:
     return f"{now.astimezone(dt.UTC).strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
-
-
-def _git(arguments: Sequence[str], cwd: Path) -> str:
-    completed = subprocess.run(
-        ["git", *arguments], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
-    )
-    if completed.returncode != 0:
-        raise RuntimeError(completed.stderr.strip() or f"git {' '.join(arguments)} failed")
-    return completed.stdout
 
 
 def probe_source(rootdir: Path, exclude: Path | None) -> SourceState:
     """Commit and dirtiness of the repository holding ``rootdir`` (``exclude``: the evidence dir,
     whose new bundles are not changes; tracked changes there still are)."""
     try:
-        top = Path(_git(["rev-parse", "--show-toplevel"], rootdir).strip())
-        commit = _git(["rev-parse", "HEAD"], top).strip()
-        status = _git(["status", "--porcelain", "-z", "--untracked-files=all"], top)
+        top = Path(run_git(["rev-parse", "--show-toplevel"], rootdir).strip())
+        commit = run_git(["rev-parse", "HEAD"], top).strip()
+        status = run_git(["status", "--porcelain", "-z", "--untracked-files=all"], top)
     except FileNotFoundError:
         return SourceState(commit=None, dirty=None, problem="git is not installed")
     except (RuntimeError, subprocess.TimeoutExpired) as error:

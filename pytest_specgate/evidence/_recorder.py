@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import numbers
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
 
@@ -25,6 +25,9 @@ STAGING_DIR_NAME = ".staging"
 workers, which do not know the controller's run id, can store them before the bundle exists."""
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+RESERVED_NOTE_KEYS = frozenset({"engines", "host", "source", "provenance", "policy", "qualifying",
+                                "completeness"})
+"""Facts the plugin writes into a record itself; a note by the same name could pass for them."""
 
 
 def staging_dir(evidence_dir: Path) -> Path:
@@ -208,24 +211,20 @@ class EvidenceRecorder:
         return attachment
 
     def note(self, key: str, value: object) -> None:
-        """Context for reviewers (engine versions, model ids, weight digests, ...)."""
+        """Context for reviewers (model ids, weight digests, ...); facts the plugin records
+        itself (``RESERVED_NOTE_KEYS``: the engines used, host, source) cannot be noted."""
         if not isinstance(key, str) or not key:
             raise TypeError(f"evidence.note: key must be a non-empty string, found {key!r}")
+        if key in RESERVED_NOTE_KEYS:
+            raise ValueError(
+                f"{self.nodeid}: evidence.note({key!r}): {key!r} is recorded by specgate itself "
+                f"(reserved: {', '.join(sorted(RESERVED_NOTE_KEYS))}); choose another key"
+            )
         depth = value_nesting_depth(value)
         if depth > MAX_VALUE_DEPTH:
             raise ValueError(f"evidence.note({key!r}): value nested {depth} levels deep (or more); "
                              f"expected at most {MAX_VALUE_DEPTH}")
         self._notes[key] = self._redactor.value(value)
-
-    def note_engine(self, engine: Mapping[str, object]) -> None:
-        """Record an engine this test used (backend, model, configuration, versions).
-
-        Appended under ``notes["engines"]``; evidence from the built-in mock never qualifies.
-        """
-        engines = self._notes.get("engines")
-        listed = list(engines) if isinstance(engines, list) else []
-        listed.append(self._redactor.value(dict(engine)))
-        self._notes["engines"] = listed
 
     @property
     def measurements(self) -> tuple[Measurement, ...]:

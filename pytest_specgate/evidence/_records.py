@@ -241,10 +241,7 @@ def not_qualifying_reasons(
             detail = "; ".join(str(r) for r in why) if isinstance(why, list) and why else "no reason given"
             reasons.append(f"{result.nodeid}: hardware requirement not met: {detail}")
     for result in results:
-        simulated = sorted(_simulated_engines(result))
-        if simulated:
-            reasons.append(f"{result.nodeid}: ran on the built-in mock engine ({', '.join(simulated)}), "
-                           "a simulation: only a real engine's evidence qualifies")
+        reasons += engine_reasons(result)
     for result in results:
         if result.outcome != "passed":
             reasons.append(
@@ -258,12 +255,31 @@ def not_qualifying_reasons(
     return reasons
 
 
-def _simulated_engines(result: ExecutedTest) -> set[str]:
-    notes = result.properties.get("notes")
-    engines = notes.get("engines") if isinstance(notes, Mapping) else None
-    if not isinstance(engines, list):
-        return set()
-    return {str(e.get("model")) for e in engines if isinstance(e, Mapping) and e.get("backend") == "mock"}
+def _engines_of(result: ExecutedTest) -> list[Mapping[str, JsonValue]]:
+    engines = result.properties.get("engines")
+    return [e for e in engines if isinstance(e, Mapping)] if isinstance(engines, list) else []
+
+
+def engine_reasons(result: ExecutedTest) -> list[str]:
+    """Why the engines the plugin recorded for this test keep its evidence from qualifying."""
+    reasons = []
+    engines = _engines_of(result)
+    simulated = sorted({str(e.get("model")) for e in engines if e.get("simulated") is not False})
+    if simulated:
+        reasons.append(f"{result.nodeid}: ran on the built-in mock engine ({', '.join(simulated)}), "
+                       "a simulation: only a real engine's evidence qualifies")
+    for entry in engines:
+        if entry.get("simulated") is not False:
+            continue
+        identity = entry.get("identity")
+        url = identity.get("url") if isinstance(identity, Mapping) else None
+        if entry.get("version_known") is not True:
+            reasons.append(f"{result.nodeid}: the version of the {entry.get('backend')} engine at {url} "
+                           "could not be read: a real engine must say what it is")
+        if entry.get("loopback") is not True and _hardware_of(result) is not None:
+            reasons.append(f"{result.nodeid}: the {entry.get('backend')} engine at {url} is not on this host "
+                           "(not a loopback address): the hardware marker was checked here, not there")
+    return reasons
 
 
 def declared_fields(results: Sequence[ExecutedTest]) -> tuple[dict[str, JsonValue], list[str]]:
@@ -295,6 +311,7 @@ def _executed_row(result: ExecutedTest) -> dict[str, JsonValue]:
         },
         "mode": result.properties.get("mode", "default"),
         "hardware": _hardware_of(result),
+        "engines": [dict(engine) for engine in _engines_of(result)],
         "notes": result.properties.get("notes", {}),
     }
 

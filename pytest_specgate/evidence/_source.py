@@ -25,6 +25,7 @@ __all__ = [
     "bind_to_head",
     "git_top",
     "imported_source_files",
+    "run_git",
     "tree_changes",
 ]
 
@@ -43,7 +44,8 @@ class SourceBinding:
     problem: str | None = None
 
 
-def _git(arguments: Sequence[str], cwd: Path, stdin: str | None = None) -> str:
+def run_git(arguments: Sequence[str], cwd: Path, stdin: str | None = None) -> str:
+    """``git ARGUMENTS`` in ``cwd``; a failure raises RuntimeError with git's own message."""
     completed = subprocess.run(["git", *arguments], cwd=cwd, capture_output=True, text=True,
                                input=stdin, timeout=GIT_TIMEOUT_S, check=False)
     if completed.returncode != 0:
@@ -120,12 +122,12 @@ def bind_to_head(files: Iterable[Path], top: Path) -> SourceBinding:
         else:
             changed.add(os.path.relpath(path, top))
     try:
-        head = _tree_blobs(_git(["ls-tree", "-r", "-z", "--full-tree", "HEAD"], top))
-        for flagged in _flagged_entries(_git(["ls-files", "-v", "-z"], top)):
+        head = _tree_blobs(run_git(["ls-tree", "-r", "-z", "--full-tree", "HEAD"], top))
+        for flagged in _flagged_entries(run_git(["ls-files", "-v", "-z"], top)):
             if (top / flagged).is_file():
                 inside.setdefault(flagged, top / flagged)
         names = sorted(inside)
-        hashed = _git(["hash-object", "--stdin-paths"], top, "".join(f"{n}\n" for n in names)).split()
+        hashed = run_git(["hash-object", "--stdin-paths"], top, "".join(f"{n}\n" for n in names)).split()
     except (RuntimeError, OSError, subprocess.TimeoutExpired) as error:
         return SourceBinding(tuple(sorted(changed | set(inside))),
                              problem=f"cannot compare imported files with HEAD: {error}")

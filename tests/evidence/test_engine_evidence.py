@@ -24,7 +24,7 @@ def test_engine_is_noted_and_mock_evidence_does_not_qualify(pytester: pytest.Pyt
     result.assert_outcomes(passed=1)
     (record_path,) = evidence_dir.glob("*/FR-1.json")
     record = json.loads(record_path.read_text())
-    engines = record["tests"][0]["notes"]["engines"]
+    engines = record["tests"][0]["engines"]
     assert [e["backend"] for e in engines] == ["mock", "mock"]
     assert "draft=specgate-mock-draft" in engines[0]["config"]
     assert engines[0]["versions"], "engine versions must be recorded"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import sys
 from pathlib import Path
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from provenance_testkit import commit_project, gate_lines, gate_rejection, only_record, run_passing
 
+from pytest_specgate.cli import main
 from pytest_specgate.host import HostProvenance, ProbeAnswer, in_system_location
 
 HOSTS = Path(__file__).resolve().parents[2] / "fixtures" / "hosts"
@@ -19,6 +21,7 @@ def pytest_specgate_update_host_facts(config, facts):
                  memory_bytes=16 * 1024**3)
 """
 ANSWER_WITH_A_GB10 = """
+from pytest_specgate.cli import main
 from pytest_specgate.host import GpuFacts, HostFacts
 
 def pytest_specgate_host_facts(config):
@@ -141,3 +144,23 @@ def test_answer_digest_binds_the_redacted_answer() -> None:
     assert record["answers"] == [{"tool": "sysctl", "asked": "sysctl -n machdep.cpu.brand_string",
                                   "answer": "Apple M4 of <user>"}]
     assert record["tools"][0]["answer_sha256"] == hashlib.sha256(b"Apple M4 of <user>").hexdigest()
+
+
+def test_specgate_hosts_shows_provenance_and_an_untrusted_tool(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
+    assert main(["hosts", "--host-facts", str(HOSTS / "gb10.json"), "--pyproject", str(pyproject)]) == 0
+    assert "  provenance     simulated from gb10.json" in capsys.readouterr().out.splitlines()
+    (tmp_path / "nvidia-smi").write_text(FAKE_NVIDIA_SMI)
+    (tmp_path / "nvidia-smi").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    assert main(["hosts", "--pyproject", str(pyproject)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    fake = f"{tmp_path}/nvidia-smi"
+    assert f"  asked          nvidia-smi at {fake} (OUTSIDE the system's tool locations)" in out
+    assert f"  provenance     probed with {fake} outside the system's tool locations" in out
+    assert main(["hosts", "--json", "--pyproject", str(pyproject)]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert [tool["system_location"] for tool in report["provenance"]["tools"]] == [False]

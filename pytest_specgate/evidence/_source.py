@@ -77,12 +77,13 @@ def imported_source_files(modules: Mapping[str, ModuleType | None], collected: I
     for anchor in (rootdir.resolve(), *files):
         top = git_top(anchor)
         roots.add(top if top is not None else anchor.parent)
+    installed = _interpreter_dirs()
     for module in list(modules.values()):
         where = getattr(module, "__file__", None)
         if not isinstance(where, str) or not where.endswith(".py"):
             continue
         path = Path(where).resolve()
-        if _is_within(path, roots) and not _is_within(path, _interpreter_dirs()):
+        if _is_within(path, roots) and not _is_within(path, installed):
             files.add(path)
     return {path for path in files if path.is_file()}
 

@@ -96,10 +96,12 @@ class ProbeAnswer:
     path: str | None
     asked: str
     answer: str | None
+    # Decided where the tool was found (``in_system_location``); a record keeps the verdict.
+    system_location: bool
 
-    @property
-    def system_location(self) -> bool:
-        return in_system_location(self.path)
+    @classmethod
+    def found_at(cls, tool: str, path: str | None, asked: str, answer: str | None) -> ProbeAnswer:
+        return cls(tool, path, asked, answer, in_system_location(path))
 
 
 def _sha256_text(text: str | None) -> str | None:
@@ -148,6 +150,33 @@ class HostProvenance:
                     f"({', '.join(SYSTEM_TOOL_DIRS)}): its answer cannot be trusted"
                 )
         return tuple(reasons)
+
+    @classmethod
+    def from_record(cls, data: object, where: str = "host.provenance") -> HostProvenance:
+        """Read ``record["host"]["provenance"]`` back (what the gate re-judges); errors name the field."""
+        if not isinstance(data, Mapping):
+            raise HostFactsError(f"{where}: must be an object, got {type(data).__name__}")
+        origin = data.get("origin")
+        if origin not in ("probe", "file", "hook", "edited"):
+            raise HostFactsError(
+                f"{where}: field 'origin' must be probe, file, hook or edited, got {origin!r}")
+        detail = data.get("detail")
+        tools, answers = data.get("tools"), data.get("answers")
+        if not isinstance(tools, list) or not isinstance(answers, list) or len(tools) != len(answers):
+            raise HostFactsError(f"{where}: fields 'tools' and 'answers' must be lists of equal length")
+        probed = []
+        for index, (tool, answer) in enumerate(zip(tools, answers, strict=True)):
+            if not isinstance(tool, Mapping) or not isinstance(answer, Mapping):
+                raise HostFactsError(f"{where}: tools[{index}] and answers[{index}] must be objects")
+            path, said = tool.get("path"), answer.get("answer")
+            probed.append(ProbeAnswer(
+                tool=str(tool.get("name")),
+                path=path if isinstance(path, str) else None,
+                asked=str(answer.get("asked")),
+                answer=said if isinstance(said, str) else None,
+                system_location=tool.get("system_location") is True,
+            ))
+        return cls(origin, detail if isinstance(detail, str) else None, tuple(probed))
 
     def to_record(self, redact: Callable[[str], str] = str) -> dict[str, Any]:
         """``record["host"]["provenance"]``; each tool's ``answer_sha256`` binds the stored answer."""
@@ -422,11 +451,11 @@ class _Probe:
             done = subprocess.run([path, *argv[1:]], capture_output=True, text=True,
                                   timeout=_PROBE_TIMEOUT_S, check=False)
         except (OSError, subprocess.SubprocessError) as exc:
-            self.answers.append(ProbeAnswer(argv[0], path, asked, f"failed: {exc}"))
+            self.answers.append(ProbeAnswer.found_at(argv[0], path, asked, f"failed: {exc}"))
             return None
         answer = done.stdout.strip() if done.returncode == 0 else None
-        self.answers.append(ProbeAnswer(argv[0], path, asked,
-                                        answer if answer is not None else f"exit {done.returncode}"))
+        self.answers.append(ProbeAnswer.found_at(argv[0], path, asked,
+                                                 answer if answer is not None else f"exit {done.returncode}"))
         return answer
 
     def sysctl(self, name: str) -> str | None:
@@ -437,9 +466,9 @@ class _Probe:
         found = _nvidia_gpus_nvml()
         if found is not None:
             rows = [gpu.to_dict() for gpu in found]
-            self.answers.append(ProbeAnswer("nvml", _loaded_library("libnvidia-ml"),
-                                            "nvmlDeviceGetName/GetMemoryInfo/GetCudaComputeCapability",
-                                            json.dumps(rows, sort_keys=True)))
+            self.answers.append(ProbeAnswer.found_at(
+                "nvml", _loaded_library("libnvidia-ml"),
+                "nvmlDeviceGetName/GetMemoryInfo/GetCudaComputeCapability", json.dumps(rows, sort_keys=True)))
         return found
 
 

@@ -13,6 +13,7 @@ from typing import Literal
 
 from pytest_specgate.evidence._jsonio import JsonValue
 from pytest_specgate.evidence._recorder import threshold_verdict
+from pytest_specgate.host import HostFactsError, HostProvenance
 
 SCHEMA_ID = "specgate.evidence/v1"
 
@@ -219,6 +220,7 @@ def not_qualifying_reasons(
     if ac_mode(results, run.diagnostic) == "diagnostic":
         reasons.append("diagnostic run: evidence from --specgate-diagnostic never qualifies")
     reasons += run.session_reasons
+    reasons += host_reasons(run.host_provenance)
     if run.interrupted:
         reasons.append("the run was interrupted before it finished")
     if run.source.commit is None:
@@ -253,6 +255,14 @@ def not_qualifying_reasons(
             reasons.append(f"{row['nodeid']}: {row['name']} = {_shown(row['value'], row['unit'])} {missed}")
     reasons += [f"attachment {name} is missing from the staging area" for name in missing_attachments]
     return reasons
+
+
+def host_reasons(provenance: Mapping[str, JsonValue]) -> list[str]:
+    """Why the recorded host provenance keeps evidence from qualifying (simulated, untrusted tools)."""
+    try:
+        return list(HostProvenance.from_record(provenance).reasons())
+    except HostFactsError as error:
+        return [f"host provenance unreadable, so the host is unknown: {error}"]
 
 
 def _engines_of(result: ExecutedTest) -> list[Mapping[str, JsonValue]]:

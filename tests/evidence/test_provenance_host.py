@@ -12,6 +12,7 @@ import pytest
 from provenance_testkit import commit_project, gate_lines, gate_rejection, only_record, run_passing
 
 from pytest_specgate.cli import main
+from pytest_specgate.evidence._records import host_reasons
 from pytest_specgate.host import HostProvenance, ProbeAnswer, in_system_location
 
 HOSTS = Path(__file__).resolve().parents[2] / "fixtures" / "hosts"
@@ -22,6 +23,7 @@ def pytest_specgate_update_host_facts(config, facts):
 """
 ANSWER_WITH_A_GB10 = """
 from pytest_specgate.cli import main
+from pytest_specgate.evidence._records import host_reasons
 from pytest_specgate.host import GpuFacts, HostFacts
 
 def pytest_specgate_host_facts(config):
@@ -139,7 +141,7 @@ def test_system_locations_exclude_temp_and_user_dirs(tmp_path: Path) -> None:
 
 def test_answer_digest_binds_the_redacted_answer() -> None:
     answer = ProbeAnswer("sysctl", "/usr/sbin/sysctl", "sysctl -n machdep.cpu.brand_string",
-                         "Apple M4 of alice")
+                         "Apple M4 of alice", system_location=True)
     record = HostProvenance("probe", None, (answer,)).to_record(lambda text: text.replace("alice", "<user>"))
     assert record["answers"] == [{"tool": "sysctl", "asked": "sysctl -n machdep.cpu.brand_string",
                                   "answer": "Apple M4 of <user>"}]
@@ -164,3 +166,17 @@ def test_specgate_hosts_shows_provenance_and_an_untrusted_tool(
     assert main(["hosts", "--json", "--pyproject", str(pyproject)]) == 0
     report = json.loads(capsys.readouterr().out)
     assert [tool["system_location"] for tool in report["provenance"]["tools"]] == [False]
+
+
+def test_reasons_are_recomputed_from_the_recorded_provenance() -> None:
+    fake = ProbeAnswer.found_at("nvidia-smi", "/tmp/fake-bin/nvidia-smi", "nvidia-smi --query-gpu=name",
+                                "NVIDIA GB10")
+    for provenance in (HostProvenance("file", "gb10.json"), HostProvenance("probe", None, (fake,))):
+        again = HostProvenance.from_record(json.loads(json.dumps(provenance.to_record())))
+        assert again == provenance and again.reasons() == provenance.reasons() != ()
+    assert host_reasons({"origin": "probe"}) == [
+        "host provenance unreadable, so the host is unknown: host.provenance: fields 'tools' and "
+        "'answers' must be lists of equal length"]
+    assert host_reasons({"origin": "hardware", "tools": [], "answers": []})[0].endswith(
+        "field 'origin' must be probe, file, hook or edited, got 'hardware'")
+    assert host_reasons(HostProvenance("probe").to_record()) == []

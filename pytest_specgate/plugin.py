@@ -583,10 +583,13 @@ def _record_engine(pytestconfig: pytest.Config, config: EngineConfig, engine: En
 
 def _engine_entries(item: pytest.Item) -> list[dict[str, Any]]:
     """This test's engines, each with the ``system_fingerprint`` its server has answered with."""
+    used = item.stash.get(ITEM_ENGINES_KEY, [])
+    if not used:
+        return []
     from pytest_specgate.engines.client import ClientEngine
 
     entries = []
-    for engine, record in item.stash.get(ITEM_ENGINES_KEY, []):
+    for engine, record in used:
         fingerprint = engine.client.system_fingerprint if isinstance(engine, ClientEngine) else None
         entries.append({**record, "identity": {**record["identity"], "system_fingerprint": fingerprint}})
     return entries

@@ -180,8 +180,9 @@ class EvidenceCollector:
         self._imported.update(Path(path) for path in shipped if isinstance(path, str))
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
-        self._imported |= imported_source_files(sys.modules, [item.path for item in session.items],
-                                                self._rootdir)
+        if self._source.commit is not None:
+            self._imported |= imported_source_files(sys.modules, [item.path for item in session.items],
+                                                    self._rootdir)
         self.finish(exitstatus)
 
     def finish(self, exitstatus: int | pytest.ExitCode) -> WrittenBundle:

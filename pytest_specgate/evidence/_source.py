@@ -78,9 +78,10 @@ def imported_source_files(modules: Mapping[str, ModuleType | None], collected: I
         top = git_top(anchor)
         roots.add(top if top is not None else anchor.parent)
     installed = _interpreter_dirs()
+    installed_prefixes = tuple(f"{directory}{os.sep}" for directory in installed)
     for module in list(modules.values()):
         where = getattr(module, "__file__", None)
-        if not isinstance(where, str) or not where.endswith(".py"):
+        if not isinstance(where, str) or not where.endswith(".py") or where.startswith(installed_prefixes):
             continue
         path = Path(where).resolve()
         if _is_within(path, roots) and not _is_within(path, installed):

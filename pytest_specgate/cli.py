@@ -16,7 +16,7 @@ from pytest_specgate.hardware import (
     evaluate_requirement,
     load_host_profiles,
 )
-from pytest_specgate.host import HostFacts, HostFactsError, load_host_facts, probe_host
+from pytest_specgate.host import HostFacts, HostFactsError, HostProvenance, load_host_facts, probe_host
 
 __all__ = ["main"]
 
@@ -30,8 +30,9 @@ def find_pyproject(start: Path) -> Path | None:
     return None
 
 
-def hosts_report(facts: HostFacts, profiles: dict[str, HostProfile]) -> dict[str, object]:
-    """This host's facts and, per named profile, whether it matches and why not."""
+def hosts_report(facts: HostFacts, profiles: dict[str, HostProfile],
+                 provenance: HostProvenance) -> dict[str, object]:
+    """This host's facts, where they came from and, per named profile, whether it matches and why not."""
     verdicts = {
         name: evaluate_requirement(profile.requirement, facts, os.environ)
         for name, profile in sorted(profiles.items())
@@ -39,6 +40,8 @@ def hosts_report(facts: HostFacts, profiles: dict[str, HostProfile]) -> dict[str
     return {
         "host": facts.to_dict(),
         "summary": facts.summary(),
+        "provenance": provenance.to_record(),
+        "provenance_label": provenance.label(),
         "profiles": {
             name: {"matched": v.matched, "needs": v.requirement.describe(),
                    "unmet": list(v.reasons)}
@@ -51,6 +54,12 @@ def _format_hosts(report: dict[str, object]) -> str:
     host = report["host"]
     assert isinstance(host, dict)
     lines = [f"host: {report['summary']}  (source: {host['source']})"]
+    provenance = report["provenance"]
+    assert isinstance(provenance, dict)
+    lines.append(f"  {'provenance':<14} {report['provenance_label'] or 'unedited probe'}")
+    for tool in provenance["tools"]:
+        where = "system location" if tool["system_location"] else "OUTSIDE the system's tool locations"
+        lines.append(f"  {'asked':<14} {tool['name']} at {tool['path'] or 'unknown path'} ({where})")
     for key in ("os", "os_version", "kernel", "arch", "cpu_brand", "cpu_count", "memory_bytes",
                 "apple_chip", "thermal_state"):
         lines.append(f"  {key:<14} {host[key] if host[key] is not None else 'unknown'}")
@@ -94,13 +103,18 @@ def _run_hosts(args: argparse.Namespace) -> int:
         print(f"specgate hosts: --pyproject={args.pyproject}: no such file", file=sys.stderr)
         return 2
     try:
-        facts = load_host_facts(Path(args.host_facts)) if args.host_facts else probe_host()
+        if args.host_facts:
+            facts = load_host_facts(Path(args.host_facts))
+            provenance = HostProvenance("file", Path(args.host_facts).name)
+        else:
+            facts = probe_host()
+            provenance = HostProvenance("probe", None, facts.probed_with)
         pyproject = Path(args.pyproject) if args.pyproject else find_pyproject(Path.cwd())
         profiles = load_host_profiles(pyproject)
     except (HostFactsError, RequirementError) as exc:
         print(f"specgate hosts: {exc}", file=sys.stderr)
         return 2
-    report = hosts_report(facts, profiles)
+    report = hosts_report(facts, profiles, provenance)
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else _format_hosts(report))
     return 0
 

@@ -5,29 +5,40 @@ every probe step is optional and never guesses: a fact that cannot be read is
 ``None`` ("unknown"), and the requirement matcher treats unknown as unmet.
 A facts file (``--specgate-host-facts``) replaces the probe entirely; that is
 how CI simulates an M4 or a GB10.
+
+Because a simulation must never pass for the real thing, facts carry their
+provenance: where they came from (the probe, a file, a hook, an edit) and, for
+the probe, every tool it asked, where that tool lives and what it answered.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import os
 import platform
 import re
 import shutil
+import stat
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, final
+from typing import Any, Final, Literal, final
 
 from pytest_specgate.inputs import InputError, read_json_file
 
 __all__ = [
     "HOST_FACTS_SCHEMA",
+    "SYSTEM_TOOL_DIRS",
     "GpuFacts",
     "HostFacts",
     "HostFactsError",
+    "HostProvenance",
+    "ProbeAnswer",
     "host_facts_from_dict",
+    "in_system_location",
     "load_host_facts",
     "parse_apple_chip",
     "parse_meminfo_bytes",
@@ -43,10 +54,147 @@ _PROBE_TIMEOUT_S: Final = 5.0
 _UNIFIED_MEMORY_GPU = re.compile(r"\bGB10\b|\bOrin\b|\bThor\b", re.IGNORECASE)
 _APPLE_CHIP = re.compile(r"\bApple (M\d+)(?: (Pro|Max|Ultra))?\b")
 _KNOWN_OS: Final = frozenset({"linux", "macos", "windows"})
+SYSTEM_TOOL_DIRS: Final = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
+"""Where the probe trusts a tool (``nvidia-smi``, ``sysctl``) to be found. ``/usr/local/bin`` is
+left out on purpose: Homebrew and hand installs make it writable without root."""
+_SYSTEM_REAL_PREFIXES: Final = (*SYSTEM_TOOL_DIRS, "/usr/lib", "/usr/lib64", "/usr/libexec", "/lib",
+                                "/lib64")
+"""Where such a tool (or the NVML library) may really live once symlinks are resolved
+(``/usr/bin/nvidia-smi`` -> ``/etc/alternatives`` -> ``/usr/lib/nvidia/...``)."""
+HostOrigin = Literal["probe", "file", "hook", "edited"]
 
 
 class HostFactsError(ValueError):
     """A host-facts document is malformed; the message names the field."""
+
+
+def in_system_location(path: str | None) -> bool:
+    """Whether a tool (or library) found at ``path`` is the system's own: found and really
+    living under a system prefix, owned by root and writable by nobody else.
+
+    Unknown (``None``, unreadable, not POSIX) is not a system location.
+    """
+    if path is None or os.name != "posix" or not os.path.isabs(path):
+        return False
+    real = os.path.realpath(path)
+    for candidate in (os.path.normpath(path), real):
+        if not any(candidate.startswith(prefix + "/") for prefix in _SYSTEM_REAL_PREFIXES):
+            return False
+    try:
+        info = os.stat(real)
+    except OSError:
+        return False
+    return info.st_uid == 0 and not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+
+
+@final
+@dataclass(frozen=True)
+class ProbeAnswer:
+    """One question the probe asked a tool or library, and the raw answer it got."""
+
+    tool: str
+    path: str | None
+    asked: str
+    answer: str | None
+    # Decided where the tool was found (``in_system_location``); a record keeps the verdict.
+    system_location: bool
+
+    @classmethod
+    def found_at(cls, tool: str, path: str | None, asked: str, answer: str | None) -> ProbeAnswer:
+        return cls(tool, path, asked, answer, in_system_location(path))
+
+
+def _sha256_text(text: str | None) -> str | None:
+    return None if text is None else hashlib.sha256(text.encode()).hexdigest()
+
+
+@final
+@dataclass(frozen=True)
+class HostProvenance:
+    """Where a session's host facts came from; anything but the unedited probe is simulated."""
+
+    origin: HostOrigin
+    detail: str | None = None
+    answers: tuple[ProbeAnswer, ...] = ()
+
+    @property
+    def simulated(self) -> bool:
+        return self.origin != "probe"
+
+    @property
+    def source_label(self) -> str:
+        """The facts' ``source`` field: ``probe``, ``file:gb10.json``, ``hook:conftest.py``, ..."""
+        return self.origin if self.detail is None else f"{self.origin}:{self.detail}"
+
+    def label(self) -> str | None:
+        """What a reader must know next to the host line, or None for a trusted probe."""
+        if self.origin == "file":
+            return f"simulated from {self.detail}"
+        if self.origin == "hook":
+            return f"simulated by pytest_specgate_host_facts in {self.detail}"
+        if self.origin == "edited":
+            return f"simulated: edited by pytest_specgate_update_host_facts in {self.detail}"
+        outside = sorted({a.path or a.tool for a in self.answers if not a.system_location})
+        return f"probed with {', '.join(outside)} outside the system's tool locations" if outside else None
+
+    def reasons(self) -> tuple[str, ...]:
+        """Why evidence on these facts may not qualify (empty for an unedited, trusted probe)."""
+        reasons = []
+        if self.simulated:
+            reasons.append(f"host facts {self.label()}: only the unedited probe qualifies")
+        for answer in self.answers:
+            if not answer.system_location:
+                where = "at an unknown path" if answer.path is None else f"at {answer.path}"
+                reasons.append(
+                    f"host probe asked {answer.tool} {where}, outside the system's tool locations "
+                    f"({', '.join(SYSTEM_TOOL_DIRS)}): its answer cannot be trusted"
+                )
+        return tuple(reasons)
+
+    @classmethod
+    def from_record(cls, data: object, where: str = "host.provenance") -> HostProvenance:
+        """Read ``record["host"]["provenance"]`` back (what the gate re-judges); errors name the field."""
+        if not isinstance(data, Mapping):
+            raise HostFactsError(f"{where}: must be an object, got {type(data).__name__}")
+        origin = data.get("origin")
+        if origin not in ("probe", "file", "hook", "edited"):
+            raise HostFactsError(
+                f"{where}: field 'origin' must be probe, file, hook or edited, got {origin!r}")
+        detail = data.get("detail")
+        tools, answers = data.get("tools"), data.get("answers")
+        if not isinstance(tools, list) or not isinstance(answers, list) or len(tools) != len(answers):
+            raise HostFactsError(f"{where}: fields 'tools' and 'answers' must be lists of equal length")
+        probed = []
+        for index, (tool, answer) in enumerate(zip(tools, answers, strict=True)):
+            if not isinstance(tool, Mapping) or not isinstance(answer, Mapping):
+                raise HostFactsError(f"{where}: tools[{index}] and answers[{index}] must be objects")
+            path, said = tool.get("path"), answer.get("answer")
+            probed.append(ProbeAnswer(
+                tool=str(tool.get("name")),
+                path=path if isinstance(path, str) else None,
+                asked=str(answer.get("asked")),
+                answer=said if isinstance(said, str) else None,
+                system_location=tool.get("system_location") is True,
+            ))
+        return cls(origin, detail if isinstance(detail, str) else None, tuple(probed))
+
+    def to_record(self, redact: Callable[[str], str] = str) -> dict[str, Any]:
+        """``record["host"]["provenance"]``; each tool's ``answer_sha256`` binds the stored answer."""
+        answers = [None if a.answer is None else redact(a.answer) for a in self.answers]
+        return {
+            "origin": self.origin,
+            "simulated": self.simulated,
+            "detail": self.detail,
+            "tools": [
+                {"name": a.tool, "path": a.path, "system_location": a.system_location,
+                 "answer_sha256": _sha256_text(stored)}
+                for a, stored in zip(self.answers, answers, strict=True)
+            ],
+            "answers": [
+                {"tool": a.tool, "asked": a.asked, "answer": stored}
+                for a, stored in zip(self.answers, answers, strict=True)
+            ],
+        }
 
 
 @final
@@ -87,6 +235,8 @@ class HostFacts:
     thermal_state: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
     source: str = "probe"
+    # What the probe asked and was told; not part of the editable JSON shape.
+    probed_with: tuple[ProbeAnswer, ...] = field(default=(), compare=False)
 
     @property
     def apple_chip_family(self) -> str | None:
@@ -284,24 +434,60 @@ def parse_nvidia_smi_csv(text: str, host_memory_bytes: int | None = None) -> tup
 # The probe (every step optional)
 
 
-def _run(argv: Sequence[str]) -> str | None:
-    if shutil.which(argv[0]) is None:
-        return None
+class _Probe:
+    """Asks tools and libraries, keeping every question, the tool's path and the raw answer."""
+
+    def __init__(self) -> None:
+        self.answers: list[ProbeAnswer] = []
+
+    def run(self, argv: Sequence[str]) -> str | None:
+        """Run a tool found on PATH by its absolute path; a missing tool is not asked."""
+        path = shutil.which(argv[0])
+        if path is None:
+            return None
+        path = os.path.abspath(path)
+        asked = " ".join([argv[0], *argv[1:]])
+        try:
+            done = subprocess.run([path, *argv[1:]], capture_output=True, text=True,
+                                  timeout=_PROBE_TIMEOUT_S, check=False)
+        except (OSError, subprocess.SubprocessError) as exc:
+            self.answers.append(ProbeAnswer.found_at(argv[0], path, asked, f"failed: {exc}"))
+            return None
+        answer = done.stdout.strip() if done.returncode == 0 else None
+        self.answers.append(ProbeAnswer.found_at(argv[0], path, asked,
+                                                 answer if answer is not None else f"exit {done.returncode}"))
+        return answer
+
+    def sysctl(self, name: str) -> str | None:
+        return self.run(["sysctl", "-n", name])
+
+    def nvml_gpus(self) -> tuple[GpuFacts, ...] | None:
+        """GPUs through NVML (preferred over ``nvidia-smi``); None when NVML cannot answer."""
+        found = _nvidia_gpus_nvml()
+        if found is not None:
+            rows = [gpu.to_dict() for gpu in found]
+            self.answers.append(ProbeAnswer.found_at(
+                "nvml", _loaded_library("libnvidia-ml"),
+                "nvmlDeviceGetName/GetMemoryInfo/GetCudaComputeCapability", json.dumps(rows, sort_keys=True)))
+        return found
+
+
+def _loaded_library(stem: str) -> str | None:
+    """The absolute path of a shared library this process has mapped (Linux), else None."""
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True,
-                              timeout=_PROBE_TIMEOUT_S, check=False)
-    except (OSError, subprocess.SubprocessError):
+        maps = Path("/proc/self/maps").read_text(encoding="utf-8", errors="replace")
+    except OSError:
         return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    for line in maps.splitlines():
+        path = line.split(maxsplit=5)[-1] if line.count(" ") >= 5 else ""
+        if path.startswith("/") and stem in os.path.basename(path):
+            return path
+    return None
 
 
-def _sysctl(name: str) -> str | None:
-    return _run(["sysctl", "-n", name])
-
-
-def _total_memory_bytes(os_name: str) -> int | None:
+def _total_memory_bytes(os_name: str, probe: _Probe) -> int | None:
     if os_name == "macos":
-        value = _sysctl("hw.memsize")
+        value = probe.sysctl("hw.memsize")
         return int(value) if value and value.isdigit() else None
     try:
         return parse_meminfo_bytes(Path("/proc/meminfo").read_text(encoding="ascii"))
@@ -347,12 +533,12 @@ def _nvidia_gpus_nvml() -> tuple[GpuFacts, ...] | None:
             pynvml.nvmlShutdown()
 
 
-def _nvidia_gpus() -> tuple[GpuFacts, ...]:
-    via_nvml = _nvidia_gpus_nvml()
+def _nvidia_gpus(probe: _Probe) -> tuple[GpuFacts, ...]:
+    via_nvml = probe.nvml_gpus()
     if via_nvml is not None:
         return via_nvml
-    text = _run(["nvidia-smi", "--query-gpu=name,memory.total,compute_cap",
-                 "--format=csv,noheader,nounits"])
+    text = probe.run(["nvidia-smi", "--query-gpu=name,memory.total,compute_cap",
+                      "--format=csv,noheader,nounits"])
     return parse_nvidia_smi_csv(text) if text else ()
 
 
@@ -390,12 +576,16 @@ def _linux_thermal_state() -> str | None:
 
 
 def probe_host() -> HostFacts:
-    """Probe this machine. Never raises for a missing tool: facts stay unknown."""
+    """Probe this machine. Never raises for a missing tool: facts stay unknown.
+
+    ``probed_with`` keeps every tool asked, its absolute path and its raw answer.
+    """
+    probe = _Probe()
     system = platform.system()
     os_name = {"Darwin": "macos", "Linux": "linux", "Windows": "windows"}.get(system,
                                                                                system.lower())
     if os_name == "macos":
-        cpu_brand = _sysctl("machdep.cpu.brand_string")
+        cpu_brand = probe.sysctl("machdep.cpu.brand_string")
         os_version = platform.mac_ver()[0] or None
         thermal = _macos_thermal_state()
         gpus: tuple[GpuFacts, ...] = ()
@@ -403,7 +593,8 @@ def probe_host() -> HostFacts:
         cpu_brand = _linux_cpu_brand()
         os_version = _linux_os_version()
         thermal = _linux_thermal_state() if os_name == "linux" else None
-        gpus = _nvidia_gpus()
+        gpus = _nvidia_gpus(probe)
+    memory = _total_memory_bytes(os_name, probe)
     return HostFacts(
         os=os_name,
         arch=platform.machine() or "unknown",
@@ -411,12 +602,13 @@ def probe_host() -> HostFacts:
         kernel=platform.release() or None,
         cpu_brand=cpu_brand,
         cpu_count=os.cpu_count(),
-        memory_bytes=_total_memory_bytes(os_name),
+        memory_bytes=memory,
         apple_chip=parse_apple_chip(cpu_brand),
         gpus=gpus,
         thermal_state=thermal,
         extra=_apple_device_info() if os_name == "macos" else {},
         source="probe",
+        probed_with=tuple(probe.answers),
     )
 
 

@@ -7,7 +7,11 @@ hook that first needs them.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+import json
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
@@ -31,7 +35,7 @@ if TYPE_CHECKING:
     from pytest_specgate.evidence._records import SelectionFacts
     from pytest_specgate.evidence._signing import SignedBundle, SigningKey
     from pytest_specgate.hardware import HardwareVerdict
-    from pytest_specgate.host import HostFacts
+    from pytest_specgate.host import HostFacts, HostProvenance
     from pytest_specgate.qualification import QualificationFactory
     from pytest_specgate.runmode import RunDecision
     from pytest_specgate.settings import ProjectSettings, SpecgateSettings
@@ -39,6 +43,8 @@ if TYPE_CHECKING:
 SETTINGS_KEY: Final[pytest.StashKey[SpecgateSettings]] = pytest.StashKey()
 PROJECT_KEY: Final[pytest.StashKey[ProjectSettings]] = pytest.StashKey()
 HOST_FACTS_KEY: Final[pytest.StashKey[HostFacts]] = pytest.StashKey()
+DEFAULT_HOST_FACTS_KEY: Final[pytest.StashKey[tuple[HostFacts, dict[str, Any]]]] = pytest.StashKey()
+HOST_PROVENANCE_KEY: Final[pytest.StashKey[HostProvenance]] = pytest.StashKey()
 DECISION_KEY: Final[pytest.StashKey[RunDecision]] = pytest.StashKey()
 VERDICT_KEY: Final[pytest.StashKey[HardwareVerdict]] = pytest.StashKey()
 AC_KEY: Final[pytest.StashKey[AcceptanceCriterion]] = pytest.StashKey()
@@ -51,6 +57,8 @@ SIGNING_KEY: Final[pytest.StashKey[SigningKey]] = pytest.StashKey()
 SIGNED_KEY: Final[pytest.StashKey[SignedBundle | str]] = pytest.StashKey()
 ENGINE_CONFIG_KEY: Final[pytest.StashKey[EngineConfig]] = pytest.StashKey()
 PLAN_KEY: Final[pytest.StashKey[SpecPlan]] = pytest.StashKey()
+CURRENT_ITEM_KEY: Final[pytest.StashKey[pytest.Item]] = pytest.StashKey()
+ITEM_ENGINES_KEY: Final[pytest.StashKey[list[tuple[Engine, dict[str, Any]]]]] = pytest.StashKey()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -124,8 +132,16 @@ def _signing_key(path: Path) -> SigningKey:
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Sign the bundle the evidence collector has just written (controller only)."""
+    """Sign the bundle the evidence collector has just written (controller only); on an xdist
+    worker, ship the project files it imported for source binding."""
     config = session.config
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None and config.stash[SETTINGS_KEY].evidence_dir is not None:
+        from pytest_specgate.evidence._source import IMPORTED_FILES_KEY, imported_source_files
+
+        imported = imported_source_files(sys.modules, [item.path for item in session.items],
+                                         config.rootpath)
+        workeroutput[IMPORTED_FILES_KEY] = sorted(str(path) for path in imported)
     key = config.stash.get(SIGNING_KEY, None)
     collector = config.stash.get(COLLECTOR_KEY, None)
     if key is None or collector is None or collector.bundle is None:
@@ -151,9 +167,11 @@ def _evidence_collector(config: pytest.Config, settings: SpecgateSettings,
     from pytest_specgate.evidence import EvidenceCollector
 
     facts = session_host_facts(config)
+    provenance = session_host_provenance(config)
     return EvidenceCollector(
         evidence_dir=evidence_dir,
         host_facts=facts.to_dict(),
+        host_provenance=provenance,
         diagnostic=settings.run.diagnostic,
         allow_dirty=settings.allow_dirty,
         rootdir=config.rootpath,
@@ -189,25 +207,83 @@ def pytest_specgate_host_facts(config: pytest.Config) -> HostFacts:
     from pytest_specgate.host import load_host_facts, probe_host
 
     path = config.stash[SETTINGS_KEY].host_facts_file
-    return load_host_facts(path) if path is not None else probe_host()
+    facts = load_host_facts(path) if path is not None else probe_host()
+    config.stash[DEFAULT_HOST_FACTS_KEY] = (facts, _json_shape(facts))
+    return facts
+
+
+def _json_shape(facts: HostFacts) -> dict[str, Any]:
+    """A deep, detached copy of the facts' JSON form: what an edit is compared against."""
+    shape: dict[str, Any] = json.loads(json.dumps(facts.to_dict(), default=str))
+    return shape
 
 
 def session_host_facts(config: pytest.Config) -> HostFacts:
-    """The one host-facts object of this session: hook result, user edits, validated."""
-    if HOST_FACTS_KEY not in config.stash:
-        from pytest_specgate.host import HostFactsError, host_facts_from_dict
+    """The one host-facts object of this session: hook result, user edits, validated.
 
-        try:
-            facts = config.hook.pytest_specgate_host_facts(config=config)
-            edited = facts.to_dict()
-            config.hook.pytest_specgate_update_host_facts(config=config, facts=edited)
-            if edited != facts.to_dict():
-                facts = host_facts_from_dict(edited, where="pytest_specgate_update_host_facts",
-                                             source=facts.source)
-        except HostFactsError as exc:
-            raise pytest.UsageError(f"--specgate-host-facts: {exc}") from None
-        config.stash[HOST_FACTS_KEY] = facts
+    Its provenance (``session_host_provenance``) is decided here from what happened, not
+    from what the facts say about themselves.
+    """
+    if HOST_FACTS_KEY not in config.stash:
+        facts, provenance = _resolve_host_facts(config)
+        config.stash[HOST_FACTS_KEY] = dataclasses.replace(facts, source=provenance.source_label)
+        config.stash[HOST_PROVENANCE_KEY] = provenance
     return config.stash[HOST_FACTS_KEY]
+
+
+def session_host_provenance(config: pytest.Config) -> HostProvenance:
+    session_host_facts(config)
+    return config.stash[HOST_PROVENANCE_KEY]
+
+
+def _resolve_host_facts(config: pytest.Config) -> tuple[HostFacts, HostProvenance]:
+    from pytest_specgate.host import HostFacts, HostFactsError, HostProvenance, host_facts_from_dict
+
+    hook = config.hook
+    try:
+        answered = hook.pytest_specgate_host_facts(config=config)
+        if not isinstance(answered, HostFacts):
+            raise pytest.UsageError(
+                f"pytest_specgate_host_facts in {_implementers(config, 'pytest_specgate_host_facts')} "
+                f"returned {type(answered).__name__}, expected pytest_specgate.host.HostFacts"
+            )
+        before = _json_shape(answered)
+        edited = copy.deepcopy(before)
+        hook.pytest_specgate_update_host_facts(config=config, facts=edited)
+        facts = answered if edited == before else host_facts_from_dict(
+            edited, where="pytest_specgate_update_host_facts", source=answered.source)
+    except HostFactsError as exc:
+        raise pytest.UsageError(f"--specgate-host-facts: {exc}") from None
+    default, default_shape = config.stash.get(DEFAULT_HOST_FACTS_KEY, (None, None))
+    # The default's own object, unchanged: anything else was answered (or rewritten) by a hook.
+    by_default = default is answered and before == default_shape
+    path = config.stash[SETTINGS_KEY].host_facts_file
+    if edited != before:
+        provenance = HostProvenance("edited", _implementers(config, "pytest_specgate_update_host_facts"))
+    elif not by_default:
+        provenance = HostProvenance("hook", _implementers(config, "pytest_specgate_host_facts"))
+    elif path is not None:
+        provenance = HostProvenance("file", path.name)
+    else:
+        provenance = HostProvenance("probe", None, answered.probed_with)
+    return facts, provenance
+
+
+def _implementers(config: pytest.Config, hook_name: str) -> str:
+    """The plugins and conftests (relative to the rootdir) implementing one of our hooks."""
+    names = []
+    for impl in getattr(config.hook, hook_name).get_hookimpls():
+        if impl.plugin is sys.modules[__name__]:
+            continue
+        where = getattr(impl.plugin, "__file__", None)
+        if where is None:
+            names.append(impl.plugin_name)
+            continue
+        try:
+            names.append(Path(where).resolve().relative_to(config.rootpath.resolve()).as_posix())
+        except ValueError:
+            names.append(Path(where).name)
+    return ", ".join(names) or "a hook wrapper"
 
 
 @pytest.hookimpl(trylast=True)
@@ -416,16 +492,19 @@ def _attach_payload(item: pytest.Item, decision: RunDecision | None, report: pyt
     verdict = item.stash.get(VERDICT_KEY, None)
     criterion = item.stash.get(AC_KEY, None)
     recorder = item.stash.get(RECORDER_KEY, None)
-    if criterion is None and verdict is None and recorder is None:
+    engines = _engine_entries(item)
+    if criterion is None and verdict is None and recorder is None and not engines:
         return
     from pytest_specgate.properties import SPEC_PROPERTY, spec_payload
 
+    redact = session_redactor(item.config).value
     payload = spec_payload(
         item.nodeid,
         ac=criterion.to_dict() if criterion is not None else None,
         verdict=verdict,
         decision=decision,
         recorded=recorder.to_properties() if recorder is not None else None,
+        engines=[redact(entry) for entry in engines],
     )
     report.user_properties = [*report.user_properties, (SPEC_PROPERTY, payload)]
 
@@ -435,7 +514,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     if not (settings.run.required or settings.run.diagnostic or settings.host_facts_file):
         return None
     facts = session_host_facts(config)
-    return [f"specgate: host {facts.summary()} ({facts.source}); mode: {settings.run.label}"]
+    provenance = session_host_provenance(config).label() or "probe"
+    return [f"specgate: host {facts.summary()} ({provenance}); mode: {settings.run.label}"]
 
 
 def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
@@ -523,11 +603,15 @@ def evidence(request: pytest.FixtureRequest) -> Iterator[EvidenceRecorder]:
 
 
 @pytest.fixture(scope="session")
-def specgate_engine_pool() -> Iterator[EnginePool]:
-    """Every engine booted in this session; closed at session end, also on Ctrl-C."""
+def specgate_engine_pool(pytestconfig: pytest.Config) -> Iterator[EnginePool]:
+    """Every engine booted in this session; closed at session end, also on Ctrl-C.
+
+    Every engine it hands out is recorded for the running test, fixture or not.
+    """
     from pytest_specgate.engines.config import EnginePool
 
-    pool = EnginePool()
+    pool = EnginePool(on_handout=lambda config, engine: _record_engine(pytestconfig, config, engine,
+                                                                       pooled=True))
     try:
         yield pool
     finally:
@@ -561,50 +645,96 @@ def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> Eng
 
 
 def engine_record(engine: Engine, config: EngineConfig) -> dict[str, Any]:
-    """What evidence says about an engine: backend, model, configuration, versions."""
-    return {"backend": engine.backend, "model": engine.model_id, "config": config.describe(),
-            "versions": engine.versions()}
+    """What evidence says about an engine: what was booted and what the server says it is."""
+    from contextlib import closing
+
+    from pytest_specgate.engines.client import ClientEngine, OpenAIClient
+    from pytest_specgate.engines.identity import engine_entry, probe_identity
+
+    if isinstance(engine, ClientEngine):
+        identity = probe_identity(engine.client)
+    else:
+        with closing(OpenAIClient(engine.base_url)) as client:
+            identity = probe_identity(client)
+    return engine_entry(engine, config.describe(), identity)
 
 
-def _pooled_engine(pytestconfig: pytest.Config, pool: EnginePool, config: EngineConfig,
-                   tmp_path_factory: pytest.TempPathFactory, evidence: EvidenceRecorder) -> Engine:
-    """The session's engine for ``config`` (booted on first use), noted in this test's evidence.
+def _record_engine(pytestconfig: pytest.Config, config: EngineConfig, engine: Engine, *,
+                   pooled: bool) -> None:
+    """Note ``engine`` for the test now running (or being set up), once per engine and test.
 
-    Its record (with ``versions()``, an HTTP call on some backends) is taken once per
+    A pooled engine's record (``versions()`` and identity are HTTP calls) is taken once per
     configuration, not once per test.
     """
+    item = pytestconfig.stash.get(CURRENT_ITEM_KEY, None)
+    if item is None:
+        return
+    if pooled:
+        records = pytestconfig.stash.setdefault(ENGINE_RECORDS_KEY, {})
+        if config not in records:
+            records[config] = engine_record(engine, config)
+        record = records[config]
+    else:
+        record = engine_record(engine, config)
+    used = item.stash.setdefault(ITEM_ENGINES_KEY, [])
+    if all(seen is not engine for seen, _ in used):
+        used.append((engine, record))
+
+
+def _engine_entries(item: pytest.Item) -> list[dict[str, Any]]:
+    """This test's engines, each with the ``system_fingerprint`` its server has answered with."""
+    used = item.stash.get(ITEM_ENGINES_KEY, [])
+    if not used:
+        return []
+    from pytest_specgate.engines.client import ClientEngine
+
+    entries = []
+    for engine, record in used:
+        fingerprint = engine.client.system_fingerprint if isinstance(engine, ClientEngine) else None
+        entries.append({**record, "identity": {**record["identity"], "system_fingerprint": fingerprint}})
+    return entries
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
+    """Remember the running test, so an engine handed out by the pool is recorded for it."""
+    item.config.stash[CURRENT_ITEM_KEY] = item
+    try:
+        return (yield)
+    finally:
+        del item.config.stash[CURRENT_ITEM_KEY]
+
+
+def _pooled_engine(pool: EnginePool, config: EngineConfig, tmp_path_factory: pytest.TempPathFactory,
+                   nodeid: str) -> Engine:
+    """The session's engine for ``config``, booted on first use (a failed boot names ``nodeid``)."""
     from pytest_specgate.engines.config import engine_workdir
 
     base = tmp_path_factory.getbasetemp() / "specgate-engines"
-    pooled = pool.get(config, engine_workdir(base, config), requested_by=evidence.nodeid)
-    records = pytestconfig.stash.setdefault(ENGINE_RECORDS_KEY, {})
-    if config not in records:
-        records[config] = engine_record(pooled, config)
-    evidence.note_engine(records[config])
-    return pooled
+    return pool.get(config, engine_workdir(base, config), requested_by=nodeid)
 
 
 @pytest.fixture
-def engine(pytestconfig: pytest.Config, engine_config: EngineConfig, specgate_engine_pool: EnginePool,
-           tmp_path_factory: pytest.TempPathFactory, evidence: EvidenceRecorder) -> Engine:
+def engine(request: pytest.FixtureRequest, engine_config: EngineConfig, specgate_engine_pool: EnginePool,
+           tmp_path_factory: pytest.TempPathFactory) -> Engine:
     """A booted engine (mock, mlx, vllm or endpoint), shared by tests with equal configuration."""
-    return _pooled_engine(pytestconfig, specgate_engine_pool, engine_config, tmp_path_factory, evidence)
+    return _pooled_engine(specgate_engine_pool, engine_config, tmp_path_factory, request.node.nodeid)
 
 
 @pytest.fixture
-def shared_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
-                  specgate_engine_pool: EnginePool, tmp_path_factory: pytest.TempPathFactory,
-                  evidence: EvidenceRecorder) -> Callable[..., Engine]:
+def shared_engine(request: pytest.FixtureRequest, engine_config: EngineConfig,
+                  specgate_engine_pool: EnginePool,
+                  tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Engine]:
     """``shared_engine(**changes)``: an engine like ``engine`` with some changes, pooled.
 
     For specs that only send requests and read telemetry deltas; a spec that swaps,
     rolls, injects faults or times an engine should ``boot_engine`` its own.
     """
-    routes = pytestconfig.stash[SETTINGS_KEY].endpoint_routes
+    routes = request.config.stash[SETTINGS_KEY].endpoint_routes
 
     def pooled(**changes: object) -> Engine:
         config = _served_config(engine_config, changes, routes, "shared_engine")
-        return _pooled_engine(pytestconfig, specgate_engine_pool, config, tmp_path_factory, evidence)
+        return _pooled_engine(specgate_engine_pool, config, tmp_path_factory, request.node.nodeid)
 
     return pooled
 
@@ -624,8 +754,7 @@ def _served_config(base: EngineConfig, changes: dict[str, object],
 
 @pytest.fixture
 def boot_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
-                tmp_path_factory: pytest.TempPathFactory,
-                evidence: EvidenceRecorder) -> Iterator[Callable[..., Engine]]:
+                tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Engine]]:
     """``boot_engine(**changes)``: a new, unshared engine like ``engine``, closed after the test.
 
     For a baseline next to the speculative engine (``boot_engine(draft=None)``),
@@ -639,7 +768,7 @@ def boot_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
         def boot_and_record(**changes: object) -> Engine:
             config = _served_config(engine_config, changes, routes, "boot_engine")
             booted = boot(config)
-            evidence.note_engine(engine_record(booted, config))
+            _record_engine(pytestconfig, config, booted, pooled=False)
             return booted
 
         yield boot_and_record

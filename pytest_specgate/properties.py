@@ -6,7 +6,7 @@ controller that writes evidence, so it holds plain JSON data only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -24,8 +24,6 @@ __all__ = [
 ]
 
 SPEC_PROPERTY: Final = "specgate"
-PLUGIN_NOTE_KEYS: Final = frozenset({"engines"})
-"""Notes the fixtures write for every test that boots an engine: not something the test recorded."""
 
 
 def spec_payload(
@@ -35,8 +33,13 @@ def spec_payload(
     verdict: HardwareVerdict | None,
     decision: RunDecision | None,
     recorded: Mapping[str, Any] | None = None,
+    engines: Sequence[Mapping[str, Any]] = (),
 ) -> dict[str, Any]:
-    """Everything the evidence writer needs to know about one test phase."""
+    """Everything the evidence writer needs to know about one test phase.
+
+    ``engines`` are the plugin's own records of the engines this test was handed; nothing the
+    test recorded (``recorded``) can replace them.
+    """
     payload: dict[str, Any] = {
         "nodeid": nodeid,
         "ac": dict(ac) if ac is not None else None,
@@ -49,6 +52,7 @@ def spec_payload(
     }
     if recorded:
         payload.update(recorded)
+    payload["engines"] = [dict(engine) for engine in engines]
     return payload
 
 
@@ -109,7 +113,7 @@ def _names(rows: Any, key: str) -> tuple[str, ...]:
 def unbundled_evidence(reports: Iterable[Any]) -> list[UnbundledEvidence]:
     """Tests that recorded measurements, attachments or notes but carry no ``ac`` marker.
 
-    A test's last report holds everything it recorded; fixture-written notes do not count.
+    A test's last report holds everything it recorded; the engines the plugin records are not notes.
     """
     latest: dict[str, dict[str, Any]] = {}
     for report in reports:
@@ -125,8 +129,7 @@ def unbundled_evidence(reports: Iterable[Any]) -> list[UnbundledEvidence]:
             nodeid=nodeid,
             measurements=_names(payload.get("measurements"), "name"),
             attachments=_names(payload.get("attachments"), "name"),
-            notes=tuple(sorted(k for k in notes if k not in PLUGIN_NOTE_KEYS))
-            if isinstance(notes, Mapping)
+            notes=tuple(sorted(notes)) if isinstance(notes, Mapping)
             else (),
         )
         if entry.measurements or entry.attachments or entry.notes:

@@ -105,6 +105,8 @@ class OpenAIClient:
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
+        # The last ``system_fingerprint`` a chat answer carried: part of the server's identity.
+        self.system_fingerprint: str | None = None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self._http = httpx.Client(
             base_url=self.base_url,
@@ -119,9 +121,15 @@ class OpenAIClient:
         return response
 
     def get_json(self, path: str, *, timeout_s: float | None = None) -> dict[str, object]:
+        return self.get_json_with_headers(path, timeout_s=timeout_s)[0]
+
+    def get_json_with_headers(
+        self, path: str, *, timeout_s: float | None = None
+    ) -> tuple[dict[str, object], Mapping[str, str]]:
+        """The JSON body and the response headers (what a server says about itself)."""
         response = self._check("GET", self._http.get(path, timeout=self._timeout(timeout_s)))
         body = response.json()
-        return body if isinstance(body, dict) else {"value": body}
+        return (body if isinstance(body, dict) else {"value": body}), response.headers
 
     def get_text(self, path: str, *, timeout_s: float | None = None) -> str:
         return self._check("GET", self._http.get(path, timeout=self._timeout(timeout_s))).text
@@ -154,7 +162,12 @@ class OpenAIClient:
         response = self._http.post(path, json=dict(body), timeout=self._timeout(timeout_s))
         self._check("POST", response)
         decoded = response.json()
-        return chat_result_from(decoded if isinstance(decoded, dict) else {}, time.perf_counter() - started)
+        wall_s = time.perf_counter() - started
+        body = decoded if isinstance(decoded, dict) else {}
+        fingerprint = body.get("system_fingerprint")
+        if isinstance(fingerprint, str):
+            self.system_fingerprint = fingerprint
+        return chat_result_from(body, wall_s)
 
     def stream(
         self,

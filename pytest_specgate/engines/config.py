@@ -229,16 +229,24 @@ class EnginePool:
     teardown) and closes every engine even if one of them fails to close.
     """
 
-    def __init__(self, boot: BootFunction | None = None) -> None:
+    def __init__(self, boot: BootFunction | None = None,
+                 on_handout: Callable[[EngineConfig, Engine], None] | None = None) -> None:
+        """``on_handout`` sees every engine ``get`` returns, however the caller reached the pool."""
         self._boot = boot
+        self._on_handout = on_handout
         self._engines: dict[EngineConfig, Engine] = {}
         self._failures: dict[EngineConfig, str] = {}
 
     def get(self, config: EngineConfig, workdir: Path, *, requested_by: str | None = None) -> Engine:
         """The engine for ``config``; ``requested_by`` (a test id) is named if its boot fails."""
         engine = self._engines.get(config)
-        if engine is not None:
-            return engine
+        if engine is None:
+            engine = self._boot_once(config, workdir, requested_by)
+        if self._on_handout is not None:
+            self._on_handout(config, engine)
+        return engine
+
+    def _boot_once(self, config: EngineConfig, workdir: Path, requested_by: str | None) -> Engine:
         failure = self._failures.get(config)
         if failure is not None:
             raise EngineBootError(failure)

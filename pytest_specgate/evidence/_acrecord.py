@@ -61,6 +61,7 @@ class EngineFact:
     simulated: bool | None
     loopback: bool | None
     version_known: bool | None
+    url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -205,7 +206,13 @@ def _engine(value: Mapping[str, JsonValue]) -> EngineFact:
         simulated=value.get("simulated"),
         loopback=value.get("loopback"),
         version_known=value.get("version_known"),
+        url=_identity_url(value.get("identity")),
     )
+
+
+def _identity_url(identity: JsonValue) -> str | None:
+    url = identity.get("url") if isinstance(identity, Mapping) else None
+    return url if isinstance(url, str) else None
 
 
 def _test(value: Mapping[str, JsonValue]) -> TestEntry:

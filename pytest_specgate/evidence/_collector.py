@@ -11,12 +11,14 @@ test starts, and each AC test's start and end is one line appended to ``journal.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import datetime as dt
 import os
 import platform
 import secrets
 import subprocess
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,55 +44,53 @@ from pytest_specgate.evidence._records import (
     longrepr_message,
 )
 from pytest_specgate.evidence._redact import Redactor, append_redacted, build_redactor, write_redacted
+from pytest_specgate.evidence._source import (
+    IMPORTED_FILES_KEY,
+    bind_to_head,
+    git_top,
+    imported_source_files,
+    run_git,
+    tree_changes,
+)
 from pytest_specgate.evidence._writer import NOT_QUALIFIED, WrittenBundle, write_bundle
+from pytest_specgate.host import HostProvenance
 from pytest_specgate.properties import payload_of
 
 SELECTION_WORKEROUTPUT = "specgate_selection"
 """The ``workeroutput`` key under which an xdist worker ships its :class:`SelectionFacts`."""
-GIT_TIMEOUT_S = 30.0
 
 
 def new_run_id(now: dt.datetime) -> str:
     return f"{now.astimezone(dt.UTC).strftime('%Y%m%dT%H%M%SZ')}-{secrets.token_hex(3)}"
 
 
-def _git(arguments: Sequence[str], cwd: Path) -> str:
-    completed = subprocess.run(
-        ["git", *arguments], cwd=cwd, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
-    )
-    if completed.returncode != 0:
-        raise RuntimeError(completed.stderr.strip() or f"git {' '.join(arguments)} failed")
-    return completed.stdout
-
-
 def probe_source(rootdir: Path, exclude: Path | None) -> SourceState:
-    """Commit and dirtiness of the repository holding ``rootdir`` (``exclude``: the evidence dir)."""
+    """Commit and dirtiness of the repository holding ``rootdir`` (``exclude``: the evidence dir,
+    whose new bundles are not changes; tracked changes there still are)."""
     try:
-        top = Path(_git(["rev-parse", "--show-toplevel"], rootdir).strip())
-        commit = _git(["rev-parse", "HEAD"], top).strip()
-        pathspec = ["."]
-        if exclude is not None:
-            with contextlib.suppress(ValueError):
-                pathspec.append(f":(exclude){exclude.resolve().relative_to(top.resolve()).as_posix()}")
-        status = _git(["status", "--porcelain", "-z", "--untracked-files=normal", "--", *pathspec], top)
+        top = Path(run_git(["rev-parse", "--show-toplevel"], rootdir).strip())
+        commit = run_git(["rev-parse", "HEAD"], top).strip()
+        status = run_git(["status", "--porcelain", "-z", "--untracked-files=all"], top)
     except FileNotFoundError:
         return SourceState(commit=None, dirty=None, problem="git is not installed")
     except (RuntimeError, subprocess.TimeoutExpired) as error:
         return SourceState(commit=None, dirty=None, problem=f"no git commit for {rootdir}: {error}")
-    changed = changed_paths(status)
-    return SourceState(commit=commit, dirty=bool(changed), problem=None, changed_files=changed)
+    changed = tree_changes(status, top, exclude)
+    return SourceState(commit=commit, dirty=bool(changed), problem=None, changed_files=())
 
 
-def changed_paths(porcelain_z: str) -> tuple[str, ...]:
-    """Paths of ``git status --porcelain -z`` output (a rename's source path follows it unprefixed)."""
-    entries = iter(porcelain_z.split("\0"))
-    paths = set()
-    for entry in entries:
-        if len(entry) > 3:
-            paths.add(entry[3:])
-            if entry[0] in "RC":
-                paths.add(next(entries, ""))
-    return tuple(sorted(path for path in paths if path))
+def bound_source(source: SourceState, rootdir: Path, imported: Iterable[Path]) -> SourceState:
+    """``source`` with the imported files that are not the commit's (``changed_files``)."""
+    top = git_top(rootdir.resolve())
+    if source.commit is None or top is None:
+        return source
+    binding = bind_to_head(imported, top)
+    return dataclasses.replace(
+        source,
+        dirty=bool(source.dirty or binding.changed_files),
+        changed_files=binding.changed_files,
+        problem=binding.problem or source.problem,
+    )
 
 
 def _now() -> str:
@@ -120,13 +120,16 @@ class EvidenceCollector:
         rootdir: Path,
         redact_patterns: Sequence[str] = (),
         host_summary: str | None = None,
-        host_provenance: Mapping[str, JsonValue] | None = None,
         duration_scale: float = 1.0,
         selection: SelectionFacts | None = None,
         environ: Mapping[str, str] | None = None,
+        host_provenance: HostProvenance | Mapping[str, JsonValue] | None = None,
     ) -> None:
         """``selection``: what collection selected and deselected (filled in by the plugin's hooks
-        on this process, and merged from xdist workers in ``pytest_testnodedown``)."""
+        on this process, and merged from xdist workers in ``pytest_testnodedown``).
+
+        ``host_provenance`` defaults to an unedited probe that asked no tool.
+        """
         self._environ = os.environ if environ is None else environ
         self.redactor: Redactor = build_redactor(rootdir, redact_patterns, self._environ)
         started = dt.datetime.now(dt.UTC)
@@ -136,12 +139,18 @@ class EvidenceCollector:
         self._started_at = utc_timestamp(started)
         self._host_facts = dict(host_facts)
         self._host_summary = host_summary or "host summary not probed"
+        if isinstance(host_provenance, Mapping):
+            host_provenance = HostProvenance.from_record(host_provenance)
+        provenance = host_provenance or HostProvenance("probe")
+        self._host_provenance = provenance.to_record(self.redactor.text)
+        self._host_label = provenance.label()
         self._diagnostic = diagnostic
         self._allow_dirty = allow_dirty
-        self._host_provenance = host_provenance
         self._duration_scale = duration_scale
         self.selection = selection if selection is not None else SelectionFacts()
+        self._rootdir = rootdir
         self._source = probe_source(rootdir, exclude=self.evidence_dir)
+        self._imported: set[Path] = set()
         self._phases: dict[str, dict[str, PhaseResult]] = {}
         self._properties: dict[str, Mapping[str, JsonValue]] = {}
         self._running: dict[str, None] = {}
@@ -158,12 +167,6 @@ class EvidenceCollector:
             if marker is not None and marker.args and isinstance(marker.args[0], str):
                 self._ac_by_nodeid[item.nodeid] = marker.args[0]
 
-    @pytest.hookimpl(optionalhook=True)
-    def pytest_testnodedown(self, node: Any, error: object) -> None:
-        """An xdist worker collected the tests: merge what it selected and deselected."""
-        shipped = getattr(node, "workeroutput", {}).get(SELECTION_WORKEROUTPUT)
-        if isinstance(shipped, Mapping):
-            self.selection = self.selection.merged(SelectionFacts.from_json(shipped))
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self._running[nodeid] = None
@@ -204,7 +207,21 @@ class EvidenceCollector:
                 self._write_receipt("running")
             self._journal.started(nodeid, self._ac_by_nodeid.get(nodeid), _now())
 
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """An xdist worker is done: merge what it selected and deselected, and bind the files it
+        imported (``workeroutput``) like the controller's own."""
+        output = getattr(node, "workeroutput", {})
+        shipped = output.get(SELECTION_WORKEROUTPUT)
+        if isinstance(shipped, Mapping):
+            self.selection = self.selection.merged(SelectionFacts.from_json(shipped))
+        imported = output.get(IMPORTED_FILES_KEY, [])
+        self._imported.update(Path(path) for path in imported if isinstance(path, str))
+
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
+        if self._source.commit is not None:
+            self._imported |= imported_source_files(sys.modules, [item.path for item in session.items],
+                                                    self._rootdir)
         self.finish(exitstatus)
 
     def finish(self, exitstatus: int | pytest.ExitCode) -> WrittenBundle:
@@ -253,12 +270,13 @@ class EvidenceCollector:
             diagnostic=self._diagnostic,
             allow_dirty=self._allow_dirty,
             interrupted=interrupted,
-            source=self._source,
+            source=bound_source(self._source, self._rootdir, self._imported),
             host_facts=self._host_facts,
             host_summary=self._host_summary,
             duration_scale=self._duration_scale,
             host_provenance=self._host_provenance,
             selection=self.selection,
+            host_label=self._host_label,
             versions={
                 "python": platform.python_version(),
                 "pytest": pytest.__version__,

@@ -110,38 +110,37 @@ def _run_reasons(record: AcRecord, mode: str) -> list[str]:
 
 
 def _host_reasons(record: AcRecord) -> list[str]:
-    provenance = record.host.provenance
+    host = record.document.get("host")
+    return host_reasons(host.get("provenance") if isinstance(host, Mapping) else None)
+
+
+def host_reasons(provenance: JsonValue) -> list[str]:
+    """Why a recorded ``host.provenance`` keeps evidence from qualifying (simulated, untrusted tools),
+    in the provenance's own words, shared with ``specgate hosts``."""
+    from pytest_specgate.host import HostFactsError, HostProvenance
+
     if provenance is None:
         return ["host provenance unknown: the record does not say where its host facts came from"]
-    reasons = []
-    if provenance.simulated or provenance.origin != "probe":
-        detail = f" {provenance.detail}" if provenance.detail else ""
-        reasons.append(
-            f"host facts simulated ({provenance.origin}{detail}): only the unedited probe qualifies"
-        )
-    reasons += [
-        f"host tool {tool.name} at {tool.path or 'an unknown path'} is outside the system's own locations"
-        for tool in provenance.tools
-        if not tool.system_location
-    ]
-    return reasons
+    try:
+        return list(HostProvenance.from_record(provenance).reasons())
+    except HostFactsError as error:
+        return [f"host provenance unreadable, so the host is unknown: {error}"]
 
 
 def _source_reasons(record: AcRecord) -> list[str]:
     source = record.source
     if source.commit is None:
         return [f"source commit unknown: {source.problem or 'no git commit'}"]
-    if source.allow_dirty:
-        return []
+    if source.dirty is None or source.changed_files is None:
+        return ["source state unknown: the record does not say which files differ from the commit"]
     if source.changed_files:
         shown = ", ".join(source.changed_files)
         return [
-            f"working tree differs from {source.commit[:12]} in {shown} (--specgate-allow-dirty not given)"
+            f"files the run imported are not those of commit {source.commit[:12]} (compared by git blob "
+            f"hash; --specgate-allow-dirty cannot excuse them): {shown}"
         ]
-    if source.dirty:
+    if source.dirty and not source.allow_dirty:
         return ["working tree has uncommitted changes (--specgate-allow-dirty not given)"]
-    if source.dirty is None or source.changed_files is None:
-        return ["source state unknown: the record does not say which files differ from the commit"]
     return []
 
 
@@ -223,25 +222,21 @@ def _hardware_reasons(hardware: HardwareFact | None, host_facts: Mapping[str, Js
 
 
 def _engine_reasons(engine: EngineFact, hardware_checked_here: bool) -> list[str]:
-    name = f"{engine.backend} engine" + (f" {engine.model}" if engine.model else "")
-    if engine.backend in SIMULATED_BACKENDS:
+    url = engine.url or "an unknown address"
+    if engine.backend in SIMULATED_BACKENDS or engine.simulated:
         return [
             f"ran on the built-in mock engine ({engine.model}), a simulation: only a real engine's "
             "evidence qualifies"
         ]
     if engine.simulated is None:
+        name = f"{engine.backend} engine" + (f" {engine.model}" if engine.model else "")
         return [f"{name}: the record does not say whether it is simulated"]
-    if engine.simulated:
-        return [
-            f"{name} is the built-in mock behind another backend, a simulation: only a real engine's "
-            "evidence qualifies"
-        ]
     reasons = []
     if engine.version_known is not True:
-        reasons.append(f"{name}: version unknown: a real backend must report its version")
+        reasons.append(f"the version of the {engine.backend} engine at {url} could not be read: "
+                       "a real engine must say what it is")
     if hardware_checked_here and engine.loopback is not True:
-        where = "not on loopback" if engine.loopback is False else "of unknown address"
-        reasons.append(
-            f"{name} is {where}: the hardware marker was checked on this runner, not on the host that served"
-        )
+        where = "not a loopback address" if engine.loopback is False else "an unknown address"
+        reasons.append(f"the {engine.backend} engine at {url} is not on this host ({where}): "
+                       "the hardware marker was checked here, not there")
     return reasons

@@ -25,6 +25,9 @@ STAGING_DIR_NAME = ".staging"
 workers, which do not know the controller's run id, can store them before the bundle exists."""
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+RESERVED_NOTE_KEYS = frozenset({"engines", "host", "source", "provenance", "policy", "qualifying",
+                                "completeness"})
+"""Facts the plugin writes into a record itself; a note by the same name could pass for them."""
 
 
 def staging_dir(evidence_dir: Path) -> Path:
@@ -223,9 +226,15 @@ class EvidenceRecorder:
         return attachment
 
     def note(self, key: str, value: object) -> None:
-        """Context for reviewers (engine versions, model ids, weight digests, ...)."""
+        """Context for reviewers (model ids, weight digests, ...); facts the plugin records
+        itself (``RESERVED_NOTE_KEYS``: the engines used, host, source) cannot be noted."""
         if not isinstance(key, str) or not key:
             raise TypeError(f"evidence.note: key must be a non-empty string, found {key!r}")
+        if key in RESERVED_NOTE_KEYS:
+            raise ValueError(
+                f"{self.nodeid}: evidence.note({key!r}): {key!r} is recorded by specgate itself "
+                f"(reserved: {', '.join(sorted(RESERVED_NOTE_KEYS))}); choose another key"
+            )
         depth = value_nesting_depth(value)
         if depth > MAX_VALUE_DEPTH:
             raise ValueError(f"evidence.note({key!r}): value nested {depth} levels deep (or more); "

@@ -102,6 +102,7 @@ class RunFacts:
     duration_scale: float = 1.0
     host_provenance: Mapping[str, JsonValue] | None = None
     selection: SelectionFacts = field(default_factory=SelectionFacts)
+    host_label: str | None = None
 
 
 @dataclass(frozen=True)
@@ -289,11 +290,14 @@ def _executed_row(result: ExecutedTest) -> dict[str, JsonValue]:
 
 
 def host_summary(results: Sequence[ExecutedTest], run: RunFacts) -> str:
+    """The host line of the record, saying when the facts were simulated or tools untrusted."""
+    summary = run.host_summary
     for result in results:
         hardware = _hardware_of(result)
         if hardware is not None and isinstance(hardware.get("host_summary"), str):
-            return str(hardware["host_summary"])
-    return run.host_summary
+            summary = str(hardware["host_summary"])
+            break
+    return summary if run.host_label is None else f"{summary} ({run.host_label})"
 
 
 def build_ac_record(

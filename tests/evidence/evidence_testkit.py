@@ -59,6 +59,7 @@ PROBED_HOST: Mapping[str, Any] = {
     "simulated": False,
     "detail": None,
     "tools": [{"name": "sysctl", "path": "/usr/sbin/sysctl", "system_location": True, "answer_sha256": None}],
+    "answers": [{"tool": "sysctl", "asked": "sysctl -n machdep.cpu.brand_string", "answer": None}],
 }
 """Host provenance as the unedited probe writes it: the one honest host fact these tests construct."""
 REAL_ENGINE: Mapping[str, Any] = {

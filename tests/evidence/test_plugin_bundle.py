@@ -169,14 +169,23 @@ def test_hardware_mismatch_is_recorded_and_disqualifies(pytester: pytest.Pyteste
 def test_uncommitted_changes_disqualify_unless_allowed(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_specs=SPECS)
     _commit_all(pytester)
-    pytester.makepyfile(test_new="def test_new():\n    pass\n")
+    (pytester.path / "NOTES.md").write_text("not imported by any test\n")
     pytester.runpytest("--specgate-evidence", "dirty", "-p", "no:cacheprovider")
-    assert beyond_host(_record(_only_bundle(pytester.path / "dirty"), "AC-1"))[0].startswith(
-        "working tree differs from "
-    )
-    assert "test_new.py" in _record(_only_bundle(pytester.path / "dirty"), "AC-1")["source"]["changed_files"]
+    dirty = _record(_only_bundle(pytester.path / "dirty"), "AC-1")
+    assert beyond_host(dirty) == ["working tree has uncommitted changes (--specgate-allow-dirty not given)"]
+    assert dirty["source"]["changed_files"] == []
     pytester.runpytest("--specgate-evidence", "allowed", "--specgate-allow-dirty", "-p", "no:cacheprovider")
     assert beyond_host(_record(_only_bundle(pytester.path / "allowed"), "AC-1")) == []
+
+
+def test_an_imported_uncommitted_file_disqualifies_with_allow_dirty(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_specs=SPECS)
+    _commit_all(pytester)
+    pytester.makepyfile(test_new="def test_new():\n    pass\n")
+    pytester.runpytest("--specgate-evidence", "allowed", "--specgate-allow-dirty", "-p", "no:cacheprovider")
+    record = _record(_only_bundle(pytester.path / "allowed"), "AC-1")
+    assert "test_new.py" in record["source"]["changed_files"]
+    assert beyond_host(record)[0].startswith("files the run imported are not those of commit ")
 
 
 def test_bad_ac_marker_is_a_usage_error_naming_the_test(pytester: pytest.Pytester) -> None:

@@ -89,15 +89,15 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
             _set(
                 "host/provenance", {**PROBED_HOST, "origin": "file", "simulated": True, "detail": "gb10.json"}
             ),
-            "host facts simulated (file gb10.json): only the unedited probe qualifies",
+            "host facts simulated from gb10.json: only the unedited probe qualifies",
         ),
-        (_set("host/provenance/origin", "hook"), "host facts simulated (hook)"),
+        (_set("host/provenance/origin", "hook"), "host facts simulated by pytest_specgate_host_facts"),
         (
             _set(
                 "host/provenance/tools",
                 [{"name": "nvidia-smi", "path": "/tmp/bin/nvidia-smi", "system_location": False}],
             ),
-            "host tool nvidia-smi at /tmp/bin/nvidia-smi is outside the system's own locations",
+            "host probe asked nvidia-smi at /tmp/bin/nvidia-smi, outside the system's tool locations",
         ),
         (_set("tests/0/engines", None), "t.py::canary: engines unknown"),
         (
@@ -106,7 +106,7 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
         ),
         (
             _set("tests/0/engines", [{**REAL_ENGINE, "backend": "endpoint", "simulated": True}]),
-            "t.py::canary: endpoint engine tiny-target is the built-in mock behind another backend",
+            "t.py::canary: ran on the built-in mock engine (tiny-target)",
         ),
         (
             _set("tests/0/engines", [{"backend": "vllm", "model": "m"}]),
@@ -114,11 +114,11 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
         ),
         (
             _set("tests/0/engines", [{**REAL_ENGINE, "version_known": False}]),
-            "t.py::canary: vllm engine tiny-target: version unknown",
+            "t.py::canary: the version of the vllm engine at an unknown address could not be read",
         ),
         (
             _set("tests/0/engines", [{**REAL_ENGINE, "backend": "endpoint", "loopback": False}]),
-            "endpoint engine tiny-target is not on loopback: the hardware marker was checked on this runner",
+            "the endpoint engine at an unknown address is not on this host (not a loopback address)",
         ),
         (
             _set("tests/0/hardware", {**HARDWARE_MATCHED, "matched": False, "reasons": ["needs Apple M4"]}),
@@ -144,7 +144,7 @@ def _set(path: str, value: Any) -> Callable[[dict[str, Any]], None]:
         (_set("source/changed_files", None), "source state unknown"),
         (
             _set("source/changed_files", ["conftest.py"]),
-            f"working tree differs from {COMMIT[:12]} in conftest.py",
+            f"files the run imported are not those of commit {COMMIT[:12]}",
         ),
         (_set("source/commit", None), "source commit unknown"),
         (

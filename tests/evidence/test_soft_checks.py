@@ -145,11 +145,11 @@ class _Report:
         self.user_properties = [(SPEC_PROPERTY, payload)]
 
 
-def test_fixture_written_engine_notes_are_not_evidence_of_the_test() -> None:
+def test_plugin_recorded_engines_are_not_evidence_of_the_test() -> None:
     engine_only = spec_payload("t.py::test_engine", ac=None, verdict=None, decision=None,
-                               recorded={"notes": {"engines": [{"backend": "mock"}]}})
+                               engines=[{"backend": "mock"}])
     noted = spec_payload("t.py::test_noted", ac=None, verdict=None, decision=None,
-                         recorded={"notes": {"engines": [], "plan": {"rounds": 3}}})
+                         recorded={"notes": {"plan": {"rounds": 3}}}, engines=[{"backend": "mock"}])
     assert unbundled_evidence([_Report(engine_only), _Report(noted)]) == [
         UnbundledEvidence(nodeid="t.py::test_noted", measurements=(), attachments=(), notes=("plan",))
     ]

@@ -25,6 +25,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from pytest_specgate import __version__
+from pytest_specgate.engines.identity import MOCK_SERVER_NAME
 from pytest_specgate.engines.mock.model import (
     DraftModel,
     Round,
@@ -787,7 +788,7 @@ class MockEngineApp:
                         "id": state.target.model_id,
                         "object": "model",
                         "created": state.created,
-                        "owned_by": "specgate-mock",
+                        "owned_by": MOCK_SERVER_NAME,
                         "max_model_len": state.settings.max_model_len,
                     }
                 ],
@@ -809,7 +810,7 @@ class MockEngineApp:
 
         return _json(
             {
-                "engine": "specgate-mock",
+                "engine": MOCK_SERVER_NAME,
                 "version": __version__,
                 "starlette": starlette.__version__,
                 "uvicorn": uvicorn.__version__,

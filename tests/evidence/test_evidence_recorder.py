@@ -145,7 +145,7 @@ def test_a_redactor_factory_runs_only_when_text_needs_redacting() -> None:
     recorder = EvidenceRecorder(NODE, factory, None)
     recorder.measure("median_speedup", 1.5, at_least=1.4)
     assert built == []
-    recorder.note("host", "buildbox-7 as alice-ops")
+    recorder.note("machine", "buildbox-7 as alice-ops")
     recorder.note("again", "alice-ops")
     assert built == ["built"]
-    assert recorder.to_properties()["notes"] == {"host": "<HOST> as <USER>", "again": "<USER>"}
+    assert recorder.to_properties()["notes"] == {"machine": "<HOST> as <USER>", "again": "<USER>"}

@@ -104,6 +104,11 @@ def schema_problems(record: JsonValue) -> list[str]:
     ]
 
 
+def schema_error_paths(record: JsonValue) -> list[tuple[str | int, ...]]:
+    """Where an AC record violates the schema (JSON paths; the root is the empty path)."""
+    return [tuple(error.absolute_path) for error in _evidence_validator().iter_errors(record)]
+
+
 @dataclass(frozen=True)
 class Bundle:
     """A bundle as found on disk; ``digest`` is recomputed, never read from the manifest."""

@@ -75,8 +75,7 @@ def longrepr_message(longrepr: object, outcome: str) -> str | None:
         return reason.removeprefix("Skipped: ") if outcome == "skipped" else reason
     crash = getattr(longrepr, "reprcrash", None)
     message = getattr(crash, "message", None)
-    text = str(message) if message is not None else str(longrepr)
-    return text[:MESSAGE_LIMIT]
+    return str(message) if message is not None else str(longrepr)
 
 
 def fold_outcome(phases: Mapping[str, PhaseResult], finished: bool) -> tuple[ExecutedOutcome, str | None]:
@@ -163,12 +162,13 @@ def measurement_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValu
 
 
 def attachment_items(result: ExecutedTest) -> list[Mapping[str, JsonValue]]:
-    """The attachments a test reported that carry a digest (the only ones a bundle can hold)."""
+    """The attachments a test reported that carry a digest and no problem (the only ones a
+    bundle can hold)."""
     items = result.properties.get("attachments")
     return [
         item
         for item in (items if isinstance(items, list) else [])
-        if isinstance(item, Mapping) and isinstance(item.get("sha256"), str)
+        if isinstance(item, Mapping) and isinstance(item.get("sha256"), str) and item.get("problem") is None
     ]
 
 
@@ -242,7 +242,7 @@ def not_qualifying_reasons(
         if not row["passed"]:
             missed = measurement_miss(row)
             reasons.append(f"{row['nodeid']}: {row['name']} = {_shown(row['value'], row['unit'])} {missed}")
-    reasons += [f"attachment {name} is missing from the staging area" for name in missing_attachments]
+    reasons += [f"attachment {missing} is missing from the bundle" for missing in missing_attachments]
     return reasons
 
 

@@ -19,6 +19,7 @@ from pytest_specgate.evidence._bundle import (
     RECEIPT_SCHEMA_ID,
     Bundle,
     BundleError,
+    FileEntry,
     ac_file_name,
     find_bundles,
     read_records,
@@ -35,10 +36,11 @@ from pytest_specgate.evidence._merge import (
     choose_records,
     merged_commit,
 )
+from pytest_specgate.evidence._payloads import RefusedPayload
 from pytest_specgate.evidence._pr_body_input import pr_body_input
 from pytest_specgate.evidence._redact import build_redactor
 from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, load_trust_policy
-from pytest_specgate.evidence._writer import run_verdict, write_bundle
+from pytest_specgate.evidence._writer import run_verdict, write_attachment, write_bundle
 
 EXIT_OK = 0
 EXIT_REJECTED = 1
@@ -145,12 +147,22 @@ def run_merge(args: argparse.Namespace) -> int:
         return _error("merge", str(error))
     for choice in choices:
         print(choice.explain())
-    attachments: dict[str, bytes] = {}
+    redactor = build_redactor(None)
+    attachments: dict[str, FileEntry] = {}
     for choice in choices:
         rows = choice.record.get("attachments")
         for row in rows if isinstance(rows, list) else []:
-            relative = str(row["path"])
-            attachments[relative] = (choice.kept.path / relative).read_bytes()
+            source = choice.kept.path / str(row["path"])
+            try:
+                data = source.read_bytes()
+            except OSError as error:
+                return _error("merge", f"{source}: cannot read the attachment: {error.strerror or error}")
+            try:
+                attachments[str(row["path"])] = write_attachment(output, redactor, str(row["path"]), data)
+            except RefusedPayload as error:
+                return _error("merge", f"{source}: cannot be redacted: {error}")
+            except OSError as error:
+                return _error("merge", f"-o {output}: cannot write the merged bundle: {error.strerror or error}")
     kept = sorted({choice.kept.path: choice.kept for choice in choices}.values(), key=lambda b: b.digest)
     merge_document: JsonValue = {
         "schema": "specgate.merge/v1",
@@ -174,7 +186,7 @@ def run_merge(args: argparse.Namespace) -> int:
     try:
         written = write_bundle(
             output,
-            build_redactor(None),
+            redactor,
             run_id,
             [choice.record for choice in choices],
             attachments,

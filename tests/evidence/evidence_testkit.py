@@ -21,7 +21,6 @@ from pytest_specgate.evidence import (
     EvidenceRecorder,
     WrittenBundle,
     empty_properties,
-    staging_dir,
 )
 from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 from pytest_specgate.properties import SPEC_PROPERTY
@@ -75,7 +74,7 @@ class SyntheticRun:
         )
 
     def recorder(self, nodeid: str) -> EvidenceRecorder:
-        return EvidenceRecorder(nodeid, self.collector.redactor, staging_dir(self.evidence_dir))
+        return EvidenceRecorder(nodeid, self.collector.redactor, self.collector.staging)
 
     def payload(
         self,

@@ -51,6 +51,15 @@ _PROTECTED = re.compile(
 """Placeholders, and the digests of a markdown digest line, which no rule may rewrite."""
 _DIGEST_KEYS = frozenset({"sha256", "bundle_sha256", "commit", "gitCommit"})
 _HEX_DIGEST = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+_BYTE_VIEWS = (
+    ("utf-8", "surrogateescape"),
+    ("latin-1", "strict"),
+    ("utf-16-le", "surrogatepass"),
+    ("utf-16-be", "surrogatepass"),
+)
+"""How bytes that are not text in one encoding are read anyway: as UTF-8 with the bytes that
+do not decode kept aside, as latin-1, and as UTF-16 of either byte order; every reading is
+a bijection, so what no rule matches keeps its bytes."""
 _MAX_ROUNDS = 16
 """Rounds of passes and escape decoding; text still changing after them is withheld whole."""
 
@@ -286,10 +295,11 @@ def _path_identity_rule(users: Sequence[str], hosts: Sequence[str]) -> list[Reda
 
 
 def _directory_rules(directory: str, inside: str, itself: str, name: str) -> list[RedactionRule]:
+    """``directory`` as a path of its own, not as the tail of a relative one (``data/root``)."""
     escaped = re.escape(directory.rstrip("/"))
     return [
-        RedactionRule(f"{name}-inside", re.compile(escaped + "/"), inside),
-        RedactionRule(name, re.compile(escaped + r"(?![\w.-])", re.ASCII), itself),
+        RedactionRule(f"{name}-inside", re.compile(r"(?<![\w.-])" + escaped + "/"), inside),
+        RedactionRule(name, re.compile(r"(?<![\w.-])" + escaped + r"(?![\w.-])", re.ASCII), itself),
     ]
 
 
@@ -406,20 +416,27 @@ class Redactor:
         return value
 
     def valid_value(
-        self, value: object, invalid_paths: Callable[[JsonValue], Iterable[Sequence[str | int]]]
+        self,
+        value: object,
+        invalid_paths: Callable[[JsonValue], Iterable[Sequence[str | int]]],
+        vocabulary: frozenset[str],
     ) -> JsonValue:
-        """:meth:`value`, except that a string redaction made invalid (``invalid_paths`` of the
-        result) gets its original back when the original was valid there: a schema-constrained
-        field (an enum, a digest, a timestamp) holds no free text to leak, so a user named
+        """:meth:`value`, except where redaction made a valid document invalid
+        (``invalid_paths``): a string there gets its original back, and so does an object key
+        that is a word of the schema's ``vocabulary``. A schema-constrained value (an enum, a
+        digest, a timestamp) or a schema's own key holds no free text to leak, so a user named
         ``default`` or a pattern matching ``passed`` cannot make a record fail its schema."""
         original = to_jsonable(value)
         redacted = self._redact_json(original)
         broken = list(invalid_paths(redacted))
-        if broken and not list(invalid_paths(original)):
-            for path in broken:
-                before, after = _at(original, path), _at(redacted, path)
-                if isinstance(before, str) and isinstance(after, str):
-                    _put(redacted, path, before)
+        if not broken or list(invalid_paths(original)):
+            return redacted
+        for path in sorted(broken, key=len, reverse=True):
+            before, after = _at(original, path), _at(redacted, path)
+            if isinstance(before, str) and isinstance(after, str):
+                _put(redacted, path, before)
+            elif isinstance(before, dict) and isinstance(after, dict):
+                _put(redacted, path, _keys_restored(self, before, after, vocabulary))
         return redacted
 
     @cached_property
@@ -436,7 +453,8 @@ class Redactor:
         return data
 
     def bytes_(self, data: bytes, depth: int = 0) -> bytes:
-        """Bytes as every reading of them redacts; :class:`RefusedPayload` when none can."""
+        """Bytes as every reading of them redacts (:data:`_BYTE_VIEWS`, containers opened);
+        :class:`RefusedPayload` for a container that cannot be opened."""
         rebuilt = container_redaction(data, depth, self.bytes_)
         if rebuilt is not None:
             return rebuilt
@@ -445,12 +463,21 @@ class Redactor:
             return form.encode(self.text(form.decode(data)))
         current = data
         for _ in range(_MAX_ROUNDS):
-            as_utf8 = self.text(current.decode("utf-8", "surrogateescape")).encode("utf-8", "surrogateescape")
-            updated = self.binary(self.text(as_utf8.decode("latin-1")).encode("latin-1"))
+            updated = current
+            for codec, errors in _BYTE_VIEWS:
+                updated = self._through(updated, codec, errors)
+            updated = self.binary(updated)
             if updated == current:
                 return current
             current = updated
         return PLACEHOLDERS[0].encode()
+
+    def _through(self, data: bytes, codec: str, errors: str) -> bytes:
+        """``data`` read as ``codec`` (every byte kept by ``errors``), redacted, written back."""
+        whole = len(data) - len(data) % 2 if codec.startswith("utf-16") else len(data)
+        text = data[:whole].decode(codec, errors)
+        redacted = self.text(text)
+        return data if redacted == text else redacted.encode(codec, errors) + data[whole:]
 
     def encode(self, payload: JsonValue | str | bytes) -> bytes:
         """The bytes evidence may write for ``payload``: every write goes through here.
@@ -569,6 +596,21 @@ def _unescaped(text: str) -> str:
         if updated == current:
             return current
         current = updated
+
+
+def _keys_restored(
+    redactor: Redactor,
+    original: dict[str, JsonValue],
+    redacted: dict[str, JsonValue],
+    vocabulary: frozenset[str],
+) -> dict[str, JsonValue]:
+    """``redacted`` with each key that is a schema word spelled as it was before redaction."""
+    restored = dict(redacted)
+    for key in original:
+        changed = redactor.text(key)
+        if key in vocabulary and changed != key and changed in restored:
+            restored[key] = restored.pop(changed)
+    return restored
 
 
 def _at(value: JsonValue, path: Sequence[str | int]) -> JsonValue:

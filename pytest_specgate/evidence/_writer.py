@@ -21,6 +21,7 @@ from pytest_specgate.evidence._bundle import (
     file_entry,
     manifest_document,
     schema_error_paths,
+    schema_vocabulary,
 )
 from pytest_specgate.evidence._jsonio import JsonValue, pretty_json, replace_atomically
 from pytest_specgate.evidence._markdown import render_markdown
@@ -99,7 +100,7 @@ def write_attachment(run_dir: Path, redactor: Redactor, relative: str, data: byt
 def write_record(path: Path, redactor: Redactor, record: Mapping[str, JsonValue]) -> bytes:
     """An AC record, redacted value by value and checked against the schema, so redaction
     can never turn a valid record into one the gate refuses (see ``Redactor.valid_value``)."""
-    data = pretty_json(redactor.valid_value(record, schema_error_paths)).encode()
+    data = pretty_json(redactor.valid_value(record, schema_error_paths, schema_vocabulary())).encode()
     replace_atomically(path, data)
     return data
 

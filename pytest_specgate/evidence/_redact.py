@@ -91,7 +91,9 @@ _WINDOWS_PROFILE = re.compile(
 _ABSOLUTE_PATH = re.compile(rf"(?<![\w.~/\\-])(?:~|[A-Za-z]:)?[/\\]{_PATH_CHAR}*")
 _HF_TOKEN = re.compile(r"hf_[A-Za-z0-9]{30,}")
 _API_KEY = re.compile(r"sk-(?<![A-Za-z0-9_]sk-)[A-Za-z0-9_-]{20,}", re.ASCII)
-_BEARER = re.compile(r"\bbearer\s+([A-Za-z0-9._~+/=-]{8,})", re.ASCII | re.IGNORECASE)
+_BEARER = re.compile(r"\bbearer\s+((?:(?!bearer\s)[A-Za-z0-9._~+/=-]){8,})", re.ASCII | re.IGNORECASE)
+"""A token ends where the next ``Bearer`` begins: ``tok==Bearer tok2`` is two tokens, not one
+that swallows the keyword of the second."""
 _AUTH_HEADER = re.compile(
     r"[aA](?i:(?<=a)uthorization[\"']?\s*[=:]\s*[\"']?(?:basic|digest|negotiate|token)\s+)"
     r"([A-Za-z0-9._~+/=-]{4,})",
@@ -558,20 +560,25 @@ def _replaced(text: str, claims: Iterable[Claim]) -> str:
 
 
 def _escaped_units(text: str) -> list[tuple[int, int]]:
-    """Spans of the words holding an escape, each with the word before it; linear in ``text``."""
+    """Spans of the words holding an escape, each with the word before it (units that touch
+    merge); linear in ``text``: no search looks back past the previous escaped word."""
     units: list[tuple[int, int]] = []
+    floor = 0
     for escape in _ESCAPE.finditer(text):
-        floor = units[-1][1] if units else 0
-        if escape.start() < floor:
+        if units and escape.start() < units[-1][1]:
             continue
-        start = _word_start(text, floor, escape.start())
-        before = start
+        word = _word_start(text, floor, escape.start())
+        start = before = word
         while before > floor and text[before - 1] in " \t":
             before -= 1
-        if floor < before < start:
+        if floor < before < word:
             start = _word_start(text, floor, before)
         end = _WORD.match(text, escape.end()).end()  # type: ignore[union-attr]
-        units.append((start, end))
+        if units and start < units[-1][1]:
+            units[-1] = (units[-1][0], end)
+        else:
+            units.append((start, end))
+        floor = word
     return units
 
 

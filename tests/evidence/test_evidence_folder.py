@@ -181,7 +181,8 @@ def test_attach(evidence):
     (BARRIER / me).write_text("attached")
     wait_for((BARRIER / other).exists, other + " attaching")
     if me == "second":
-        wait_for(lambda: any(pathlib.Path("out").glob("*/manifest.json")), "the first bundle")
+        evidence = pathlib.Path(os.environ.get("EVIDENCE_DIR", "out"))
+        wait_for(lambda: any(evidence.glob("*/manifest.json")), "the first bundle")
 """
 
 

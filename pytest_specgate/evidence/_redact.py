@@ -11,8 +11,9 @@ rule (and no placeholder) claimed; then every claim is replaced at once. Passes 
 nothing changes, and placeholders are never rewritten, which makes redaction idempotent and
 guarantees it terminates (every change turns ordinary text into a placeholder). Every
 pattern runs in linear time: each may only start where a run of its characters starts.
-Lines whose JSON (``\\u005f``, ``\\/``) or percent (``%40``) escapes decode to something a
-rule redacts are replaced by their redacted decoded form.
+Words whose JSON (``\\u005f``, ``\\/``) or percent (``%40``) escapes decode to something a
+rule redacts (read with the word before them, for context like ``Bearer``) are replaced by
+their redacted decoded form.
 """
 
 from __future__ import annotations
@@ -122,8 +123,7 @@ Claim = tuple[int, int, str]
 
 @dataclass(frozen=True)
 class RedactionRule:
-    """Replace what ``pattern`` matches (or only its group ``group``; ``None``: the one group
-    of the alternative that matched) with ``replacement``.
+    """Replace what ``pattern`` matches (or only its group ``group``) with ``replacement``.
 
     ``accept`` can veto a match (by its text or what surrounds it); ``rewrite`` computes the
     replacement from the text instead (a path with a user name inside keeps the rest of it).
@@ -132,20 +132,20 @@ class RedactionRule:
     name: str
     pattern: re.Pattern[str]
     replacement: str
-    group: int | None = 0
+    group: int = 0
     accept: Callable[[re.Match[str]], bool] | None = None
     rewrite: Callable[[str], str] | None = None
 
     def claims(self, text: str, start: int, end: int) -> Iterator[tuple[Claim, int, int]]:
         """Each claim in ``text[start:end]`` with the span of the whole match that made it."""
         for match in self.pattern.finditer(text, start, end):
-            group = match.lastindex or 0 if self.group is None else self.group
-            found = match.group(group)
+            found = match.group(self.group)
             if not found or (self.accept is not None and not self.accept(match)):
                 continue
             replacement = self.replacement if self.rewrite is None else self.rewrite(found)
             if replacement != found:
-                yield (match.start(group), match.end(group), replacement), match.start(), match.end()
+                span = match.start(self.group), match.end(self.group)
+                yield (*span, replacement), match.start(), match.end()
 
     def apply(self, text: str) -> str:
         """This rule alone over ``text`` (for tests and diagnostics)."""

@@ -430,6 +430,8 @@ class Redactor:
         ``default`` or a pattern matching ``passed`` cannot make a record fail its schema."""
         original = to_jsonable(value)
         redacted = self._redact_json(original)
+        if redacted == original:
+            return redacted
         broken = list(invalid_paths(redacted))
         if not broken or list(invalid_paths(original)):
             return redacted

@@ -61,6 +61,8 @@ _BYTE_VIEWS = (
 """How bytes that are not text in one encoding are read anyway: as UTF-8 with the bytes that
 do not decode kept aside, as latin-1, and as UTF-16 of either byte order; every reading is
 a bijection, so what no rule matches keeps its bytes."""
+_CACHED_CHARS = 256
+_CACHED_TEXTS = 16_384
 _MAX_ROUNDS = 16
 """Rounds of passes and escape decoding; text still changing after them is withheld whole."""
 
@@ -340,6 +342,22 @@ class Redactor:
     secret_literals: tuple[str, ...] = field(default=())
 
     def text(self, text: str) -> str:
+        if len(text) > _CACHED_CHARS:
+            return self._text(text)
+        cache = self._short_texts
+        redacted = cache.get(text)
+        if redacted is None:
+            if len(cache) >= _CACHED_TEXTS:
+                cache.clear()
+            redacted = cache[text] = self._text(text)
+        return redacted
+
+    @cached_property
+    def _short_texts(self) -> dict[str, str]:
+        """Short strings recur in every record (keys, outcomes, node ids): redact each once."""
+        return {}
+
+    def _text(self, text: str) -> str:
         current = text
         for _ in range(_MAX_ROUNDS):
             redacted = self._passes(current)

@@ -133,6 +133,10 @@ def _merge_receipt(run_id: str, choices: Sequence[MergeChoice]) -> dict[str, Jso
     }
 
 
+def _unwritable_merge(output: Path, error: OSError) -> int:
+    return _error("merge", f"-o {output}: cannot write the merged bundle: {error.strerror or error}")
+
+
 def run_merge(args: argparse.Namespace) -> int:
     output: Path = args.output
     if output.exists():
@@ -162,7 +166,7 @@ def run_merge(args: argparse.Namespace) -> int:
             except RefusedPayload as error:
                 return _error("merge", f"{source}: cannot be redacted: {error}")
             except OSError as error:
-                return _error("merge", f"-o {output}: cannot write the merged bundle: {error.strerror or error}")
+                return _unwritable_merge(output, error)
     kept = sorted({choice.kept.path: choice.kept for choice in choices}.values(), key=lambda b: b.digest)
     merge_document: JsonValue = {
         "schema": "specgate.merge/v1",
@@ -196,7 +200,7 @@ def run_merge(args: argparse.Namespace) -> int:
             extra_documents={MERGE_NAME: merge_document},
         )
     except OSError as error:
-        return _error("merge", f"-o {output}: cannot write the merged bundle: {error.strerror or error}")
+        return _unwritable_merge(output, error)
     print(f"specgate merge: wrote {output} ({len(choices)} AC, bundle-sha256 {written.digest})")
     return EXIT_OK
 

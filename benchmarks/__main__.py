@@ -17,7 +17,16 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from benchmarks import Row, measurement_accuracy, mock_engine, overhead, reliability, startup, xdist_scaling
+from benchmarks import (
+    Row,
+    measurement_accuracy,
+    mock_engine,
+    overhead,
+    redaction,
+    reliability,
+    startup,
+    xdist_scaling,
+)
 
 
 @dataclass(frozen=True)
@@ -37,6 +46,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("teardown", reliability.run_teardown),
     Benchmark("tamper", reliability.run_tamper),
     Benchmark("redaction", reliability.run_redaction),
+    Benchmark("redaction-speed", redaction.run),
+    Benchmark("shared-folder", reliability.run_shared_folder),
     Benchmark("download-faults", reliability.run_download),
 )
 EXIT_ALL_RAN = 0

@@ -537,16 +537,27 @@ def evidence(request: pytest.FixtureRequest) -> Iterator[EvidenceRecorder]:
 
     A missed ``at_least``/``at_most`` or a false ``check`` fails the test after its body ends.
     """
-    from pytest_specgate.evidence import EvidenceRecorder, staging_dir
+    from pytest_specgate.evidence import EvidenceRecorder
 
-    directory = request.config.stash[SETTINGS_KEY].evidence_dir
     criterion = request.node.stash.get(AC_KEY, None)
     recorder = EvidenceRecorder(request.node.nodeid, session_redactor(request.config),
-                                None if directory is None else staging_dir(directory),
+                                _staging_dir(request.config),
                                 ac_id=criterion.id if criterion is not None else None)
     request.node.stash[RECORDER_KEY] = recorder
     yield recorder
     recorder.fail_on_new_misses()
+
+
+def _staging_dir(config: pytest.Config) -> Path | None:
+    """Where this run stages attachments: the controller's collector knows, and tells xdist
+    workers through ``workerinput``; without an evidence folder there is none."""
+    collector = config.stash.get(COLLECTOR_KEY, None)
+    if collector is not None:
+        return collector.staging
+    from pytest_specgate.evidence._collector import WORKER_STAGING_KEY
+
+    staging = getattr(config, "workerinput", {}).get(WORKER_STAGING_KEY)
+    return Path(staging) if isinstance(staging, str) else None
 
 
 # ---------------------------------------------------------------------------

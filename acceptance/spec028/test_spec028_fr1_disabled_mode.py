@@ -54,6 +54,20 @@ def _answers(engine: Engine) -> list[ReferenceResponse]:
     return answers
 
 
+def _first_difference(got: object, want: object, where: str = "") -> str:
+    """Where two JSON values first differ, and both sides there (not two whole bodies)."""
+    if isinstance(got, dict) and isinstance(want, dict):
+        for key in sorted(set(got) | set(want)):
+            if key not in want or key not in got or got[key] != want[key]:
+                return _first_difference(got.get(key, "<absent>"), want.get(key, "<absent>"),
+                                         f"{where}.{key}")
+    if isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
+        for index, (left, right) in enumerate(zip(got, want, strict=True)):
+            if left != right:
+                return _first_difference(left, right, f"{where}[{index}]")
+    return f"at {where or 'the top'}: now {got!r}, before {want!r}"
+
+
 @pytest.mark.ac("FR-1", spec="SPEC-028", title="disabled mode is byte-identical to the build before")
 def test_fr1_no_draft_answers_byte_identically(
     spec028: BackendProfile, shared_engine: Callable[..., Engine],
@@ -86,8 +100,8 @@ def test_fr1_no_draft_answers_byte_identically(
             want = None
         if canonical_bytes(answer.body) != canonical_bytes(want):
             differing += 1
-            evidence.check(False, f"{answer.key}: the disabled engine answered {answer.body}, "
-                          f"the build before ({reference.build.get('build')}) answered {want}")
+            evidence.check(False, f"{answer.key}: differs from the build before "
+                           f"({reference.build.get('build')}): {_first_difference(answer.body, want)}")
     telemetry = disabled.telemetry()
     evidence.check(telemetry.enabled is False,
                   f"an engine without a draft reports speculation enabled: {telemetry}")

@@ -9,7 +9,7 @@ output), never against a reference text.
 
 One build yields five checkpoint directories (the *roles*):
 
-``target``    the model being served (2 layers).
+``target``    the model being served (2 layers; 16 in the local pair).
 ``draft``     the target cut to its first layer, sharing embeddings, final norm
               and output head: it agrees with the target often but not always.
 ``copy``      a byte-identical copy of the target: acceptance must be 1.0.

@@ -104,7 +104,8 @@ def run_backend(backend: str, junit: Path, vllm_python: str | None) -> dict[str,
             f"--junitxml={junit}"]
     if backend == "vllm":
         argv += [f"--specgate-vllm-python={vllm_python}", *VLLM_ARGS]
-    completed = subprocess.run(argv, cwd=REPO_ROOT, check=False)
+    # pytest's own output goes to stderr, so stdout is only the table.
+    completed = subprocess.run(argv, cwd=REPO_ROOT, check=False, stdout=sys.stderr)
     if not junit.is_file():
         raise SystemExit(f"spec_table: pytest on the {backend} backend wrote no report "
                          f"(exit {completed.returncode})")

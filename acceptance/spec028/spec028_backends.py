@@ -358,7 +358,9 @@ def reference_build(profile: BackendProfile, engine: Engine) -> dict[str, str]:
 
     target = str(profile.pre_feature_build.get("target"))
     family = target.partition(":")[0]
-    versions = {key: value for key, value in engine.versions().items() if "fingerprint" not in key}
+    # The model's local path (differs per run) is named by "target" and "model_build_key".
+    versions = {key: value for key, value in engine.versions().items()
+                if "fingerprint" not in key and key != "model"}
     return {
         "build": profile.pre_feature_note,
         "backend": profile.backend,

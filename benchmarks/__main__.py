@@ -22,6 +22,7 @@ from benchmarks import (
     measurement_accuracy,
     mock_engine,
     overhead,
+    real_engines,
     redaction,
     reliability,
     startup,
@@ -49,6 +50,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("redaction-speed", redaction.run),
     Benchmark("shared-folder", reliability.run_shared_folder),
     Benchmark("download-faults", reliability.run_download),
+    Benchmark("real-mlx", real_engines.run_mlx),
+    Benchmark("real-vllm", real_engines.run_vllm),
 )
 EXIT_ALL_RAN = 0
 EXIT_SOME_FAILED_TO_RUN = 2

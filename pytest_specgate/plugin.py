@@ -115,6 +115,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     default=None, help=opts.VLLM_PYTHON_HELP)
     group.addoption("--specgate-sign-key", dest="specgate_sign_key", metavar="PATH",
                     default=None, help=opts.SIGN_KEY_HELP)
+    group.addoption("--specgate-record-reference", dest="specgate_record_reference", metavar="DIR",
+                    default=None, help=opts.RECORD_REFERENCE_HELP)
     parser.addini("specgate_evidence", opts.EVIDENCE_HELP, default=None)
     parser.addini("specgate_vllm_python", opts.VLLM_PYTHON_HELP, default=None)
     parser.addini("specgate_engine", opts.ENGINE_HELP, default=None)

@@ -38,6 +38,7 @@ __all__ = [
     "ENGINE_OPTION_HELP",
     "EVIDENCE_HELP",
     "HOST_FACTS_HELP",
+    "RECORD_REFERENCE_HELP",
     "REQUIRE_HELP",
     "SIGN_KEY_HELP",
     "VLLM_PYTHON_HELP",
@@ -80,6 +81,11 @@ ENGINE_OPTION_HELP: Final = (
     "KEY=VALUE (repeatable): a backend option set on every engine of the run, over the "
     "engine marker; VALUE is read as JSON when it parses (e.g. faults='[\"corrupt-spec\"]')."
 )
+RECORD_REFERENCE_HELP: Final = (
+    "Record reference outputs into DIR instead of comparing with them: specs that check "
+    "'unchanged from the build before' (SPEC-028 FR-1) ask the engine configured as that "
+    "build and write DIR/<name>.json plus DIR/SHA256SUMS (ship them in fixtures/references/)."
+)
 VLLM_PYTHON_HELP: Final = (
     "Python interpreter that has vLLM installed, for the vllm backend (default: this one)."
 )
@@ -103,6 +109,7 @@ class SpecgateSettings:
     engine_options: tuple[tuple[str, object], ...] = ()
     sign_key: Path | None = None
     endpoint_routes: tuple[EndpointRoute, ...] = ()
+    record_reference_dir: Path | None = None
 
 
 @final
@@ -206,6 +213,7 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
             f"--specgate-sign-key={sign_key}: signs the evidence bundle, but no --specgate-evidence "
             "directory was given"
         )
+    record = config.getoption("specgate_record_reference")
     return SpecgateSettings(
         run=RunSettings(required=required, diagnostic=diagnostic),
         host_facts_file=Path(facts) if facts else None,
@@ -219,6 +227,7 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         engine_options=parse_engine_options(config.getoption("specgate_engine_option") or []),
         sign_key=config.invocation_params.dir / sign_key if sign_key else None,
         endpoint_routes=parse_endpoint_routes(config.getoption("specgate_endpoint_for") or []),
+        record_reference_dir=(config.invocation_params.dir / record if record else None),
     )
 
 

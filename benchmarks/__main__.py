@@ -17,7 +17,17 @@ import traceback
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from benchmarks import Row, measurement_accuracy, mock_engine, overhead, reliability, startup, xdist_scaling
+from benchmarks import (
+    Row,
+    measurement_accuracy,
+    mock_engine,
+    overhead,
+    real_engines,
+    redaction,
+    reliability,
+    startup,
+    xdist_scaling,
+)
 
 
 @dataclass(frozen=True)
@@ -37,7 +47,11 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("teardown", reliability.run_teardown),
     Benchmark("tamper", reliability.run_tamper),
     Benchmark("redaction", reliability.run_redaction),
+    Benchmark("redaction-speed", redaction.run),
+    Benchmark("shared-folder", reliability.run_shared_folder),
     Benchmark("download-faults", reliability.run_download),
+    Benchmark("real-mlx", real_engines.run_mlx),
+    Benchmark("real-vllm", real_engines.run_vllm),
 )
 EXIT_ALL_RAN = 0
 EXIT_SOME_FAILED_TO_RUN = 2

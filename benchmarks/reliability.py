@@ -10,8 +10,12 @@
   and every forgery (records edited to qualify and re-manifested with the package's own
   helpers, left with the old signature, unsigned, or re-signed by an unknown key or by a
   key enrolled for another host profile) is refused.
-- redaction soak: hypothesis examples of nested documents with planted secrets
-  (the strategy of tests/evidence/test_evidence_redact.py); no secret may survive.
+- redaction soak: hypothesis examples of nested documents with planted secrets, and of
+  planted text delivered JSON-escaped, percent-encoded, as UTF-16 (with and without a BOM,
+  inside binary), gzip-compressed or with NUL and invalid bytes (the strategies of
+  tests/evidence/test_evidence_redact.py); no secret may survive.
+- shared folder: two pytest runs into one evidence folder at the same time, the second
+  finishing after the first; both bundles must verify with every attachment in them.
 - download faults: every failure mode of ``fetch_verified`` against the fake hub
   leaves no file behind (no staging residue, no destination).
 """
@@ -807,13 +811,15 @@ def run_tamper(quick: bool) -> Row:
 
 
 def run_redaction(quick: bool) -> Row:
-    """The redaction property of tests/evidence, with every example counted instead of the
-    first leak stopping the run (no shrinking), so the row can say how many leaked."""
+    """The redaction properties of tests/evidence, with every example counted instead of the
+    first leak stopping the run (no shrinking), so the row can say how many leaked. Each
+    example is a nested JSON document and one planted text sent through an encoding."""
     from hypothesis import HealthCheck, Phase, given, settings
 
     redact_tests = _import_from(REPO_ROOT / "tests" / "evidence", "test_evidence_redact")
     examples = 200 if quick else 10_000
     seen: list[int] = []
+    channels: dict[str, int] = {}
     leaks: list[list[str]] = []
     redactor = redact_tests.REDACTOR
 
@@ -825,24 +831,88 @@ def run_redaction(quick: bool) -> Row:
         suppress_health_check=list(HealthCheck),
         derandomize=True,
     )
-    @given(redact_tests._planted_structure)
-    def soak(planted: tuple[Any, list[str]]) -> None:
+    @given(redact_tests._planted_structure, redact_tests.encoded_plantings)
+    def soak(planted: tuple[Any, list[str]], encoded: tuple[str, Any]) -> None:
         structure, cores = planted
         document = json.loads(redactor.json_bytes(structure))
-        seen.append(len(cores))
+        channel, planting = encoded
+        channels[channel] = channels.get(channel, 0) + 1
+        seen.append(len(cores) + len(planting.cores))
         survivors = redact_tests._survivors(document, cores)
+        survivors += redact_tests.encoded_survivors(channel, planting)
         if survivors:
             leaks.append(survivors)
 
     soak()
     planted = sum(seen)
+    per_channel = ", ".join(f"{name} {count}" for name, count in sorted(channels.items()))
     return _row(
-        "reliability: redaction soak (planted secrets in nested JSON)",
+        "reliability: redaction soak (nested JSON + escaped, percent, UTF-16, gzip, NUL encodings)",
         len(seen),
         len(leaks),
         "0 leaks",
-        f"{planted} secrets planted across {len(seen)} hypothesis examples; "
+        f"{planted} secrets planted across {len(seen)} hypothesis examples (encodings: {per_channel}); "
         f"first leaks: {leaks[:3] or 'none'}",
+    )
+
+
+# --- two runs, one evidence folder -----------------------------------------------------------
+
+
+def run_shared_folder_trial(project: Path, trial: int) -> str | None:
+    """None when both concurrent runs wrote a complete bundle; else what went wrong."""
+    from pytest_specgate.evidence import find_bundles, read_records, verify_bundle
+
+    barrier = project / f"barrier-{trial}"
+    barrier.mkdir()
+    evidence = f"out-{trial}"
+    runs = {}
+    for name, other in (("first", "second"), ("second", "first")):
+        environment = quiet_environment(
+            {"BARRIER": str(barrier), "RUN_NAME": name, "OTHER_RUN": other, "EVIDENCE_DIR": evidence}
+        )
+        runs[name] = subprocess.Popen(
+            pytest_argv(f"--specgate-evidence={evidence}", "-p", "no:cacheprovider", "-q"),
+            cwd=project, env=environment, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        )
+    outputs = {name: process.communicate(timeout=_STOP_WAIT_S * 5)[0] for name, process in runs.items()}
+    failed = [name for name, process in runs.items() if process.returncode != 0]
+    if failed:
+        return f"trial {trial}: {failed} exited non-zero: {outputs[failed[0]].strip().splitlines()[-1:]}"
+    bundles = find_bundles(project / evidence)
+    problems = [problem for bundle in bundles for problem in verify_bundle(bundle)]
+    incomplete = [
+        reason
+        for bundle in bundles
+        for reason in read_records(bundle)["AC-1"]["not_qualifying_reasons"]
+        if "attachment" in str(reason)
+    ]
+    if len(bundles) != 2 or problems or incomplete:
+        return f"trial {trial}: {len(bundles)} bundles; {(problems + incomplete)[:2]}"
+    return None
+
+
+def run_shared_folder(quick: bool) -> Row:
+    folder_tests = _import_from(REPO_ROOT / "tests" / "evidence", "test_evidence_folder")
+    trials = 1 if quick else 10
+    problems: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="specgate-bench-shared-") as tmp:
+        project = Path(tmp)
+        (project / "test_shared.py").write_text(folder_tests.SHARED_FOLDER_SPEC)
+        (project / ".gitignore").write_text("out-*/\nbarrier-*/\n__pycache__/\n")
+        for arguments in (["init", "-q"], ["add", "."], ["commit", "-q", "-m", "spec"]):
+            _git(project, *arguments)
+        for trial in range(trials):
+            problem = run_shared_folder_trial(project, trial)
+            if problem is not None:
+                problems.append(problem)
+    return _row(
+        "reliability: shared folder, two concurrent runs into one evidence folder",
+        trials,
+        len(problems),
+        "both bundles complete",
+        f"{trials} trial(s) of 2 runs attaching the same bytes, the second finishing after the "
+        f"first; problems: {problems[:3] or 'none'}",
     )
 
 

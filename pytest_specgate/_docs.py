@@ -76,6 +76,11 @@ ENGINE_OPTION_HELP = (
     "KEY=VALUE (repeatable): a backend option set on every engine of the run, over the "
     "engine marker; VALUE is read as JSON when it parses (e.g. faults='[\"corrupt-spec\"]')."
 )
+RECORD_REFERENCE_HELP = (
+    "Record reference outputs into DIR instead of comparing with them: specs that check "
+    "'unchanged from the build before' (SPEC-028 FR-1) ask the engine configured as that "
+    "build and write DIR/<name>.json plus DIR/SHA256SUMS (ship them in fixtures/references/)."
+)
 VLLM_PYTHON_HELP = "Python interpreter that has vLLM installed, for the vllm backend (default: this one)."
 SIGN_KEY_HELP = (
     "Ed25519 private key (PEM, or OpenSSH from ssh-keygen -t ed25519) that signs the bundle at "

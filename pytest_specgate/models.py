@@ -9,7 +9,7 @@ output), never against a reference text.
 
 One build yields five checkpoint directories (the *roles*):
 
-``target``    the model being served (2 layers).
+``target``    the model being served (2 layers; 16 in the local pair).
 ``draft``     the target cut to its first layer, sharing embeddings, final norm
               and output head: it agrees with the target often but not always.
 ``copy``      a byte-identical copy of the target: acceptance must be 1.0.
@@ -19,19 +19,33 @@ One build yields five checkpoint directories (the *roles*):
               ids: only a check that compares the vocabularies, not their sizes,
               catches it.
 
-Specs name them as ``"tiny:<role>"`` (e.g. ``target="tiny:target"``); backends
-turn such a reference into a local path with :func:`resolve_model_ref`. Builds
-are keyed by a hash of everything that goes into them, so a cache directory can
-be shared between sessions and xdist workers.
+Two families are built from the same code:
+
+``tiny:<role>``        2 layers, hidden 64: boots in seconds, made for functional
+                       specs (identity, refusals), too small for a real speedup.
+``local-pair:<role>``  the *local speculative pair* (:data:`LOCAL_PAIR_SPEC`): a
+                       16-layer, hidden-512 bf16 target whose layers after the
+                       first barely change its greedy choice, so its one-layer
+                       draft is accepted most of the time and costs about a
+                       sixteenth of a target step. Real CPU engines speed up on
+                       it, and its answers end (EOS) within a few hundred tokens.
+
+Specs name them as ``"<family>:<role>"`` (e.g. ``target="tiny:target"``,
+``draft="local-pair:draft"``); backends turn such a reference into a local path
+with :func:`resolve_model_ref`. Builds are keyed by a hash of everything that
+goes into them, so a cache directory can be shared between sessions and xdist
+workers.
 """
 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import shutil
 import tempfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -41,11 +55,14 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 __all__ = [
+    "LOCAL_PAIR_SPEC",
+    "MODEL_FAMILIES",
     "TINY_MODEL_ROLES",
     "TINY_REF_PREFIX",
     "TinyModelPair",
     "TinyModelSpec",
     "build_key",
+    "eos_chains",
     "is_tiny_ref",
     "resolve_model_ref",
     "tiny_model_pair",
@@ -61,7 +78,8 @@ _PAIR_FIELD_OF_ROLE = {
     "permuted": "permuted_draft",
 }
 TINY_MODEL_ROLES = tuple(_PAIR_FIELD_OF_ROLE)
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
+_SAFETENSORS_DTYPES = {"float32": "F32", "bfloat16": "BF16"}
 
 BOS_TOKEN = "<s>"
 EOS_TOKEN = "<|im_end|>"
@@ -115,7 +133,14 @@ class TinyModelSpec:
 
     ``residual_scale`` shrinks the output projections of every layer so that the
     first layer dominates and a one-layer draft agrees with the target often but
-    not always (high but imperfect acceptance).
+    not always (high but imperfect acceptance); ``later_layer_scale`` shrinks
+    those of the layers the draft does not have once more.
+
+    ``eos_chain_length`` (None: off) makes answers end: the output head is given
+    a second, ``eos_chain_strength``-weighted term that makes every token favour
+    a successor along fixed chains of that many tokens, each ending in EOS (see
+    :func:`eos_chains`). Because the term reads only the token's own embedding,
+    which the draft shares, it moves the draft's choice exactly as the target's.
     """
 
     vocab_size: int = 512
@@ -128,7 +153,33 @@ class TinyModelSpec:
     num_key_value_heads: int = 2
     max_position_embeddings: int = 2048
     residual_scale: float = 0.2
+    later_layer_scale: float = 1.0
+    eos_chain_length: int | None = None
+    eos_chain_strength: float = 0.0
+    dtype: str = "float32"
     seed: int = 20240601
+
+
+LOCAL_PAIR_SPEC = TinyModelSpec(
+    hidden_size=512,
+    intermediate_size=1536,
+    num_hidden_layers=16,
+    num_attention_heads=8,
+    num_key_value_heads=8,
+    later_layer_scale=0.25,
+    eos_chain_length=128,
+    eos_chain_strength=5.0,
+    dtype="bfloat16",
+)
+"""The local speculative pair: ~110 MB target, ~8 MB draft, built in a few seconds.
+
+bf16 because the Linux mlx CPU build's fp32 matmul cost grows with the number of
+tokens verified at once, which eats the gain; with bf16 a five-token verify
+costs about two single steps.
+"""
+
+MODEL_FAMILIES: dict[str, TinyModelSpec] = {"tiny": TinyModelSpec(), "local-pair": LOCAL_PAIR_SPEC}
+"""``<family>:<role>`` model references and the spec each family is built from."""
 
 
 @dataclass(frozen=True)
@@ -152,22 +203,31 @@ class TinyModelPair:
         return path
 
 
+def _split_ref(ref: str) -> tuple[str, str] | None:
+    family, sep, role = ref.partition(":")
+    return (family, role) if sep and family in MODEL_FAMILIES else None
+
+
 def is_tiny_ref(ref: str | None) -> bool:
-    """True for model references of the form ``tiny:<role>``."""
-    return ref is not None and ref.startswith(TINY_REF_PREFIX)
+    """True for references to a built model family, ``<family>:<role>`` (e.g. ``tiny:draft``)."""
+    return ref is not None and _split_ref(ref) is not None
 
 
 def resolve_model_ref(ref: str, cache_dir: Path, spec: TinyModelSpec | None = None) -> str:
-    """A local path for ``tiny:<role>`` (building the pair if needed); other refs unchanged."""
-    if not is_tiny_ref(ref):
+    """A local path for ``<family>:<role>`` (building the family if needed); other refs unchanged.
+
+    ``spec`` replaces the family's own spec (tests build variants this way).
+    """
+    split = _split_ref(ref)
+    if split is None:
         return ref
-    role = ref[len(TINY_REF_PREFIX) :]
+    family, role = split
     if role not in TINY_MODEL_ROLES:
         raise ValueError(
             f"model reference {ref!r}: unknown tiny model role {role!r}; "
-            f"expected one of {[TINY_REF_PREFIX + r for r in TINY_MODEL_ROLES]}"
+            f"expected one of {[f'{family}:{r}' for r in TINY_MODEL_ROLES]}"
         )
-    return str(tiny_model_pair(cache_dir, spec).path_for(role))
+    return str(tiny_model_pair(cache_dir, spec or MODEL_FAMILIES[family]).path_for(role))
 
 
 def build_key(spec: TinyModelSpec) -> str:
@@ -210,6 +270,25 @@ def tiny_model_pair(cache_dir: Path, spec: TinyModelSpec | None = None) -> TinyM
     return _pair_at(root)
 
 
+def eos_chains(token_ids: Sequence[int], eos_id: int, length: int, seed: int) -> dict[int, int]:
+    """Each token's successor along shuffled chains of ``length`` tokens that end in EOS.
+
+    Every token but EOS lies on exactly one chain, so a walk that follows the
+    chains from any token reaches EOS within ``length`` steps, and one that
+    leaves a chain (the random part of the head won) lands on another chain
+    that also ends in EOS.
+    """
+    import numpy as np
+
+    order = [token_ids[i] for i in np.random.default_rng(seed).permutation(len(token_ids))]
+    order = [token for token in order if token != eos_id]
+    successor: dict[int, int] = {}
+    for start in range(0, len(order), length):
+        chain = [*order[start : start + length], eos_id]
+        successor.update(itertools.pairwise(chain))
+    return successor
+
+
 def weights_digest(model_dir: Path) -> str:
     """sha256 over the safetensors files of a checkpoint (name and bytes), for evidence."""
     digest = hashlib.sha256()
@@ -231,6 +310,8 @@ def _build_all(root: Path, spec: TinyModelSpec) -> None:
     mismatch_json = _train_tokenizer(MISMATCH_CORPUS, spec.mismatch_vocab_size)
     permuted_json = _permute_vocabulary(tokenizer_json, spec.seed)
     target = _random_llama_weights(spec, spec.vocab_size, spec.num_hidden_layers, spec.seed)
+    if spec.eos_chain_length is not None:
+        _add_eos_chains(target, spec)
     draft = _first_layers(target, spec.draft_layers)
     mismatch = _random_llama_weights(
         spec, spec.mismatch_vocab_size, spec.draft_layers, spec.seed + 1
@@ -302,9 +383,10 @@ def _random_llama_weights(
         return rng.normal(0.0, std, size=shape).astype(np.float32)
 
     weights = {"model.embed_tokens.weight": normal((vocab_size, hidden), 1.0)}
-    out_std = spec.residual_scale / np.sqrt(hidden)
     for layer in range(num_layers):
         prefix = f"model.layers.{layer}"
+        scale = spec.residual_scale * (1.0 if layer < spec.draft_layers else spec.later_layer_scale)
+        out_std = scale / np.sqrt(hidden)
         weights.update(
             {
                 f"{prefix}.input_layernorm.weight": np.ones(hidden, dtype=np.float32),
@@ -327,6 +409,26 @@ def _random_llama_weights(
     weights["model.norm.weight"] = np.ones(hidden, dtype=np.float32)
     weights["lm_head.weight"] = normal((vocab_size, hidden), hidden**-0.5)
     return weights
+
+
+def _add_eos_chains(weights: dict[str, npt.NDArray[np.float32]], spec: TinyModelSpec) -> None:
+    """Add the chain term to the head: ``strength`` logits for each token's chain successor.
+
+    The final hidden state is close to the current token's embedding ``e`` (the
+    layers add small residuals), and its RMS norm is ``sqrt(hidden) * e/|e|``;
+    a head row ``strength * e/(|e| sqrt(hidden))`` therefore scores about
+    ``strength`` there and about 0 for other tokens (random directions).
+    """
+    import numpy as np
+
+    assert spec.eos_chain_length is not None
+    embeddings = weights["model.embed_tokens.weight"]
+    head = weights["lm_head.weight"]
+    eos_id = SPECIAL_TOKENS.index(EOS_TOKEN)
+    successor = eos_chains(range(spec.vocab_size), eos_id, spec.eos_chain_length, spec.seed + 2)
+    for token, following in successor.items():
+        direction = embeddings[token] / (np.linalg.norm(embeddings[token]) * np.sqrt(spec.hidden_size))
+        head[following] += (spec.eos_chain_strength * direction).astype(np.float32)
 
 
 def _first_layers(
@@ -365,7 +467,7 @@ def _llama_config(spec: TinyModelSpec, vocab_size: int, num_layers: int) -> dict
         "rope_scaling": None,
         "rope_theta": 10000.0,
         "tie_word_embeddings": False,
-        "torch_dtype": "float32",
+        "torch_dtype": spec.dtype,
         "use_cache": True,
         "vocab_size": vocab_size,
     }
@@ -393,8 +495,6 @@ def _write_checkpoint(
     weights: dict[str, npt.NDArray[np.float32]],
     tokenizer_json: str,
 ) -> None:
-    from safetensors.numpy import save
-
     config = _llama_config(spec, vocab_size, num_layers)
     generation_config = {
         "bos_token_id": config["bos_token_id"],
@@ -413,7 +513,39 @@ def _write_checkpoint(
     }
     for name, text in files.items():
         (directory / name).write_text(text, encoding="utf-8")
-    (directory / "model.safetensors").write_bytes(save(weights, metadata={"format": "pt"}))
+    (directory / "model.safetensors").write_bytes(_safetensors_bytes(weights, spec.dtype))
+
+
+def _safetensors_bytes(weights: dict[str, npt.NDArray[np.float32]], dtype: str) -> bytes:
+    """The safetensors file of ``weights`` stored as ``dtype`` (numpy has no bfloat16, so by hand).
+
+    float32 -> bfloat16 rounds to nearest even, as torch and mlx do.
+    """
+    import numpy as np
+
+    if dtype not in _SAFETENSORS_DTYPES:
+        raise ValueError(f"tiny model dtype {dtype!r}: expected one of {sorted(_SAFETENSORS_DTYPES)}")
+    header: dict[str, object] = {"__metadata__": {"format": "pt"}}
+    chunks: list[bytes] = []
+    offset = 0
+    for name in sorted(weights):
+        array = np.ascontiguousarray(weights[name], dtype=np.float32)
+        if dtype == "bfloat16":
+            bits = array.view(np.uint32)
+            rounded = (bits + np.uint32(0x7FFF) + ((bits >> np.uint32(16)) & np.uint32(1))) >> np.uint32(16)
+            data = rounded.astype("<u2").tobytes()
+        else:
+            data = array.astype("<f4").tobytes()
+        header[name] = {
+            "dtype": _SAFETENSORS_DTYPES[dtype],
+            "shape": list(array.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
+        chunks.append(data)
+        offset += len(data)
+    encoded = json.dumps(header, separators=(",", ":")).encode()
+    encoded += b" " * (-len(encoded) % 8)
+    return len(encoded).to_bytes(8, "little") + encoded + b"".join(chunks)
 
 
 def _canonical_json(value: object) -> str:

@@ -93,6 +93,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     default=None, help=_docs.VLLM_PYTHON_HELP)
     group.addoption("--specgate-sign-key", dest="specgate_sign_key", metavar="PATH",
                     default=None, help=_docs.SIGN_KEY_HELP)
+    group.addoption("--specgate-record-reference", dest="specgate_record_reference", metavar="DIR",
+                    default=None, help=_docs.RECORD_REFERENCE_HELP)
     parser.addini("specgate_evidence", _docs.EVIDENCE_HELP, default=None)
     parser.addini("specgate_vllm_python", _docs.VLLM_PYTHON_HELP, default=None)
     parser.addini("specgate_engine", _docs.ENGINE_HELP, default=None)
@@ -585,17 +587,28 @@ def evidence(request: pytest.FixtureRequest) -> Iterator[EvidenceRecorder]:
 
     A missed ``at_least``/``at_most`` or a false ``check`` fails the test after its body ends.
     """
-    from pytest_specgate.evidence import EvidenceRecorder, staging_dir
+    from pytest_specgate.evidence import EvidenceRecorder
 
     config = request.config
-    directory = config.stash[SETTINGS_KEY].evidence_dir
     criterion = request.node.stash.get(AC_KEY, None)
     recorder = EvidenceRecorder(request.node.nodeid, lambda: session_redactor(config),
-                                None if directory is None else staging_dir(directory),
+                                _staging_dir(config),
                                 ac_id=criterion.id if criterion is not None else None)
     request.node.stash[RECORDER_KEY] = recorder
     yield recorder
     recorder.fail_on_new_misses()
+
+
+def _staging_dir(config: pytest.Config) -> Path | None:
+    """Where this run stages attachments: the controller's collector knows, and tells xdist
+    workers through ``workerinput``; without an evidence folder there is none."""
+    collector = config.stash.get(COLLECTOR_KEY, None)
+    if collector is not None:
+        return collector.staging
+    from pytest_specgate.evidence._collector import WORKER_STAGING_KEY
+
+    staging = getattr(config, "workerinput", {}).get(WORKER_STAGING_KEY)
+    return Path(staging) if isinstance(staging, str) else None
 
 
 # ---------------------------------------------------------------------------

@@ -48,6 +48,7 @@ class SpecgateSettings:
     engine_options: tuple[tuple[str, object], ...] = ()
     sign_key: Path | None = None
     endpoint_routes: tuple[EndpointRoute, ...] = ()
+    record_reference_dir: Path | None = None
 
     @property
     def wants_payload(self) -> bool:
@@ -157,6 +158,7 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
             f"--specgate-sign-key={sign_key}: signs the evidence bundle, but no --specgate-evidence "
             "directory was given"
         )
+    record = config.getoption("specgate_record_reference")
     return SpecgateSettings(
         run=RunSettings(required=required, diagnostic=diagnostic),
         host_facts_file=Path(facts) if facts else None,
@@ -170,6 +172,7 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         engine_options=parse_engine_options(config.getoption("specgate_engine_option") or []),
         sign_key=config.invocation_params.dir / sign_key if sign_key else None,
         endpoint_routes=parse_endpoint_routes(config.getoption("specgate_endpoint_for") or []),
+        record_reference_dir=(config.invocation_params.dir / record if record else None),
     )
 
 

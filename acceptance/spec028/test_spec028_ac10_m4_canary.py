@@ -14,7 +14,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from spec028_backends import BackendProfile, ac10_plan, fetch_pinned_pair, offline_acceptance
+from spec028_backends import (
+    OFFLINE_RELATION,
+    BackendProfile,
+    ac10_plan,
+    fetch_pinned_pair,
+    offline_acceptance,
+)
 from spec028_checks import TerminalLines
 
 from pytest_specgate.engines import Engine
@@ -42,18 +48,17 @@ MIN_SUSTAINED_SPEEDUP = 1.2
 @pytest.mark.hardware("m4-16gb")
 def test_ac10_speedup_acceptance_and_sustained_window(
     spec028: BackendProfile, boot_engine: Callable[..., Engine], evidence: EvidenceRecorder,
-    duration_scale: float, terminal_lines: TerminalLines, tmp_path: Path,
+    duration_scale: float, terminal_lines: TerminalLines, tmp_path: Path, diagnostic_run: bool,
 ) -> None:
     pair = model_pair("AC-10")
     prompt_set = load_named_prompt_set(pair.prompt_sets[0])
-    weights = fetch_pinned_pair(spec028, pair)
-    evidence.note("weights", [snapshot.to_record() for snapshot in weights]
-                  or "none: the mock engine simulates the pair")
-    plan = ac10_plan(spec028, pair, weights)
+    choice = fetch_pinned_pair(spec028, pair, diagnostic=diagnostic_run)
+    evidence.note("weights", choice.to_record())
+    plan = ac10_plan(spec028, pair, choice)
     evidence.note("model_pair", pair.to_dict())
     evidence.note("prompt_fixture", prompt_set.to_dict())
     evidence.note("duration_scale", duration_scale)
-    evidence.note("plan", {"rounds": plan.rounds, "warmup": plan.warmup,
+    evidence.note("plan", {"rounds": plan.rounds, "warmup": plan.warmup, "prompts": plan.prompts,
                            "max_tokens": plan.max_tokens or "per prompt",
                            "cost_ratio": plan.cost_ratio,
                            "cost_ratio_source": plan.cost_ratio_source})
@@ -61,14 +66,15 @@ def test_ac10_speedup_acceptance_and_sustained_window(
     baseline = boot_engine(**plan.baseline)
     arms = (engine_arm(baseline, max_tokens=plan.max_tokens),
             engine_arm(candidate, max_tokens=plan.max_tokens))
+    paired_prompts = prompt_set.prompts[: plan.prompts]
     paired = run_paired(
-        *arms, prompt_set.prompts, plan.rounds, plan.warmup,
+        *arms, paired_prompts, plan.rounds, plan.warmup,
         progress=ProgressReporter(terminal_lines, label="AC-10 paired"),
         candidate_telemetry=engine_telemetry(candidate),
     )
     settings = SustainedSettings(scale=duration_scale)
     sustained = run_sustained(
-        *arms, prompt_set.prompts, settings,
+        *arms, paired_prompts, settings,
         progress=ProgressReporter(terminal_lines, label="AC-10 sustained",
                                   planned_s=settings.scaled_duration_s),
     )
@@ -82,10 +88,9 @@ def test_ac10_speedup_acceptance_and_sustained_window(
     rate = acceptance.acceptance_rate if acceptance is not None and acceptance.complete else None
     if rate is None:
         longest = plan.max_tokens or max(prompt.max_tokens for prompt in prompt_set.prompts)
-        counted = offline_acceptance(candidate, [p.as_messages() for p in prompt_set.prompts],
-                                     longest)
+        counted = offline_acceptance(candidate, [p.as_messages() for p in paired_prompts], longest)
         if counted is not None:
-            evidence.note("acceptance_source", counted.to_dict())
+            evidence.note("acceptance_source", {**counted.to_dict(), "relation": OFFLINE_RELATION})
             rate = counted.acceptance_rate
     else:
         evidence.note("acceptance_source", acceptance.to_dict() if acceptance else None)

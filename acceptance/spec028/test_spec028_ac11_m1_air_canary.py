@@ -30,16 +30,16 @@ FINISHED = ("stop", "length")
 @pytest.mark.ac("AC-11", spec="SPEC-028", title="8 GB M1 Air load canary")
 @pytest.mark.hardware("m1-8gb-air", env="SPEC028_RUN_SMALL_AIR_CANARY", max_memory_gb=12)
 def test_ac11_short_chat_and_streaming_check_complete(
-    spec028: BackendProfile, boot_engine: Callable[..., Engine], evidence: EvidenceRecorder
+    spec028: BackendProfile, boot_engine: Callable[..., Engine], evidence: EvidenceRecorder,
+    diagnostic_run: bool,
 ) -> None:
     pair = model_pair("AC-11")
     short_chat, streaming = (load_named_prompt_set(name) for name in pair.prompt_sets)
     evidence.note("model_pair", pair.to_dict())
     evidence.note("prompt_fixtures", [short_chat.to_dict(), streaming.to_dict()])
-    weights = fetch_pinned_pair(spec028, pair)
-    evidence.note("weights", [snapshot.to_record() for snapshot in weights]
-                  or "none: the mock engine simulates the pair")
-    engine = boot_engine(**ac11_plan(spec028, pair, weights).candidate)
+    choice = fetch_pinned_pair(spec028, pair, diagnostic=diagnostic_run)
+    evidence.note("weights", choice.to_record())
+    engine = boot_engine(**ac11_plan(spec028, pair, choice).candidate)
     pid, what = engine_pid(engine)
     problems: list[str] = []
     with sampling_peak_memory(pid) as peak:

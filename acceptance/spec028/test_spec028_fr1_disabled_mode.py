@@ -3,19 +3,31 @@
 Operators who never set a draft must see no change at all: same bytes in every
 response (apart from the per-response ``id`` and ``created``), streamed or not,
 greedy or sampled, and telemetry saying speculation is off.
+
+"The build before" is the reference outputs in ``fixtures/references/fr1-<backend>.json``,
+recorded from a named earlier build with ``--specgate-record-reference=fixtures/references``
+and pinned by sha256, never a second server of the build under test.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
-from spec028_backends import GREEDY_MAX_TOKENS, BackendProfile
+from spec028_backends import GREEDY_MAX_TOKENS, BackendProfile, reference_build
 from spec028_checks import without_volatile
 
 from pytest_specgate.engines import Engine
 from pytest_specgate.evidence import EvidenceRecorder
+from pytest_specgate.measure.pinned import repo_fixtures_dir
+from pytest_specgate.references import (
+    ReferenceError,
+    ReferenceResponse,
+    canonical_bytes,
+    load_reference,
+    write_reference,
+)
 
 MESSAGES: tuple[list[dict[str, object]], ...] = (
     [{"role": "user", "content": "Parse 2024-02-29T23:59:60Z and say whether it is valid."}],
@@ -28,44 +40,79 @@ REQUESTS: tuple[dict[str, object], ...] = (
 )
 
 
-def _canonical(body: dict[str, object]) -> bytes:
-    return json.dumps(without_volatile(body), sort_keys=True).encode()
+def _answers(engine: Engine, served_as: str) -> list[ReferenceResponse]:
+    """Every FR-1 request, non-streamed and streamed, minus the per-response id and created.
+
+    A ``model`` field naming the engine's local checkpoint directory (mlx-lm answers
+    with the path it loaded, which differs per run) is replaced by the model
+    reference it was built from, so runs on different cache directories compare.
+    """
+    def stable(body: dict[str, object]) -> dict[str, object]:
+        body = without_volatile(body)
+        return {**body, "model": served_as} if body.get("model") == engine.model_id else body
+
+    answers = []
+    for index, messages in enumerate(MESSAGES):
+        for params in REQUESTS:
+            label = f"messages[{index}] temperature={params['temperature']}"
+            answers.append(ReferenceResponse(f"{label} chat", stable(engine.chat(messages, **params).raw)))
+            events = engine.stream(messages, **params).drain().raw_events
+            answers.append(ReferenceResponse(f"{label} stream", [stable(event) for event in events]))
+    return answers
+
+
+def _first_difference(got: object, want: object, where: str = "") -> str:
+    """Where two JSON values first differ, and both sides there (not two whole bodies)."""
+    if isinstance(got, dict) and isinstance(want, dict):
+        for key in sorted(set(got) | set(want)):
+            if key not in want or key not in got or got[key] != want[key]:
+                return _first_difference(got.get(key, "<absent>"), want.get(key, "<absent>"),
+                                         f"{where}.{key}")
+    if isinstance(got, list) and isinstance(want, list) and len(got) == len(want):
+        for index, (left, right) in enumerate(zip(got, want, strict=True)):
+            if left != right:
+                return _first_difference(left, right, f"{where}[{index}]")
+    return f"at {where or 'the top'}: now {got!r}, before {want!r}"
 
 
 @pytest.mark.ac("FR-1", spec="SPEC-028", title="disabled mode is byte-identical to the build before")
 def test_fr1_no_draft_answers_byte_identically(
     spec028: BackendProfile, shared_engine: Callable[..., Engine],
-    boot_engine: Callable[..., Engine], evidence: EvidenceRecorder,
+    boot_engine: Callable[..., Engine], evidence: EvidenceRecorder, record_reference_dir: Path | None,
 ) -> None:
-    disabled = shared_engine(**spec028.disabled)
-    # Always a fresh process: on a backend whose two configurations coincide, a pooled
-    # engine would be compared with itself.
-    before = boot_engine(**spec028.pre_feature_build)
-    evidence.note("baseline", spec028.pre_feature_note)
-    compared = differing = 0
-    for messages in MESSAGES:
-        for params in REQUESTS:
-            got = disabled.chat(messages, **params)
-            want = before.chat(messages, **params)
-            compared += 1
-            if _canonical(got.raw) != _canonical(want.raw):
-                differing += 1
-                evidence.check(False, f"non-streamed answer to {messages[-1]['content']!r} with "
-                               f"{params} differs: disabled {without_volatile(got.raw)}, "
-                               f"before {without_volatile(want.raw)}")
-            got_stream = disabled.stream(messages, **params).drain()
-            want_stream = before.stream(messages, **params).drain()
-            compared += 1
-            got_events = [_canonical(event) for event in got_stream.raw_events]
-            want_events = [_canonical(event) for event in want_stream.raw_events]
-            if got_events != want_events:
-                differing += 1
-                evidence.check(False, f"streamed answer to {messages[-1]['content']!r} with {params} "
-                               f"differs: disabled {got_stream.raw_events}, "
-                               f"before {want_stream.raw_events}")
+    name = f"fr1-{spec028.backend}"
+    if record_reference_dir is not None:
+        before = boot_engine(**spec028.pre_feature_build)
+        path = write_reference(record_reference_dir, name, reference_build(spec028, before),
+                               _answers(before, str(spec028.pre_feature_build.get("target"))))
+        evidence.note("reference_recorded", str(path))
+        pytest.skip(f"FR-1 recorded the reference outputs of {spec028.pre_feature_note} to {path}; "
+                    "nothing was compared")
+    try:
+        reference = load_reference(repo_fixtures_dir() / "references" / f"{name}.json")
+    except ReferenceError as exc:
+        pytest.fail(f"FR-1 has no usable reference outputs for the {spec028.backend} backend: {exc}")
+    evidence.note("reference", {"name": reference.name, "build": dict(reference.build)})
+    disabled_changes = spec028.fr1_disabled or spec028.disabled
+    expected_target = str(disabled_changes.get("target"))
+    evidence.check(reference.build.get("target") == expected_target,
+                  f"the reference was recorded for target {reference.build.get('target')!r}, "
+                  f"this run serves {expected_target!r}")
+    disabled = shared_engine(**disabled_changes)
+    answers = _answers(disabled, expected_target)
+    differing = 0
+    for answer in answers:
+        try:
+            want = reference.body_of(answer.key)
+        except KeyError:
+            want = None
+        if canonical_bytes(answer.body) != canonical_bytes(want):
+            differing += 1
+            evidence.check(False, f"{answer.key}: differs from the build before "
+                           f"({reference.build.get('build')}): {_first_difference(answer.body, want)}")
     telemetry = disabled.telemetry()
     evidence.check(telemetry.enabled is False,
-                   f"an engine without a draft reports speculation enabled: {telemetry}")
+                  f"an engine without a draft reports speculation enabled: {telemetry}")
     evidence.check(not telemetry.drafted, f"an engine without a draft drafted tokens: {telemetry}")
-    evidence.measure("responses_compared", compared, at_least=len(MESSAGES) * len(REQUESTS) * 2)
+    evidence.measure("responses_compared", len(answers), at_least=len(MESSAGES) * len(REQUESTS) * 2)
     evidence.measure("responses_differing_from_baseline", differing, at_most=0)

@@ -94,8 +94,9 @@ class MeasurementRow:
 class AttachmentRow:
     nodeid: str
     name: str
-    path: str
+    path: str | None
     stored: bool
+    problem: str | None = None
 
 
 @dataclass(frozen=True)
@@ -275,7 +276,10 @@ def _record(data: Mapping[str, JsonValue]) -> AcRecord:
             for row in data["measurements"]
         ),
         attachments=tuple(
-            AttachmentRow(nodeid=row["nodeid"], name=row["name"], path=row["path"], stored=row["stored"])
+            AttachmentRow(
+                nodeid=row["nodeid"], name=row["name"], path=row["path"], stored=row["stored"],
+                problem=row.get("problem"),
+            )
             for row in data["attachments"]
         ),
         host=HostInfo(

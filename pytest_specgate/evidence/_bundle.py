@@ -108,6 +108,32 @@ def schema_problems(record: JsonValue) -> list[str]:
     ]
 
 
+def schema_error_paths(record: JsonValue) -> list[tuple[str | int, ...]]:
+    """Where an AC record violates the schema (JSON paths; the root is the empty path)."""
+    return [tuple(error.absolute_path) for error in _evidence_validator().iter_errors(record)]
+
+
+@cache
+def schema_vocabulary() -> frozenset[str]:
+    """Every property name, enum value and constant the AC record schema itself spells."""
+    words: set[str] = set()
+
+    def collect(node: JsonValue) -> None:
+        if isinstance(node, dict):
+            words.update(str(key) for key in node.get("properties", {}))
+            words.update(str(item) for item in node.get("enum", []) if isinstance(item, str))
+            if isinstance(node.get("const"), str):
+                words.add(node["const"])
+            for child in node.values():
+                collect(child)
+        elif isinstance(node, list):
+            for child in node:
+                collect(child)
+
+    collect(evidence_schema())
+    return frozenset(words)
+
+
 @dataclass(frozen=True)
 class Bundle:
     """A bundle as found on disk; ``digest`` is recomputed, never read from the manifest."""

@@ -16,6 +16,7 @@ import datetime as dt
 import os
 import platform
 import secrets
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -25,18 +26,19 @@ from typing import Any
 import pytest
 
 from pytest_specgate import __version__
-from pytest_specgate.evidence._bundle import RECEIPT_NAME, RECEIPT_SCHEMA_ID
+from pytest_specgate.evidence._bundle import RECEIPT_NAME, RECEIPT_SCHEMA_ID, FileEntry
 from pytest_specgate.evidence._journal import JOURNAL_NAME, RunJournal
-from pytest_specgate.evidence._jsonio import JsonValue, utc_timestamp
+from pytest_specgate.evidence._jsonio import JsonValue, replace_atomically, utc_timestamp
+from pytest_specgate.evidence._payloads import RefusedPayload
 from pytest_specgate.evidence._recorder import staging_dir
 from pytest_specgate.evidence._records import (
+    MESSAGE_LIMIT,
     ExecutedTest,
     PhaseResult,
     RunFacts,
     SelectionFacts,
     SourceState,
     ac_id_of,
-    attachment_items,
     attachment_path,
     build_ac_record,
     fold_outcome,
@@ -52,12 +54,14 @@ from pytest_specgate.evidence._source import (
     run_git,
     tree_changes,
 )
-from pytest_specgate.evidence._writer import NOT_QUALIFIED, WrittenBundle, write_bundle
+from pytest_specgate.evidence._writer import NOT_QUALIFIED, WrittenBundle, write_attachment, write_bundle
 from pytest_specgate.host import HostProvenance
 from pytest_specgate.properties import payload_of
 
 SELECTION_WORKEROUTPUT = "specgate_selection"
 """The ``workeroutput`` key under which an xdist worker ships its :class:`SelectionFacts`."""
+WORKER_STAGING_KEY = "specgate_staging"
+"""``workerinput`` key that tells xdist workers where this run stages attachments."""
 
 
 def new_run_id(now: dt.datetime) -> str:
@@ -97,14 +101,36 @@ def _now() -> str:
     return utc_timestamp(dt.datetime.now(dt.UTC))
 
 
-def _phase(report: pytest.TestReport) -> PhaseResult:
+def _phase(report: pytest.TestReport, redactor: Redactor) -> PhaseResult:
+    """The phase's outcome; its message redacted first and only then cut, so a cut cannot
+    leave half a secret behind."""
+    message = longrepr_message(report.longrepr, report.outcome)
     return PhaseResult(
         when=report.when,
         outcome=report.outcome,
         duration=float(report.duration),
-        message=longrepr_message(report.longrepr, report.outcome),
+        message=None if message is None else redactor.text_within(message, MESSAGE_LIMIT),
         wasxfail=hasattr(report, "wasxfail"),
     )
+
+
+def prepare_evidence_dir(evidence_dir: Path, run_id: str) -> tuple[Path, Path]:
+    """The evidence folder, resolved, and this run's staging folder inside it, both created and
+    proven writable before the first test: a folder that cannot hold evidence is a usage error
+    naming it, not a lost bundle at the end."""
+    resolved = evidence_dir.resolve()
+    staging = staging_dir(resolved, run_id)
+    probe = staging / ".write-probe"
+    try:
+        staging.mkdir(parents=True, exist_ok=True)
+        replace_atomically(probe, b"")
+        probe.unlink()
+    except OSError as error:
+        raise pytest.UsageError(
+            f"--specgate-evidence: the evidence folder {evidence_dir} cannot be written "
+            f"({error.strerror or error}); expected a folder this run can create files in"
+        ) from None
+    return resolved, staging
 
 
 class EvidenceCollector:
@@ -134,7 +160,7 @@ class EvidenceCollector:
         self.redactor: Redactor = build_redactor(rootdir, redact_patterns, self._environ)
         started = dt.datetime.now(dt.UTC)
         self.run_id = new_run_id(started)
-        self.evidence_dir = evidence_dir.absolute()
+        self.evidence_dir, self.staging = prepare_evidence_dir(evidence_dir, self.run_id)
         self.run_dir = self.evidence_dir / self.run_id
         self._started_at = utc_timestamp(started)
         self._host_facts = dict(host_facts)
@@ -159,6 +185,12 @@ class EvidenceCollector:
         self._journal = RunJournal(self.run_dir / JOURNAL_NAME, self.redactor)
         self._receipt_written = False
         self.bundle: WrittenBundle | None = None
+        self.write_problem: str | None = None
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """xdist: each worker stages attachments in this run's folder."""
+        node.workerinput[WORKER_STAGING_KEY] = str(self.staging)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         """Serial runs know each test's AC before it starts; under xdist the setup report tells."""
@@ -175,7 +207,7 @@ class EvidenceCollector:
             self._journal_start(nodeid)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self._phases.setdefault(report.nodeid, {})[report.when] = _phase(report)
+        self._phases.setdefault(report.nodeid, {})[report.when] = _phase(report, self.redactor)
         properties = payload_of(report.user_properties)
         newly_known = False
         if properties is not None:
@@ -222,7 +254,13 @@ class EvidenceCollector:
         if self._source.commit is not None:
             self._imported |= imported_source_files(sys.modules, [item.path for item in session.items],
                                                     self._rootdir)
-        self.finish(exitstatus)
+        try:
+            self.finish(exitstatus)
+        except OSError as error:
+            reason = error.strerror or str(error)
+            self.write_problem = f"the bundle could not be written to {self.run_dir}: {reason}"
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
     def finish(self, exitstatus: int | pytest.ExitCode) -> WrittenBundle:
         """Write the bundle (and the step summary); an interrupt or unfinished test disqualifies."""
@@ -245,6 +283,8 @@ class EvidenceCollector:
                 f"specgate evidence: {self.bundle.path} ({self.bundle.verdict}, "
                 f"{len(self.bundle.ac_ids)} AC)",
             )
+        if self.write_problem is not None:
+            terminalreporter.write_sep("-", f"specgate evidence: NOT WRITTEN: {self.write_problem}", red=True)
 
     def executed_tests(self) -> list[ExecutedTest]:
         tests = []
@@ -285,22 +325,15 @@ class EvidenceCollector:
         )
 
     def write(self, interrupted: bool) -> WrittenBundle:
+        """Copy each staged attachment into the bundle first, so that one that cannot be
+        written is recorded as missing in its AC's record instead of costing the bundle."""
         run = self._run_facts(interrupted)
-        staging = staging_dir(self.evidence_dir)
-        records, attachments, staged = [], {}, set()
+        records: list[dict[str, JsonValue]] = []
+        attachments: dict[str, FileEntry] = {}
         for ac_id, tests in group_by_ac(self.executed_tests()).items():
-            missing = []
-            for test in tests:
-                for item in attachment_items(test):
-                    source = staging / str(item["sha256"])
-                    if source.is_file():
-                        attachments[attachment_path(str(item["sha256"]), str(item["name"]))] = (
-                            source.read_bytes()
-                        )
-                        staged.add(source)
-                    else:
-                        missing.append(f"{test.nodeid}: {item['name']}")
-            records.append(build_ac_record(ac_id, tests, run, missing))
+            missing: list[str] = []
+            kept = [self._copy_attachments(test, attachments, missing) for test in tests]
+            records.append(build_ac_record(ac_id, kept, run, missing))
         status = "interrupted" if interrupted else "finished"
         bundle = write_bundle(
             self.run_dir,
@@ -312,9 +345,43 @@ class EvidenceCollector:
             self._source.commit,
             __version__,
         )
-        for source in staged:
-            source.unlink(missing_ok=True)
+        shutil.rmtree(self.staging, ignore_errors=True)
         return bundle
+
+    def _copy_attachments(
+        self, test: ExecutedTest, written: dict[str, FileEntry], missing: list[str]
+    ) -> ExecutedTest:
+        """``test`` with each attachment that did not reach the bundle marked with its problem
+        (``missing`` gains one line for each)."""
+        items = test.properties.get("attachments")
+        if not isinstance(items, list):
+            return test
+        marked: list[JsonValue] = []
+        for item in items:
+            problem = _attachment_problem(item)
+            if problem is None and isinstance(item, Mapping):
+                relative = attachment_path(str(item["sha256"]), str(item["name"]))
+                problem = self._copy_attachment(str(item["sha256"]), relative, written)
+            if problem is not None and isinstance(item, Mapping):
+                missing.append(f"{test.nodeid}: {item.get('name')} ({problem})")
+                item = {**item, "problem": problem}
+            marked.append(item)
+        return dataclasses.replace(test, properties={**test.properties, "attachments": marked})
+
+    def _copy_attachment(self, digest: str, relative: str, written: dict[str, FileEntry]) -> str | None:
+        if relative in written:
+            return None
+        try:
+            data = (self.staging / digest).read_bytes()
+        except FileNotFoundError:
+            return "not found in the staging area"
+        except OSError as error:
+            return f"could not be read from the staging area: {error.strerror or error}"
+        try:
+            written[relative] = write_attachment(self.run_dir, self.redactor, relative, data)
+        except (OSError, RefusedPayload) as error:
+            return f"could not be written: {getattr(error, 'strerror', None) or error}"
+        return None
 
     def _receipt(self, status: str, verdict: str, reasons: list[str]) -> dict[str, JsonValue]:
         return {
@@ -332,6 +399,19 @@ class EvidenceCollector:
         }
 
     def _write_receipt(self, status: str) -> None:
+        """A receipt that cannot be written (a full disk) costs the receipt, never the run: the
+        bundle is still tried at the end."""
         running = ", ".join(sorted(self._running)) or "nothing"
         receipt = self._receipt(status, NOT_QUALIFIED, [f"run in progress; running: {running}"])
-        write_redacted(self.redactor, self.run_dir / RECEIPT_NAME, receipt)
+        with contextlib.suppress(OSError):
+            write_redacted(self.redactor, self.run_dir / RECEIPT_NAME, receipt)
+
+
+def _attachment_problem(item: JsonValue) -> str | None:
+    """Why a reported attachment cannot be copied: its own recorded problem, or no digest."""
+    if not isinstance(item, Mapping):
+        return "not an attachment entry"
+    problem = item.get("problem")
+    if problem is not None:
+        return str(problem)
+    return None if isinstance(item.get("sha256"), str) else "no digest recorded"

@@ -15,7 +15,7 @@ import hashlib
 import json
 import math
 import os
-import tempfile
+import secrets
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -71,13 +71,18 @@ def utc_timestamp(moment: dt.datetime) -> str:
 
 
 def replace_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` via a temp file in the same directory and a rename."""
+    """Write ``data`` to ``path`` via a temp file in the same directory and a rename.
+
+    The temp file is created with mode 0666 less the umask, like any file the user writes
+    (``mkstemp`` would make every evidence file 0600).
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temp_name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    temp_path = path.parent / f".{path.name[:64]}.{secrets.token_hex(6)}.tmp"
+    descriptor = os.open(temp_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(data)
-        os.replace(temp_name, path)
+        os.replace(temp_path, path)
     except BaseException:
-        Path(temp_name).unlink(missing_ok=True)
+        temp_path.unlink(missing_ok=True)
         raise

@@ -76,7 +76,8 @@ def judge(record: AcRecord) -> PolicyVerdict:
             shown = f"{row.value}" + (f" {row.unit}" if row.unit else "")
             reasons.append(f"{row.nodeid}: {row.name} = {shown} {missed}")
     reasons += [
-        f"attachment {row.name} of {row.nodeid} is missing from the staging area"
+        f"attachment {row.nodeid}: {row.name}" + (f" ({row.problem})" if row.problem else "")
+        + " is missing from the bundle"
         for row in record.attachments
         if not row.stored
     ]

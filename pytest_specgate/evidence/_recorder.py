@@ -17,12 +17,17 @@ from pathlib import Path, PurePath
 import pytest
 
 from pytest_specgate.evidence._jsonio import JsonValue, replace_atomically, sha256_hex
+from pytest_specgate.evidence._payloads import RefusedPayload
 from pytest_specgate.evidence._redact import Redactor, is_text
 from pytest_specgate.inputs import MAX_VALUE_DEPTH, value_nesting_depth
 
 STAGING_DIR_NAME = ".staging"
-"""Attachments are staged content-addressed under ``<evidence dir>/.staging`` so that xdist
-workers, which do not know the controller's run id, can store them before the bundle exists."""
+"""Attachments are staged content-addressed under ``<evidence dir>/.staging/<run id>`` (xdist
+workers learn the directory from the controller) so they are stored before the bundle exists,
+and two runs sharing one evidence folder never touch each other's."""
+MAX_NAME_CHARS = 96
+"""Attachment names are cut to this (keeping the extension): with the digest prefix the file
+name stays far below the 255 bytes file systems allow."""
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 RESERVED_NOTE_KEYS = frozenset({"engines", "host", "source", "provenance", "policy", "qualifying",
@@ -30,8 +35,8 @@ RESERVED_NOTE_KEYS = frozenset({"engines", "host", "source", "provenance", "poli
 """Facts the plugin writes into a record itself; a note by the same name could pass for them."""
 
 
-def staging_dir(evidence_dir: Path) -> Path:
-    return evidence_dir / STAGING_DIR_NAME
+def staging_dir(evidence_dir: Path, run_id: str) -> Path:
+    return evidence_dir / STAGING_DIR_NAME / run_id
 
 
 @dataclass(frozen=True)
@@ -72,24 +77,37 @@ def threshold_verdict(value: float, at_least: float | None, at_most: float | Non
 
 @dataclass(frozen=True)
 class Attachment:
+    """An artifact of a test; ``problem`` says why it cannot be in the bundle (then
+    ``sha256`` is None when its redacted bytes never existed)."""
+
     name: str
-    sha256: str
-    size: int
+    sha256: str | None
+    size: int | None
     text: bool
     staged: bool
+    problem: str | None = None
 
     def to_dict(self) -> dict[str, JsonValue]:
-        return {
+        entry: dict[str, JsonValue] = {
             "name": self.name,
             "sha256": self.sha256,
             "size": self.size,
             "text": self.text,
             "staged": self.staged,
         }
+        if self.problem is not None:
+            entry["problem"] = self.problem
+        return entry
 
 
 def safe_file_name(name: str) -> str:
-    return _UNSAFE_NAME.sub("_", name).strip("._") or "attachment"
+    safe = _UNSAFE_NAME.sub("_", name).strip("._") or "attachment"
+    if len(safe) <= MAX_NAME_CHARS:
+        return safe
+    stem, dot, suffix = safe.rpartition(".")
+    if not dot or len(suffix) > 16:
+        return safe[:MAX_NAME_CHARS]
+    return f"{stem[: MAX_NAME_CHARS - len(suffix) - 1]}.{suffix}"
 
 
 def _number(label: str, value: object, figure: str) -> float:
@@ -197,7 +215,11 @@ class EvidenceRecorder:
             pytest.fail(soft_failure_message(self.nodeid, self.ac_id, new), pytrace=False)
 
     def attach(self, name: str, content: bytes | str | Path) -> Attachment:
-        """Add an artifact: a file path, text or bytes; text is redacted before it is stored."""
+        """Add an artifact (a file path, text or bytes), redacted before it is stored.
+
+        One that cannot be opened for redaction (zstd, an encrypted zip) or staged (a full
+        disk) is recorded with its problem instead, so its AC does not qualify.
+        """
         if not isinstance(name, str) or not name:
             raise TypeError(f"evidence.attach: name must be a non-empty string, found {name!r}")
         if isinstance(content, Path):
@@ -211,17 +233,22 @@ class EvidenceRecorder:
                 f"evidence.attach({name!r}): expected bytes, str or pathlib.Path, found "
                 f"{type(content).__name__}"
             )
-        stored = self._redactor.encode(raw)
+        shown = safe_file_name(self._redactor.text(PurePath(name).name or name))
+        try:
+            stored = self._redactor.encode(raw)
+        except RefusedPayload as refusal:
+            return self._add(Attachment(shown, None, None, False, False, f"refused: {refusal}"))
         digest = sha256_hex(stored)
+        problem = None
         if self._staging is not None:
-            replace_atomically(self._staging / digest, stored)
-        attachment = Attachment(
-            name=safe_file_name(self._redactor.text(PurePath(name).name or name)),
-            sha256=digest,
-            size=len(stored),
-            text=is_text(stored),
-            staged=self._staging is not None,
-        )
+            try:
+                replace_atomically(self._staging / digest, stored)
+            except OSError as error:
+                problem = f"could not be staged: {error.strerror or error}"
+        staged = self._staging is not None and problem is None
+        return self._add(Attachment(shown, digest, len(stored), is_text(stored), staged, problem))
+
+    def _add(self, attachment: Attachment) -> Attachment:
         self._attachments.append(attachment)
         return attachment
 

@@ -124,8 +124,7 @@ def longrepr_message(longrepr: object, outcome: str) -> str | None:
         return reason.removeprefix("Skipped: ") if outcome == "skipped" else reason
     crash = getattr(longrepr, "reprcrash", None)
     message = getattr(crash, "message", None)
-    text = str(message) if message is not None else str(longrepr)
-    return text[:MESSAGE_LIMIT]
+    return str(message) if message is not None else str(longrepr)
 
 
 def fold_outcome(phases: Mapping[str, PhaseResult], finished: bool) -> tuple[ExecutedOutcome, str | None]:
@@ -200,28 +199,33 @@ def measurement_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValu
 
 
 def attachment_items(result: ExecutedTest) -> list[Mapping[str, JsonValue]]:
-    """The attachments a test reported that carry a digest (the only ones a bundle can hold)."""
+    """The attachments a test reported. One with a ``problem`` (refused, not staged, not written)
+    never reached the bundle: its row says ``stored: false`` and why, so its AC cannot qualify."""
     items = result.properties.get("attachments")
-    return [
-        item
-        for item in (items if isinstance(items, list) else [])
-        if isinstance(item, Mapping) and isinstance(item.get("sha256"), str)
-    ]
+    return [item for item in (items if isinstance(items, list) else []) if isinstance(item, Mapping)]
 
 
 def attachment_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValue]]:
-    return [
-        {
-            "nodeid": result.nodeid,
-            "name": item.get("name"),
-            "sha256": item["sha256"],
-            "size": item.get("size"),
-            "text": bool(item.get("text")),
-            "path": attachment_path(str(item["sha256"]), str(item.get("name"))),
-        }
-        for result in results
-        for item in attachment_items(result)
-    ]
+    rows: list[dict[str, JsonValue]] = []
+    for result in results:
+        for item in attachment_items(result):
+            digest = item.get("sha256")
+            problem = item.get("problem")
+            if not isinstance(digest, str) and problem is None:
+                problem = "no digest recorded"
+            row: dict[str, JsonValue] = {
+                "nodeid": result.nodeid,
+                "name": str(item.get("name")),
+                "sha256": digest if isinstance(digest, str) else None,
+                "size": item.get("size"),
+                "text": bool(item.get("text")),
+                "path": attachment_path(digest, str(item.get("name"))) if isinstance(digest, str) else None,
+                "stored": problem is None,
+            }
+            if problem is not None:
+                row["problem"] = str(problem)
+            rows.append(row)
+    return rows
 
 
 def attachment_path(sha256: str, name: str) -> str:
@@ -308,7 +312,8 @@ def build_ac_record(
 ) -> dict[str, JsonValue]:
     """The ``specgate.evidence/v2`` record of one AC (tests ordered by node id), judged by the policy.
 
-    ``missing_attachments``: ``"<nodeid>: <name>"`` of attachments absent from the staging area.
+    ``missing_attachments``: ``"<nodeid>: <name>"`` of attachments that did not reach the bundle
+    (those the collector marks with a ``problem`` are known from the test's own entry).
     """
     ordered = sorted(results, key=lambda result: result.nodeid)
     missing = set(missing_attachments)
@@ -324,7 +329,7 @@ def build_ac_record(
         "tests": [_executed_row(result) for result in ordered],
         "measurements": measurement_rows(ordered),
         "attachments": [
-            row | {"stored": f"{row['nodeid']}: {row['name']}" not in missing}
+            row | {"stored": row["stored"] and f"{row['nodeid']}: {row['name']}" not in missing}
             for row in attachment_rows(ordered)
         ],
         "host": {

@@ -172,6 +172,8 @@ def tree_changes(porcelain: str, top: Path, evidence_dir: Path | None) -> list[s
 def _is_bundle_output(path: Path, evidence_dir: Path | None) -> bool:
     if evidence_dir is None:
         return False
+    if path.is_symlink() and path.resolve() == evidence_dir.resolve():
+        return True  # an untracked link to the evidence folder is how the user spelled it
     try:
         relative = path.resolve().relative_to(evidence_dir.resolve())
     except ValueError:

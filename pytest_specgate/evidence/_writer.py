@@ -22,8 +22,10 @@ from pytest_specgate.evidence._bundle import (
     bundle_digest,
     file_entry,
     manifest_document,
+    schema_error_paths,
+    schema_vocabulary,
 )
-from pytest_specgate.evidence._jsonio import JsonValue
+from pytest_specgate.evidence._jsonio import JsonValue, pretty_json, replace_atomically
 from pytest_specgate.evidence._markdown import render_markdown
 from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
 from pytest_specgate.evidence._redact import Redactor, write_redacted
@@ -100,29 +102,41 @@ def judged_documents(documents: Sequence[Mapping[str, JsonValue]]) -> list[tuple
     return judged
 
 
+def write_attachment(run_dir: Path, redactor: Redactor, relative: str, data: bytes) -> FileEntry:
+    """One attachment into the bundle (before :func:`write_bundle`, which lists it)."""
+    return file_entry(write_redacted(redactor, run_dir / relative, data))
+
+
+def write_record(path: Path, redactor: Redactor, record: Mapping[str, JsonValue]) -> bytes:
+    """An AC record, redacted value by value and checked against the schema, so redaction
+    can never turn a valid record into one the gate refuses (see ``Redactor.valid_value``)."""
+    data = pretty_json(redactor.valid_value(record, schema_error_paths, schema_vocabulary())).encode()
+    replace_atomically(path, data)
+    return data
+
+
 def write_bundle(
     run_dir: Path,
     redactor: Redactor,
     run_id: str,
     records: Sequence[Mapping[str, JsonValue]],
-    attachments: Mapping[str, bytes],
+    attachments: Mapping[str, FileEntry],
     receipt_for: Callable[[str, list[str]], Mapping[str, JsonValue]] | None,
     commit: str | None,
     version: str,
     extra_documents: Mapping[str, JsonValue] | None = None,
 ) -> WrittenBundle:
-    """Write AC files, attachments, statement, receipt, ``evidence.md`` and then the manifest.
+    """Write AC files, statement, receipt, ``evidence.md`` and then the manifest.
 
+    ``attachments`` are the files :func:`write_attachment` already put in ``run_dir``;
     ``receipt_for(verdict, reasons)`` builds the receipt from the run verdict of what was written.
     """
-    files: dict[str, FileEntry] = {}
-    for relative, data in sorted(attachments.items()):
-        files[relative] = file_entry(write_redacted(redactor, run_dir / relative, data))
+    files: dict[str, FileEntry] = dict(sorted(attachments.items()))
     ac_files: dict[str, FileEntry] = {}
     written: dict[str, bytes] = {}
     for record in sorted(records, key=_ac_id):
         name = ac_file_name(_ac_id(record))
-        written[name] = write_redacted(redactor, run_dir / name, record)
+        written[name] = write_record(run_dir / name, redactor, record)
         ac_files[name] = file_entry(written[name])
     files.update(ac_files)
     # What is judged and rendered is what was written: the redacted bytes, read back.

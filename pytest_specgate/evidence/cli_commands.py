@@ -20,6 +20,7 @@ from pytest_specgate.evidence._bundle import (
     RECEIPT_SCHEMA_ID,
     Bundle,
     BundleError,
+    FileEntry,
     ac_file_name,
     find_bundles,
     read_records,
@@ -46,11 +47,12 @@ from pytest_specgate.evidence._merge import (
     choose_records,
     merged_commit,
 )
+from pytest_specgate.evidence._payloads import RefusedPayload
 from pytest_specgate.evidence._policy import judge
 from pytest_specgate.evidence._pr_body_input import pr_body_input
 from pytest_specgate.evidence._redact import append_redacted, build_redactor
 from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, load_trust_policy
-from pytest_specgate.evidence._writer import write_bundle
+from pytest_specgate.evidence._writer import write_attachment, write_bundle
 
 EXIT_OK = 0
 EXIT_REJECTED = 1
@@ -144,6 +146,10 @@ def _merge_receipt(
     }
 
 
+def _unwritable_merge(output: Path, error: OSError) -> int:
+    return _error("merge", f"-o {output}: cannot write the merged bundle: {error.strerror or error}")
+
+
 def run_merge(args: argparse.Namespace) -> int:
     output: Path = args.output
     if output.exists():
@@ -158,11 +164,23 @@ def run_merge(args: argparse.Namespace) -> int:
         return _error("merge", str(error))
     for choice in choices:
         print(choice.explain())
-    attachments: dict[str, bytes] = {}
+    redactor = build_redactor(None)
+    attachments: dict[str, FileEntry] = {}
     for choice in choices:
         for row in choice.record.attachments:
-            if row.stored:
-                attachments[row.path] = (choice.kept.path / row.path).read_bytes()
+            if not row.stored or row.path is None:
+                continue
+            source = choice.kept.path / row.path
+            try:
+                data = source.read_bytes()
+            except OSError as error:
+                return _error("merge", f"{source}: cannot read the attachment: {error.strerror or error}")
+            try:
+                attachments[row.path] = write_attachment(output, redactor, row.path, data)
+            except RefusedPayload as error:
+                return _error("merge", f"{source}: cannot be redacted: {error}")
+            except OSError as error:
+                return _unwritable_merge(output, error)
     kept = sorted({choice.kept.path: choice.kept for choice in choices}.values(), key=lambda b: b.digest)
     merge_document: JsonValue = {
         "schema": "specgate.merge/v1",
@@ -186,7 +204,7 @@ def run_merge(args: argparse.Namespace) -> int:
     try:
         written = write_bundle(
             output,
-            build_redactor(None),
+            redactor,
             run_id,
             [choice.record.document for choice in choices],
             attachments,
@@ -196,7 +214,7 @@ def run_merge(args: argparse.Namespace) -> int:
             extra_documents={MERGE_NAME: merge_document},
         )
     except OSError as error:
-        return _error("merge", f"-o {output}: cannot write the merged bundle: {error.strerror or error}")
+        return _unwritable_merge(output, error)
     print(f"specgate merge: wrote {output} ({len(choices)} AC, bundle-sha256 {written.digest})")
     return EXIT_OK
 

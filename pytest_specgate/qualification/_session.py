@@ -137,9 +137,9 @@ def _sha256_of(path: Path) -> str | None:
         return None
 
 
-def _describe(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".strip()
-    return text if len(text) <= _ERROR_CHARS else text[:_ERROR_CHARS] + "…"
+def _describe(exc: BaseException, redactor: Redactor) -> str:
+    """The error in one string, redacted before it is cut so a cut cannot split a secret."""
+    return redactor.text_within(f"{type(exc).__name__}: {exc}".strip(), _ERROR_CHARS)
 
 
 def gate_file_name(gate: str) -> str:
@@ -219,7 +219,7 @@ class QualificationSession(Generic[BootedT]):
                 self._booted = self._boot()
             except BaseException as exc:
                 self._status = "boot-failed"
-                self._reasons.append(f"boot failed: {_describe(exc)}")
+                self._reasons.append(f"boot failed: {_describe(exc, self._redactor)}")
                 self._write_receipt()
                 raise
             self._has_booted = True
@@ -282,7 +282,7 @@ class QualificationSession(Generic[BootedT]):
             carried = getattr(exc, "evidence", None)
             if isinstance(carried, Mapping):
                 recorder.record(carried)
-            self._end_gate(progress, recorder, passed=False, error=_describe(exc))
+            self._end_gate(progress, recorder, passed=False, error=_describe(exc, self._redactor))
             self._status = "interrupted" if interrupted else "failed"
             self._write_receipt()
             raise
@@ -474,7 +474,7 @@ class QualificationSession(Generic[BootedT]):
         if exc is not None:
             if self._status == "running":
                 self._status = "interrupted" if isinstance(exc, KeyboardInterrupt | SystemExit) else "failed"
-                self._reasons.append(f"the spec raised between gates: {_describe(exc)}")
+                self._reasons.append(f"the spec raised between gates: {_describe(exc, self._redactor)}")
             self.close()
             return
         verdict = self.finish()

@@ -29,7 +29,6 @@ from pytest_specgate.evidence import (
     judge,
     read_records,
     render_markdown,
-    staging_dir,
 )
 from pytest_specgate.evidence._bundle import FileEntry, file_entry, manifest_document
 from pytest_specgate.evidence._jsonio import pretty_json
@@ -121,7 +120,7 @@ class SyntheticRun:
         )
 
     def recorder(self, nodeid: str) -> EvidenceRecorder:
-        return EvidenceRecorder(nodeid, self.collector.redactor, staging_dir(self.evidence_dir))
+        return EvidenceRecorder(nodeid, self.collector.redactor, self.collector.staging)
 
     def payload(
         self,

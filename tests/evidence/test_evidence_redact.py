@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import gzip
 import ipaddress
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_specgate.evidence import LocalIdentity, Redactor, build_redactor
-from pytest_specgate.evidence._redact import _IPV6_CANDIDATE, SENSITIVE_PATH_ROOTS, is_text
+from pytest_specgate.evidence._redact import _IPV6_CANDIDATE, SENSITIVE_PATH_ROOTS, _unescaped, is_text
 
 ENV = {
     "HF_TOKEN": "tok3nValue-9Q",
@@ -21,6 +23,7 @@ ENV = {
     "GITHUB_TOKEN": "ghp_fakeGithubToken42",
     "PATH": "/usr/bin:/bin",
     "SHORT_TOKEN": "abc",
+    "Hub_Token": "mixedCaseHubValue7",
 }
 IDENTITY = LocalIdentity(
     user_names=("alice-ops",),
@@ -31,7 +34,7 @@ ROOTDIR = Path("/srv/checkouts/specgate")
 EXTRA = ["ACME-[0-9]{6}"]
 REDACTOR = build_redactor(ROOTDIR, EXTRA, ENV, IDENTITY)
 EXAMPLES = max(settings().max_examples, 1000)
-"""Two property tests x 1,000 = 2,000 examples per normal run; HYPOTHESIS_PROFILE=soak raises it."""
+"""Three property tests x 1,000 = 3,000 examples per normal run; HYPOTHESIS_PROFILE=soak raises it."""
 
 
 @pytest.mark.parametrize(
@@ -98,11 +101,11 @@ def test_non_json_values_become_json() -> None:
     assert REDACTOR.value(value) == {"nan": "nan", "path": "x.py", "raw": "<2 bytes>", "set": [1, 3]}
 
 
-def test_binary_payloads_lose_credentials_only() -> None:
-    blob = b"\x00\xff" + ENV["HF_TOKEN"].encode() + b"\x01hf_" + b"Z" * 40 + b"\x02/home/alice"
+def test_binary_payloads_keep_their_bytes_but_lose_what_decodes_as_a_secret() -> None:
+    blob = b"\x00\xff" + ENV["HF_TOKEN"].encode() + b"\x01hf_" + b"Z" * 40 + b"\x02/home/alice \xfe\x80"
     encoded = REDACTOR.encode(blob)
-    assert ENV["HF_TOKEN"].encode() not in encoded and b"hf_ZZZ" not in encoded
-    assert encoded.startswith(b"\x00\xff<SECRET>\x01<HF_TOKEN>\x02")
+    assert encoded == b"\x00\xff<SECRET>\x01<HF_TOKEN>\x02<PATH> \xfe\x80"
+    assert not is_text(encoded) and REDACTOR.encode(encoded) == encoded
 
 
 def test_invalid_extra_pattern_is_a_usage_error_naming_it() -> None:
@@ -133,8 +136,11 @@ def _ipv6_with_two_groups(address: ipaddress.IPv4Address | ipaddress.IPv6Address
 
 _SECRETS: st.SearchStrategy[tuple[str, str]] = st.one_of(
     st.text(_ALNUM, min_size=30, max_size=40).map(lambda tail: ("hf_" + tail, "hf_" + tail)),
-    st.sampled_from(["tok3nValue-9Q", "hubsecret_77x", "opensesame-4242", "ghp_fakeGithubToken42"]).map(
-        lambda value: (value, value)
+    st.sampled_from(
+        ["tok3nValue-9Q", "hubsecret_77x", "opensesame-4242", "ghp_fakeGithubToken42", "mixedCaseHubValue7"]
+    ).map(lambda value: (value, value)),
+    st.tuples(st.from_regex(r"[a-z]{1,8}", fullmatch=True), st.text(_ALNUM, min_size=6, max_size=16)).map(
+        lambda parts: (f"https://{parts[0]}:{parts[1]}@git.example.com/r.git", parts[1])
     ),
     st.text(_ALNUM + "._~+/=-", min_size=8, max_size=24).map(lambda token: (f"Bearer {token}", token)),
     st.tuples(
@@ -218,6 +224,7 @@ def _strings(value: Any) -> list[str]:
 
 
 def _survivors(value: Any, cores: list[str]) -> list[str]:
+    """The planted cores still in ``value`` (bounded names only as whole words)."""
     output = "\x00".join(_strings(value))
     found = []
     for core in cores:
@@ -252,6 +259,60 @@ def test_redaction_is_idempotent_and_total_on_any_text(text: str) -> None:
     assert REDACTOR.encode(encoded) == encoded
 
 
+_ESCAPES = {"_": "\\u005f", "@": "\\u0040", "/": "\\/", ".": "\\u002e", ":": "\\u003a"}
+_PERCENT = {"_": "%5F", "@": "%40", "/": "%2F", ".": "%2E", ":": "%3A"}
+CHANNELS = (
+    "json-escaped", "percent-encoded", "utf-16", "utf-16-le", "utf-16-in-binary", "gzip", "nul-and-bad-bytes",
+)
+"""How a planted text reaches the redactor in the encoded soak (plain text is the tree soak)."""
+_BINARY_HEAD = b"\x89PNG\r\n\x1a\n"
+
+
+def _escaped(text: str, table: Mapping[str, str]) -> str:
+    return "".join(table.get(character, character) for character in text)
+
+
+def encode_for(channel: str, text: str) -> str | bytes:
+    """``text`` as ``channel`` delivers it."""
+    if channel == "json-escaped":
+        return _escaped(text, _ESCAPES)
+    if channel == "percent-encoded":
+        return _escaped(text, _PERCENT)
+    if channel == "gzip":
+        return gzip.compress(text.encode())
+    if channel == "nul-and-bad-bytes":
+        return b"\x00" + text.encode() + b"\xff\xfe"
+    if channel == "utf-16-in-binary":
+        return _BINARY_HEAD + text.encode("utf-16-le") + b"\x00"
+    return text.encode(channel)
+
+
+def decoded_output(channel: str, output: bytes) -> str:
+    """What a reader of ``output`` sees, escapes decoded (a secret may not hide behind them)."""
+    if channel == "gzip":
+        return gzip.decompress(output).decode()
+    if channel in ("utf-16", "utf-16-le"):
+        return output.decode(channel)
+    if channel == "utf-16-in-binary":
+        return output[len(_BINARY_HEAD) : -1].decode("utf-16-le", "replace")
+    return _unescaped(output.decode("utf-8", "replace"))
+
+
+encoded_plantings = st.tuples(st.sampled_from(CHANNELS), _planted_text())
+
+
+def encoded_survivors(channel: str, planted: _Planted) -> list[str]:
+    output = REDACTOR.encode(encode_for(channel, planted.text))
+    return _survivors(decoded_output(channel, output), list(planted.cores))
+
+
+@settings(max_examples=EXAMPLES)
+@given(encoded_plantings)
+def test_no_planted_secret_survives_any_encoding_of_it(planting: tuple[str, _Planted]) -> None:
+    channel, planted = planting
+    assert encoded_survivors(channel, planted) == []
+
+
 def test_redactor_is_a_frozen_value() -> None:
     assert isinstance(REDACTOR, Redactor)
     with pytest.raises(AttributeError):
@@ -275,3 +336,163 @@ def test_node_ids_and_times_are_no_ipv6_candidates(text: str) -> None:
 def test_addresses_stay_ipv6_candidates(text: str, address: str) -> None:
     found = _IPV6_CANDIDATE.search(text)
     assert found is not None and found.group(0) == address
+
+
+# --- bypasses: escapes, encodings, containers, contexts ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("mail alice\\u0040example.org end", "mail <EMAIL> end"),
+        ('{"email": "bob\\u0040corp.example", "ok": 1}', '{"email": "<EMAIL>", "ok": 1}'),
+        ("tok hf\\u005f" + "a" * 34, "tok <HF_TOKEN>"),
+        ("tok hf\\x5f" + "a" * 34, "tok <HF_TOKEN>"),
+        ("url-encoded user%40example.org", "url-encoded <EMAIL>"),
+        ("twice hf%255F" + "b" * 34, "twice <HF_TOKEN>"),
+        ("Authorization: Bearer%20abcdefghijk", "Authorization: Bearer <TOKEN>"),
+        ("escaped \\/home\\/alice\\/models", "escaped \\<PATH>"),
+        ("clone https://bob:hunter22@git.example.com/x.git", "clone https://<SECRET>@git.example.com/x.git"),
+        ("push https://ghp_abcdef1234@github.com/o/r", "push https://<SECRET>@github.com/o/r"),
+        ("Authorization: Basic dXNlcjpwYXNz", "Authorization: Basic <TOKEN>"),
+        ('password=hunter22 and "api_key": "k-123456"', 'password=<SECRET> and "api_key": "<SECRET>"'),
+        ("model /Users/Jane Q Doe/models/x.bin loaded", "model <PATH> loaded"),
+        ("C:\\Users\\jane\\AppData\\Local\\x; c:/users/jane/x", "<PATH>; <PATH>"),
+        ("/srv/other /Volumes/USB/x /builds/group/proj", "<PATH> <PATH> <PATH>"),
+        ("from 10.1.2.3. Then", "from <IP>. Then"),
+    ],
+)
+def test_escaped_encoded_and_contextual_secrets_are_replaced(text: str, expected: str) -> None:
+    assert REDACTOR.text(text) == expected
+    assert REDACTOR.text(expected) == expected
+
+
+def test_escapes_without_a_secret_behind_them_are_left_as_written() -> None:
+    text = 'json {"path": "a\\/b", "pct": "100%25", "u": "caf\\u00e9"} 50%ab'
+    assert REDACTOR.text(text) == text
+
+
+def test_env_secrets_are_found_whatever_the_case_of_their_name() -> None:
+    environ = {"hf_token": "lowercaseNamedValue", "Api_Key": "mixedCaseNamed99", "my_password": "pw-123456"}
+    redactor = build_redactor(ROOTDIR, [], environ, IDENTITY)
+    redacted = redactor.text("a lowercaseNamedValue b mixedCaseNamed99 c pw-123456")
+    assert redacted == "a <SECRET> b <SECRET> c <SECRET>"
+
+
+WORDY = LocalIdentity(user_names=("root", "test", "default"), host_names=("buildhost",), home_dirs=("/root",))
+WORDY_REDACTOR = build_redactor(ROOTDIR, [], {}, WORDY)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "root cause: the default mode of test_x failed",
+        "tests/test_x.py::test_default[root] outcome passed mode default",
+        "buildhost is only a word here",
+        "relative/test/path and data/root/x",
+    ],
+)
+def test_names_that_are_words_stay_words(text: str) -> None:
+    assert WORDY_REDACTOR.text(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("ssh root@buildhost", "ssh <USER>@<HOST>"),
+        ("USER=test HOSTNAME=buildhost", "USER=<USER> HOSTNAME=<HOST>"),
+        ('{"user": "default"}', '{"user": "<USER>"}'),
+        ("see ~root/.ssh/config", "see ~<USER>/.ssh/config"),
+        ("/tmp/pytest-of-test/pytest-3/x.py", "/tmp/pytest-of-<USER>/pytest-3/x.py"),
+        ("/scratch/default/run and /mnt/x", "/scratch/<USER>/run and <PATH>"),
+        ("http://buildhost:8000/v1 and //buildhost/share", "http://<HOST>:8000/v1 and //<HOST>/share"),
+    ],
+)
+def test_names_that_are_words_are_replaced_where_they_identify(text: str, expected: str) -> None:
+    assert WORDY_REDACTOR.text(text) == expected
+
+
+def test_a_user_named_like_a_schema_word_leaves_the_record_valid(git_repo: Path) -> None:
+    from evidence_testkit import AC10, SyntheticRun
+
+    from pytest_specgate.evidence import read_records, verify_bundle
+    from pytest_specgate.evidence._bundle import load_bundle
+
+    environ = {"USER": "default", "LOGNAME": "passed", "HOME": "/home/default"}
+    run = SyntheticRun(git_repo.path, environ, redact_patterns=["failed", "interrupted"])  # type: ignore[attr-defined]
+    run.run_test("acceptance/test_ac10.py::test_default", AC10)
+    run.run_test("acceptance/test_ac10.py::test_other", AC10, outcome="failed", message="failed: root cause")
+    bundle = load_bundle(run.finish().path)
+    assert verify_bundle(bundle) == []
+    record = read_records(bundle)["AC-10"].document
+    assert record["mode"] == "default" and record["outcome"] == "failed"
+    assert [test["outcome"] for test in record["tests"]] == ["passed", "failed"]
+    assert record["tests"][1]["message"] == "<REDACTED>: root cause"
+
+
+def test_utf16_text_is_redacted_in_its_own_encoding() -> None:
+    text = "mail alice@example.org token hf_" + "d" * 34 + " at /home/bob/x"
+    for codec in ("utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-8-sig"):
+        encoded = REDACTOR.encode(text.encode(codec))
+        assert encoded.decode(codec) == "mail <EMAIL> token <HF_TOKEN> at <PATH>", codec
+
+
+def test_text_with_a_stray_nul_or_bad_byte_is_still_redacted() -> None:
+    log = b"boot\x00 user alice@example.org from 10.1.2.3 \xff\xfe at /home/bob Bearer abcdefghij ACME-123456"
+    expected = b"boot\x00 user <EMAIL> from <IP> \xff\xfe at <PATH> Bearer <TOKEN> <REDACTED>"
+    assert REDACTOR.encode(log) == expected
+
+
+@pytest.mark.parametrize("kind", ["gzip", "bzip2", "xz", "zip"])
+def test_compressed_attachments_are_opened_redacted_and_rebuilt(kind: str) -> None:
+    import bz2
+    import gzip
+    import io
+    import lzma
+    import zipfile
+
+    inner = b"log alice@example.org at /home/bob " + ENV["HF_TOKEN"].encode()
+    if kind == "zip":
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w") as archive:
+            archive.writestr("logs/alice@example.org", inner)
+            archive.writestr("nested.gz", gzip.compress(inner))
+        redacted = REDACTOR.encode(buffer.getvalue())
+        with zipfile.ZipFile(io.BytesIO(redacted)) as archive:
+            members = {info.filename: archive.read(info) for info in archive.infolist()}
+        assert members == {
+            "logs/<EMAIL>": b"log <EMAIL> at <PATH> <SECRET>",
+            "nested.gz": gzip.compress(b"log <EMAIL> at <PATH> <SECRET>", mtime=0),
+        }
+    else:
+        compress, decompress = {
+            "gzip": (gzip.compress, gzip.decompress),
+            "bzip2": (bz2.compress, bz2.decompress),
+            "xz": (lzma.compress, lzma.decompress),
+        }[kind]
+        redacted = REDACTOR.encode(compress(inner))
+        assert decompress(redacted) == b"log <EMAIL> at <PATH> <SECRET>"
+    assert REDACTOR.encode(redacted) == redacted
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        (b"\x28\xb5\x2f\xfd" + b"\x00" * 16, "zstd-compressed content cannot be opened for redaction"),
+        (b"\x1f\x8b\x08\x00garbage", "gzip content is damaged and cannot be opened"),
+        (b"7z\xbc\xaf\x27\x1c" + b"\x00" * 16, "a 7-Zip archive content cannot be opened for redaction"),
+    ],
+)
+def test_containers_that_cannot_be_opened_are_refused_with_the_reason(payload: bytes, reason: str) -> None:
+    from pytest_specgate.evidence._payloads import RefusedPayload
+
+    with pytest.raises(RefusedPayload, match=re.escape(reason)):
+        REDACTOR.encode(payload)
+
+
+def test_a_cut_comes_after_redaction_so_no_part_of_a_secret_survives() -> None:
+    token = "hf_" + "S" * 40
+    text = "x" * 1990 + token + " tail"
+    assert token[:8] not in REDACTOR.text_within(text, 2000)
+    assert REDACTOR.text_within(text, 2005) == "x" * 1990 + "<HF_TOKEN> tail"
+    assert REDACTOR.text_within(text, 1995) == "x" * 1990 + "<HF_…"

@@ -10,10 +10,12 @@ from pathlib import Path
 import pytest
 
 from pytest_specgate.models import (
+    LOCAL_PAIR_SPEC,
     TINY_MODEL_ROLES,
     TinyModelPair,
     TinyModelSpec,
     build_key,
+    eos_chains,
     resolve_model_ref,
     tiny_model_pair,
     weights_digest,
@@ -181,3 +183,86 @@ def test_concurrent_builds_into_one_cache_agree(tmp_path: Path) -> None:
 
 def _build_root(cache: Path) -> str:
     return str(tiny_model_pair(cache).root)
+
+
+def test_eos_chains_lead_every_token_to_eos_within_the_chain_length() -> None:
+    successor = eos_chains(range(40), eos_id=4, length=7, seed=3)
+    assert set(successor) == set(range(40)) - {4}
+    assert sorted(successor.values()).count(4) == 6  # ceil(39 / 7) chains, each ends in EOS
+    for start in successor:
+        token, steps = start, 0
+        while token != 4:
+            token, steps = successor[token], steps + 1
+        assert steps <= 7
+
+
+def _bf16_tensors(model_dir: Path) -> dict[str, tuple[list[int], bytes]]:
+    """Shape and raw bytes per tensor of a bf16 safetensors file (numpy cannot load bf16)."""
+    raw = (model_dir / "model.safetensors").read_bytes()
+    size = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8 : 8 + size])
+    data = raw[8 + size :]
+    header.pop("__metadata__")
+    assert {entry["dtype"] for entry in header.values()} == {"BF16"}
+    return {name: (entry["shape"], data[slice(*entry["data_offsets"])]) for name, entry in header.items()}
+
+
+def test_bf16_storage_rounds_to_nearest_even() -> None:
+    np = pytest.importorskip("numpy")
+    from pytest_specgate.models import _safetensors_bytes
+
+    values = np.array([1.0, 1.0 + 2**-8 + 2**-12, 1.0 + 2**-8, -2.5, 3.0e-3], dtype=np.float32)
+    raw = _safetensors_bytes({"w": values}, "bfloat16")
+    size = int.from_bytes(raw[:8], "little")
+    assert size % 8 == 0
+    stored = np.frombuffer(raw[8 + size :], dtype="<u2").astype(np.uint32) << 16
+    decoded = stored.view(np.float32)
+    # 1 + 2^-8 is exactly halfway between 1 and 1 + 2^-7: ties go to the even mantissa (1.0).
+    assert decoded.tolist()[:4] == [1.0, 1.0 + 2**-7, 1.0, -2.5]
+    assert abs(decoded[4] - 3.0e-3) < 3.0e-3 * 2**-8
+    with pytest.raises(ValueError, match="tiny model dtype 'int8'"):
+        _safetensors_bytes({"w": values}, "int8")
+
+
+@pytest.fixture(scope="module")
+def local_pair(tmp_path_factory: pytest.TempPathFactory) -> TinyModelPair:
+    return tiny_model_pair(tmp_path_factory.mktemp("local-pair"), LOCAL_PAIR_SPEC)
+
+
+def test_local_pair_is_a_deep_bf16_target_and_its_first_layer(local_pair: TinyModelPair) -> None:
+    target, draft = _bf16_tensors(local_pair.target), _bf16_tensors(local_pair.draft)
+    target_config = _json(local_pair.target / "config.json")
+    draft_config = _json(local_pair.draft / "config.json")
+    assert (target_config["num_hidden_layers"], draft_config["num_hidden_layers"]) == (16, 1)
+    assert target_config["hidden_size"] == 512 and target_config["torch_dtype"] == "bfloat16"
+    assert all(target[name] == draft[name] for name in draft)
+    assert {"model.embed_tokens.weight", "lm_head.weight", "model.norm.weight"} <= set(draft)
+    size = lambda model: (model / "model.safetensors").stat().st_size  # noqa: E731
+    assert size(local_pair.draft) * 10 < size(local_pair.target)
+    assert resolve_model_ref("local-pair:draft", local_pair.root.parent) == str(local_pair.draft)
+    with pytest.raises(ValueError, match=r"'local-pair:huge'.*expected one of \['local-pair:target'"):
+        resolve_model_ref("local-pair:huge", local_pair.root.parent)
+
+
+def test_local_pair_draft_agrees_with_the_target_and_answers_end(local_pair: TinyModelPair) -> None:
+    """The target's greedy choice along the draft's answer: the draft is right >= 90% of the time.
+
+    One forward pass of each model over the draft's greedy answer (no slow target
+    decoding): the answer must end in EOS within a few hundred tokens, and the
+    target must choose EOS there too, so the EOS gate can run on the pair.
+    """
+    mx = pytest.importorskip("mlx.core")
+    mlx_lm = pytest.importorskip("mlx_lm")
+    model, tokenizer = mlx_lm.load(str(local_pair.target))
+    draft, _ = mlx_lm.load(str(local_pair.draft))
+    eos = tokenizer.eos_token_id
+    prompt = tokenizer.apply_chat_template(
+        [{"role": "user", "content": "Tell me about the garden."}], add_generation_prompt=True
+    )
+    answer = [r.token for r in mlx_lm.stream_generate(draft, tokenizer, prompt, max_tokens=400)]
+    assert answer[-1] == eos and len(answer) < 300
+    sequence = mx.array([prompt + answer])
+    target_choice = model(sequence)[0].argmax(-1).tolist()[len(prompt) - 1 : -1]
+    agreeing = sum(t == d for t, d in zip(target_choice, answer, strict=True))
+    assert agreeing >= 0.9 * len(answer), (agreeing, len(answer))
+    assert target_choice[-1] == eos

@@ -1,0 +1,105 @@
+"""Redaction speed on adversarial text: every pattern must stay linear, whatever the input.
+
+One megabyte is built from the inputs that make regular expressions backtrack (long runs of
+e-mail, address, path, escape and token characters with the terminator missing), with real
+secrets of every kind planted between them. The figure is the CPU time of one redaction of
+the whole text (CPU time, because the shared machine's load would inflate wall time); the
+row also counts planted secrets that survived, which must be 0.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from benchmarks import Row
+
+SIZE = 1_000_000
+LIMIT_S = 1.0
+_RUN = 4096
+BACKTRACKING_RUNS: tuple[str, ...] = (
+    "a" * _RUN,
+    "a@" * (_RUN // 2),
+    "a." * (_RUN // 2),
+    "a@a." * (_RUN // 4),
+    "1." * (_RUN // 2),
+    "1:" * (_RUN // 2),
+    ":" * _RUN,
+    "/" * _RUN,
+    "/home" * (_RUN // 5),
+    "/home/x" + " y" * (_RUN // 2),
+    "%" * _RUN,
+    "%4" * (_RUN // 2),
+    "\\u00" * (_RUN // 4),
+    "\\" * _RUN,
+    "Bearer" + " " * _RUN,
+    "hf_" * (_RUN // 3),
+    "sk-" * (_RUN // 3),
+    "token=" * (_RUN // 6),
+    "://" * (_RUN // 3),
+    "https://a:" * (_RUN // 10),
+    "C:" * (_RUN // 2),
+    "~" * _RUN,
+    "user=" * (_RUN // 5),
+)
+"""Each run is the worst case of at least one pattern: its start repeated, its end missing."""
+
+
+def planted_secrets(index: int) -> tuple[tuple[str, str], ...]:
+    """Secrets to plant after run ``index``: (as written, the part that must not survive)."""
+    tag = f"{index:05d}"
+    return (
+        (f"mail ops{tag}@corp.example.org", f"ops{tag}@corp.example.org"),
+        (f"/home/ops{tag}/models/w.bin", f"ops{tag}/models"),
+        (f"hf_{tag}AbCdEfGhIjKlMnOpQrStUvWxYz01", f"{tag}AbCdEfGhIjKlMnOpQrStUvWxYz01"),
+        (f"Authorization: Bearer tok{tag}.ZYXWVU", f"tok{tag}.ZYXWVU"),
+        (f"https://ci:pw{tag}secret@git.example.com/r.git", f"pw{tag}secret"),
+        (f"escaped ops{tag}\\u0040corp.example.org", f"ops{tag}"),
+        (f"encoded hf%5F{tag}QwErTyUiOpAsDfGhJkLzXcVbNm99", f"{tag}QwErTyUiOpAsDfGhJkLzXcVbNm99"),
+        (f"from 203.0.{index % 250}.{index % 200 + 1}", f"203.0.{index % 250}.{index % 200 + 1}"),
+    )
+
+
+def adversarial_text(size: int) -> tuple[str, list[str]]:
+    """About ``size`` characters of backtracking runs and planted secrets; the secrets' cores."""
+    pieces: list[str] = []
+    cores: list[str] = []
+    length = index = 0
+    while length < size:
+        run = BACKTRACKING_RUNS[index % len(BACKTRACKING_RUNS)]
+        pieces.append(run)
+        for written, core in planted_secrets(index):
+            pieces.append(f"\n{written}\n")
+            cores.append(core)
+            length += len(written) + 2
+        length += len(run)
+        index += 1
+    return "".join(pieces), cores
+
+
+def leaked(output: str, cores: Sequence[str]) -> list[str]:
+    return [core for core in cores if core in output]
+
+
+def run(quick: bool) -> Row:
+    from pytest_specgate.evidence import LocalIdentity, build_redactor
+
+    text, cores = adversarial_text(SIZE // 10 if quick else SIZE)
+    identity = LocalIdentity(
+        user_names=("ops-user",), host_names=("bench-host",), home_dirs=("/home/ops-user",)
+    )
+    redactor = build_redactor(Path("/srv/checkouts/specgate"), ["ACME-[0-9]{6}"], {}, identity)
+    started_cpu, started_wall = time.process_time(), time.perf_counter()
+    output = redactor.text(text)
+    cpu, wall = time.process_time() - started_cpu, time.perf_counter() - started_wall
+    leaks = leaked(output, cores)
+    megabytes = len(text.encode()) / 1_000_000
+    return Row(
+        benchmark=f"redaction: {megabytes:.2f} MB of adversarial text (backtracking runs, planted secrets)",
+        measured=f"{cpu:.2f} s CPU ({wall:.2f} s wall), {len(leaks)} of {len(cores)} secrets leaked",
+        goal=f"< {LIMIT_S:g} s, 0 leaked",
+        met=cpu < LIMIT_S and not leaks,
+        detail=f"{len(BACKTRACKING_RUNS)} kinds of backtracking run, {len(cores)} planted secrets; "
+        f"first leaks: {leaks[:3] or 'none'}",
+    )

@@ -1,0 +1,166 @@
+"""How bytes are opened for redaction: text encodings and compressed containers.
+
+A byte string is never waved through as "binary": a stray NUL or one invalid byte must not
+switch redaction off. So bytes are read in every way that can hide text: UTF-16/32 (a BOM, or
+the NUL pattern of ASCII in UTF-16), UTF-8 with the undecodable bytes kept aside, latin-1;
+compressed containers (gzip, bzip2, xz, zip) are opened, their contents redacted and the
+container rebuilt deterministically. What cannot be opened (an unknown compression, an
+encrypted zip member, a container over the size limit) is refused with a reason, never
+copied through.
+"""
+
+from __future__ import annotations
+
+import bz2
+import codecs
+import gzip
+import io
+import lzma
+import zipfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+MAX_EXPANDED_BYTES = 256 * 1024 * 1024
+"""A compressed attachment expanding beyond this is refused (a decompression bomb)."""
+MAX_NESTING = 4
+"""Containers inside containers deeper than this are refused."""
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+_UTF16_SAMPLE = 4096
+
+
+class RefusedPayload(ValueError):
+    """Bytes redaction cannot open, so they may not be written at all; the message says why."""
+
+
+@dataclass(frozen=True)
+class TextForm:
+    """Bytes that are text in ``codec`` (with a BOM when ``bom`` is set)."""
+
+    codec: str
+    bom: bytes
+
+    def decode(self, data: bytes) -> str:
+        return data[len(self.bom) :].decode(self.codec)
+
+    def encode(self, text: str) -> bytes:
+        return self.bom + text.encode(self.codec)
+
+
+_BOMS: tuple[tuple[bytes, str], ...] = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF8, "utf-8"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+def text_form(data: bytes) -> TextForm | None:
+    """The encoding ``data`` strictly decodes in, or None when it is not (only) text."""
+    for bom, codec in _BOMS:
+        if data.startswith(bom):
+            return _decodes(data, TextForm(codec, bom))
+    utf16 = _utf16_without_bom(data)
+    if utf16 is not None:
+        return utf16
+    return _decodes(data, TextForm("utf-8", b""))
+
+
+def _decodes(data: bytes, form: TextForm) -> TextForm | None:
+    try:
+        form.decode(data)
+    except UnicodeDecodeError:
+        return None
+    return form
+
+
+def _utf16_without_bom(data: bytes) -> TextForm | None:
+    """ASCII-heavy UTF-16 shows as NULs on one side of every byte pair and hardly any on the other."""
+    sample = data[:_UTF16_SAMPLE]
+    if len(data) % 2 or len(sample) < 8:
+        return None
+    pairs = len(sample) // 2
+    even_nuls = sample[0::2].count(0)
+    odd_nuls = sample[1::2].count(0)
+    if odd_nuls >= 0.3 * pairs and even_nuls <= 0.05 * pairs:
+        return _decodes(data, TextForm("utf-16-le", b""))
+    if even_nuls >= 0.3 * pairs and odd_nuls <= 0.05 * pairs:
+        return _decodes(data, TextForm("utf-16-be", b""))
+    return None
+
+
+BytesRedaction = Callable[[bytes, int], bytes]
+"""Redact ``data`` found ``depth`` containers deep."""
+
+_REFUSED_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed"),
+    (b"7z\xbc\xaf\x27\x1c", "a 7-Zip archive"),
+    (b"Rar!\x1a\x07", "a RAR archive"),
+    (b"\x04\x22\x4d\x18", "lz4-compressed"),
+)
+
+
+def container_redaction(data: bytes, depth: int, redact: BytesRedaction) -> bytes | None:
+    """``data`` rebuilt with its contents redacted, or None when it is not a container."""
+    if data.startswith(b"\x1f\x8b"):
+        inner = _expand(data, depth, "gzip", gzip.open)
+        return gzip.compress(redact(inner, depth + 1), mtime=0)
+    if data.startswith(b"BZh") and len(data) > 10 and data[4:10] == b"\x31\x41\x59\x26\x53\x59":
+        inner = _expand(data, depth, "bzip2", bz2.BZ2File)
+        return bz2.compress(redact(inner, depth + 1))
+    if data.startswith(b"\xfd7zXZ\x00"):
+        inner = _expand(data, depth, "xz", lzma.LZMAFile)
+        return lzma.compress(redact(inner, depth + 1))
+    if data.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return _zip_redaction(data, depth, redact)
+    for magic, what in _REFUSED_MAGIC:
+        if data.startswith(magic):
+            raise RefusedPayload(f"{what} content cannot be opened for redaction")
+    return None
+
+
+def _expand(data: bytes, depth: int, what: str, opener: Callable[[io.BytesIO], io.BufferedIOBase]) -> bytes:
+    if depth >= MAX_NESTING:
+        raise RefusedPayload(f"{what} nested {depth} containers deep (the limit is {MAX_NESTING})")
+    try:
+        with opener(io.BytesIO(data)) as stream:
+            inner = stream.read(MAX_EXPANDED_BYTES + 1)
+    except (OSError, EOFError, lzma.LZMAError, zlib.error) as error:
+        raise RefusedPayload(f"{what} content is damaged and cannot be opened: {error}") from None
+    if len(inner) > MAX_EXPANDED_BYTES:
+        raise RefusedPayload(f"{what} content expands beyond {MAX_EXPANDED_BYTES} bytes")
+    return inner
+
+
+def _zip_redaction(data: bytes, depth: int, redact: BytesRedaction) -> bytes:
+    if depth >= MAX_NESTING:
+        raise RefusedPayload(f"zip nested {depth} containers deep (the limit is {MAX_NESTING})")
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as archive:
+            members = archive.infolist()
+            if any(member.flag_bits & 0x1 for member in members):
+                raise RefusedPayload("an encrypted zip member cannot be opened for redaction")
+            if sum(member.file_size for member in members) > MAX_EXPANDED_BYTES:
+                raise RefusedPayload(f"zip content expands beyond {MAX_EXPANDED_BYTES} bytes")
+            contents = [(member.filename, archive.read(member)) for member in members]
+    except (zipfile.BadZipFile, OSError, EOFError, zlib.error, NotImplementedError) as error:
+        raise RefusedPayload(f"zip content is damaged and cannot be opened: {error}") from None
+    output = io.BytesIO()
+    taken: set[str] = set()
+    with zipfile.ZipFile(output, "w", compression=zipfile.ZIP_DEFLATED) as rebuilt:
+        for name, content in contents:
+            redacted_name = _unused(redact(name.encode(), depth + 1).decode("utf-8", "replace"), taken)
+            info = zipfile.ZipInfo(redacted_name, _ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            rebuilt.writestr(info, redact(content, depth + 1))
+    return output.getvalue()
+
+
+def _unused(name: str, taken: set[str]) -> str:
+    """Two member names can redact to the same text; keep both members."""
+    candidate, counter = name, 2
+    while candidate in taken:
+        candidate, counter = f"{name}#{counter}", counter + 1
+    taken.add(candidate)
+    return candidate

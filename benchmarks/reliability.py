@@ -623,11 +623,16 @@ def _forge_qualifying(record: dict[str, Any]) -> None:
 
 
 def _forge_backend(record: dict[str, Any]) -> None:
-    vllm = {"backend": "vllm", "model": "Qwen/Qwen3-8B", "versions": {"vllm": "0.32.0"}}
+    """Every test's engines rewritten as a real, local vLLM whose version was read."""
+    vllm = {
+        "backend": "vllm", "model": "Qwen/Qwen3-8B", "config": "vllm model=Qwen/Qwen3-8B",
+        "versions": {"vllm": "0.32.0"},
+        "identity": {"url": "http://127.0.0.1:8000", "models": [], "version": "0.32.0", "engine": "vllm",
+                     "server": "uvicorn", "system_fingerprint": None},
+        "simulated": False, "loopback": True, "version_known": True,
+    }
     for test in record["tests"]:
-        for engine in [*test.get("engines", []), *test["notes"].get("engines", [])]:
-            engine["backend"] = "vllm"
-        test["notes"].setdefault("engines", [vllm])
+        test["engines"] = [dict(vllm)]
 
 
 def _forge_probe(record: dict[str, Any]) -> None:
@@ -884,7 +889,7 @@ def run_shared_folder_trial(project: Path, trial: int) -> str | None:
     incomplete = [
         reason
         for bundle in bundles
-        for reason in read_records(bundle)["AC-1"]["not_qualifying_reasons"]
+        for reason in read_records(bundle)["AC-1"].document["not_qualifying_reasons"]
         if "attachment" in str(reason)
     ]
     if len(bundles) != 2 or problems or incomplete:

@@ -157,9 +157,11 @@ _LOCAL_PAIR: dict[str, object] = {
 """The stand-in for a pinned pair on real backends (pytest_specgate.models.LOCAL_PAIR_SPEC)."""
 _LOCAL_PAIR_ALONE: dict[str, object] = {**_LOCAL_PAIR, "draft": None, "num_draft_tokens": None}
 
-_MLX_SPECULATIVE: dict[str, object] = {
+_TINY_SPECULATIVE: dict[str, object] = {
     "target": "tiny:target", "draft": "tiny:draft", "num_draft_tokens": 3,
 }
+"""The tiny pair both real backends serve for the specs that check behaviour, not speed."""
+_TINY_ALONE: dict[str, object] = {"target": "tiny:target", "draft": None, "num_draft_tokens": None}
 _MLX_NO_COUNTERS = (
     "mlx_lm.server reports no drafted/accepted counters (Telemetry.available=False), "
     "so what was drafted for a request is not observable from outside the server"
@@ -167,10 +169,10 @@ _MLX_NO_COUNTERS = (
 
 MLX = BackendProfile(
     backend="mlx",
-    speculative=_MLX_SPECULATIVE,
-    counted=_MLX_SPECULATIVE,
-    timed=_MLX_SPECULATIVE,
-    disabled={"target": "tiny:target", "draft": None, "num_draft_tokens": None},
+    speculative=_TINY_SPECULATIVE,
+    counted=_TINY_SPECULATIVE,
+    timed=_TINY_SPECULATIVE,
+    disabled=_TINY_ALONE,
     fr1_disabled=_LOCAL_PAIR_ALONE,
     pre_feature_build=_LOCAL_PAIR_ALONE,
     pre_feature_note=(
@@ -178,7 +180,7 @@ MLX = BackendProfile(
         "a draft: mlx-lm has no build without speculative decoding, so the reference is the "
         "pinned release's answers with no draft configured"
     ),
-    mismatched_tokenizer={**_MLX_SPECULATIVE, "draft": "tiny:mismatch"},
+    mismatched_tokenizer={**_TINY_SPECULATIVE, "draft": "tiny:mismatch"},
     # The local pair with a one-million-token context: its KV caches alone need about
     # 34 GiB (32 KiB per token for the target, 2 KiB for the draft, bf16), more than
     # a 16 GB M4 or a 24 GB CI host has; the host's real available memory is the limit.
@@ -198,9 +200,6 @@ MLX = BackendProfile(
     no_fault_injection="mlx_lm.server has no way to make the draft model fail mid-request",
 )
 
-_VLLM_SPECULATIVE: dict[str, object] = {
-    "target": "tiny:target", "draft": "tiny:draft", "num_draft_tokens": 3,
-}
 _VLLM_NO_INDEPENDENT_COUNT = (
     "vLLM's draft rounds cannot be replayed outside the server (only the mock publishes "
     "its draft's agreement rule), so /metrics is the only count"
@@ -208,10 +207,10 @@ _VLLM_NO_INDEPENDENT_COUNT = (
 
 VLLM = BackendProfile(
     backend="vllm",
-    speculative=_VLLM_SPECULATIVE,
-    counted=_VLLM_SPECULATIVE,
-    timed=_VLLM_SPECULATIVE,
-    disabled={"target": "tiny:target", "draft": None, "num_draft_tokens": None},
+    speculative=_TINY_SPECULATIVE,
+    counted=_TINY_SPECULATIVE,
+    timed=_TINY_SPECULATIVE,
+    disabled=_TINY_ALONE,
     fr1_disabled=_LOCAL_PAIR_ALONE,
     pre_feature_build=_LOCAL_PAIR_ALONE,
     pre_feature_note=(
@@ -219,7 +218,7 @@ VLLM = BackendProfile(
         "--speculative-config: vLLM has no build without speculative decoding, so the "
         "reference is the pinned release's answers with no draft configured"
     ),
-    mismatched_tokenizer={**_VLLM_SPECULATIVE, "draft": "tiny:mismatch"},
+    mismatched_tokenizer={**_TINY_SPECULATIVE, "draft": "tiny:mismatch"},
     # vLLM reserves gpu_memory_utilization of the (CPU build: NUMA node's) memory for
     # weights and KV cache; 0.1 % of 24 GB cannot hold the local pair's 118 MB of weights.
     too_little_memory={**_LOCAL_PAIR, "gpu_memory_utilization": 0.001},

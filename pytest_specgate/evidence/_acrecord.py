@@ -191,6 +191,13 @@ class AcRecord:
             )
         return _record(data)
 
+    @classmethod
+    def built(cls, document: Mapping[str, JsonValue]) -> AcRecord:
+        """The typed view of a document :func:`~pytest_specgate.evidence._records.build_ac_record`
+        assembled from typed parts: its shape is right by construction, so it skips the
+        schema. Everything read from disk goes through :meth:`from_json`."""
+        return _record(document)
+
 
 def _waiver(value: JsonValue) -> Waiver | None:
     return None if value is None else Waiver(to=value["to"], reason=value["reason"])

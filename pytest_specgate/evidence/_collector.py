@@ -292,7 +292,7 @@ class EvidenceCollector:
             outcome, message = fold_outcome(phases, finished=nodeid in self._finished)
             tests.append(
                 ExecutedTest(
-                    nodeid=nodeid,
+                    nodeid=self.redactor.text(nodeid),
                     outcome=outcome,
                     message=message,
                     duration=sum(phase.duration for phase in phases.values()),
@@ -303,6 +303,11 @@ class EvidenceCollector:
         return tests
 
     def _run_facts(self, interrupted: bool) -> RunFacts:
+        """The run's facts with their text redacted here, once, so every AC record is built
+        from parts already redacted (the record-wide pass at the write then changes nothing)."""
+        return redacted_run_facts(self._raw_run_facts(interrupted), self.redactor)
+
+    def _raw_run_facts(self, interrupted: bool) -> RunFacts:
         return RunFacts(
             run_id=self.run_id,
             started_at=self._started_at,
@@ -405,6 +410,31 @@ class EvidenceCollector:
         receipt = self._receipt(status, NOT_QUALIFIED, [f"run in progress; running: {running}"])
         with contextlib.suppress(OSError):
             write_redacted(self.redactor, self.run_dir / RECEIPT_NAME, receipt)
+
+
+def redacted_run_facts(run: RunFacts, redactor: Redactor) -> RunFacts:
+    """``run`` with every text a host, a repository or a command line put in it redacted
+    (node ids the same way as the tests' own, so completeness still matches them)."""
+    source, selection = run.source, run.selection
+    changed = source.changed_files
+    return dataclasses.replace(
+        run,
+        source=dataclasses.replace(
+            source,
+            problem=None if source.problem is None else redactor.text(source.problem),
+            changed_files=None if changed is None else tuple(redactor.text(path) for path in changed),
+        ),
+        host_facts=redactor.value(run.host_facts),
+        host_summary=redactor.text(run.host_summary),
+        host_label=None if run.host_label is None else redactor.text(run.host_label),
+        selection=SelectionFacts(
+            args=tuple(redactor.text(arg) for arg in selection.args),
+            keyword=None if selection.keyword is None else redactor.text(selection.keyword),
+            markexpr=None if selection.markexpr is None else redactor.text(selection.markexpr),
+            selected={redactor.text(nodeid): ac for nodeid, ac in selection.selected.items()},
+            deselected={redactor.text(nodeid): ac for nodeid, ac in selection.deselected.items()},
+        ),
+    )
 
 
 def _attachment_problem(item: JsonValue) -> str | None:

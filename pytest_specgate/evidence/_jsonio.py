@@ -2,8 +2,8 @@
 
 Evidence must hash the same on every machine that produces the same facts, so every
 JSON document goes through one serializer (sorted keys, fixed indentation, no NaN) and
-every file lands through a temp file + rename, so a killed run never leaves half a file
-under a final name.
+every file a reader may already trust lands through a temp file + rename, so a killed run
+never leaves half a file under a final name (files no manifest lists yet are written in place).
 """
 
 from __future__ import annotations
@@ -86,3 +86,13 @@ def replace_atomically(path: Path, data: bytes) -> None:
     except BaseException:
         temp_path.unlink(missing_ok=True)
         raise
+
+
+def write_unlisted(path: Path, data: bytes) -> None:
+    """Write a bundle file that no manifest lists yet, in place: until ``manifest.json`` is
+    written last, a half-written file only belongs to a bundle no gate accepts, so it needs
+    no temp file and rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o666)
+    with os.fdopen(descriptor, "wb") as handle:
+        handle.write(data)

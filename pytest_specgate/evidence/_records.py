@@ -360,7 +360,7 @@ def build_ac_record(
 
 def with_verdict(facts: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
     """``facts`` with outcome, qualification, mode and waiver as :func:`judge` derives them."""
-    verdict = judge(AcRecord.from_json(facts, f"record of {facts['ac']['id']}"))
+    verdict = judge(AcRecord.built(facts))
     return {
         **facts,
         "outcome": verdict.outcome,

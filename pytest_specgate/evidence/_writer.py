@@ -6,12 +6,11 @@ bundle and no gate will accept it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_specgate.evidence._acrecord import AcRecord
+from pytest_specgate.evidence._acrecord import AcRecord, RecordError
 from pytest_specgate.evidence._bundle import (
     MANIFEST_NAME,
     MARKDOWN_NAME,
@@ -25,7 +24,7 @@ from pytest_specgate.evidence._bundle import (
     schema_error_paths,
     schema_vocabulary,
 )
-from pytest_specgate.evidence._jsonio import JsonValue, pretty_json, replace_atomically
+from pytest_specgate.evidence._jsonio import JsonValue, pretty_json, write_unlisted
 from pytest_specgate.evidence._markdown import render_markdown
 from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
 from pytest_specgate.evidence._redact import Redactor, write_redacted
@@ -107,12 +106,28 @@ def write_attachment(run_dir: Path, redactor: Redactor, relative: str, data: byt
     return file_entry(write_redacted(redactor, run_dir / relative, data))
 
 
-def write_record(path: Path, redactor: Redactor, record: Mapping[str, JsonValue]) -> bytes:
-    """An AC record, redacted value by value and checked against the schema, so redaction
-    can never turn a valid record into one the gate refuses (see ``Redactor.valid_value``)."""
-    data = pretty_json(redactor.valid_value(record, schema_error_paths, schema_vocabulary())).encode()
-    replace_atomically(path, data)
-    return data
+def write_record(path: Path, redactor: Redactor, record: Mapping[str, JsonValue]) -> tuple[bytes, AcRecord]:
+    """An AC record through the redactor, as written and as typed; validated at most once.
+
+    The collector builds records from parts redacted where their text entered, so the pass
+    here normally changes nothing and the record, right by construction, needs no schema
+    check. A record the pass did change is validated; if the schema refuses it, the repair of
+    ``Redactor.valid_value`` runs, so redaction can never turn a valid record into one the
+    gate refuses. A record still invalid raises :class:`RecordError` before it is written.
+    """
+    where = path.name
+    redacted = redactor.value(record)
+    if redacted == record:
+        typed = AcRecord.built(redacted)
+    else:
+        try:
+            typed = AcRecord.from_json(redacted, where)
+        except RecordError:
+            repaired = redactor.valid_value(record, schema_error_paths, schema_vocabulary())
+            typed = AcRecord.from_json(repaired, where)
+    data = pretty_json(typed.document).encode()
+    write_unlisted(path, data)
+    return data, typed
 
 
 def write_bundle(
@@ -133,14 +148,14 @@ def write_bundle(
     """
     files: dict[str, FileEntry] = dict(sorted(attachments.items()))
     ac_files: dict[str, FileEntry] = {}
-    written: dict[str, bytes] = {}
+    typed: dict[str, AcRecord] = {}
     for record in sorted(records, key=_ac_id):
         name = ac_file_name(_ac_id(record))
-        written[name] = write_record(run_dir / name, redactor, record)
-        ac_files[name] = file_entry(written[name])
+        data, typed[name] = write_record(run_dir / name, redactor, record)
+        ac_files[name] = file_entry(data)
     files.update(ac_files)
-    # What is judged and rendered is what was written: the redacted bytes, read back.
-    judged = judged_documents([json.loads(written[name]) for name in sorted(written)])
+    # What is judged and rendered is what was written: the redacted record, validated once.
+    judged = [(typed[name], judge(typed[name])) for name in sorted(typed)]
     for name, document in sorted((extra_documents or {}).items()):
         files[name] = file_entry(write_redacted(redactor, run_dir / name, document))
     if commit is not None:

@@ -153,7 +153,7 @@ def test_a_bundle_the_disk_cannot_hold_is_one_clear_line_not_an_internal_error(
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
 
     pytester.makepyfile(test_specs=ONE_ATTACHMENT.replace("NAME", "'server.log'"))
-    monkeypatch.setattr(writer_module, "replace_atomically", disk_full)
+    monkeypatch.setattr(writer_module, "write_unlisted", disk_full)
     result = pytester.runpytest("--specgate-evidence=out", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=1)
     assert result.ret == pytest.ExitCode.TESTS_FAILED

@@ -605,9 +605,12 @@ def _staging_dir(config: pytest.Config) -> Path | None:
     collector = config.stash.get(COLLECTOR_KEY, None)
     if collector is not None:
         return collector.staging
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None:
+        return None
     from pytest_specgate.evidence._collector import WORKER_STAGING_KEY
 
-    staging = getattr(config, "workerinput", {}).get(WORKER_STAGING_KEY)
+    staging = workerinput.get(WORKER_STAGING_KEY)
     return Path(staging) if isinstance(staging, str) else None
 
 

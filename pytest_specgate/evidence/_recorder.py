@@ -237,14 +237,15 @@ class EvidenceRecorder:
         try:
             stored = self._redactor.encode(raw)
         except RefusedPayload as refusal:
-            return self._add(Attachment(shown, None, None, False, False, f"refused: {refusal}"))
+            refused = self._redactor.text(f"refused: {refusal}")
+            return self._add(Attachment(shown, None, None, False, False, refused))
         digest = sha256_hex(stored)
-        problem = None
+        problem: str | None = None
         if self._staging is not None:
             try:
                 replace_atomically(self._staging / digest, stored)
             except OSError as error:
-                problem = f"could not be staged: {error.strerror or error}"
+                problem = self._redactor.text(f"could not be staged: {error.strerror or error}")
         staged = self._staging is not None and problem is None
         return self._add(Attachment(shown, digest, len(stored), is_text(stored), staged, problem))
 
@@ -266,7 +267,7 @@ class EvidenceRecorder:
         if depth > MAX_VALUE_DEPTH:
             raise ValueError(f"evidence.note({key!r}): value nested {depth} levels deep (or more); "
                              f"expected at most {MAX_VALUE_DEPTH}")
-        self._notes[key] = self._redactor.value(value)
+        self._notes[self._redactor.text(key)] = self._redactor.value(value)
 
     def note_engine(self, engine: Mapping[str, object]) -> None:
         """Record an engine this test used (backend, model, configuration, versions).
@@ -280,16 +281,22 @@ class EvidenceRecorder:
         return tuple(self._measurements)
 
     def to_properties(self) -> dict[str, JsonValue]:
-        """The ``measurements``, ``attachments``, ``notes`` and ``engines`` entries of the per-test dict."""
-        properties: dict[str, JsonValue] = self._redactor.value(
-            {
-                "measurements": [m.to_dict() for m in self._measurements],
-                "attachments": [a.to_dict() for a in self._attachments],
-                "notes": dict(self._notes),
-                "engines": list(self._engines),
-            }
-        )
-        return properties
+        """The ``measurements``, ``attachments``, ``notes`` and ``engines`` entries of the per-test
+        dict. Only measurement names and units are redacted here (so a test that only measures
+        builds no redactor until its figures ship); the rest was redacted when recorded."""
+        return {
+            "measurements": [self._redacted_measurement(m) for m in self._measurements],
+            "attachments": [a.to_dict() for a in self._attachments],
+            "notes": dict(self._notes),
+            "engines": list(self._engines),
+        }
+
+    def _redacted_measurement(self, measurement: Measurement) -> dict[str, JsonValue]:
+        entry = measurement.to_dict()
+        entry["name"] = self._redactor.text(measurement.name)
+        if measurement.unit is not None:
+            entry["unit"] = self._redactor.text(measurement.unit)
+        return entry
 
 
 def empty_properties() -> dict[str, JsonValue]:

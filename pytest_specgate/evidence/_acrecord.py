@@ -193,9 +193,10 @@ class AcRecord:
 
     @classmethod
     def built(cls, document: Mapping[str, JsonValue]) -> AcRecord:
-        """The typed view of a document :func:`~pytest_specgate.evidence._records.build_ac_record`
-        assembled from typed parts: its shape is right by construction, so it skips the
-        schema. Everything read from disk goes through :meth:`from_json`."""
+        """The typed view of a document whose shape is already known to be right: assembled
+        from typed parts by :func:`~pytest_specgate.evidence._records.build_ac_record`, or the
+        ``document`` of a record :meth:`from_json` read. It skips the schema; everything read
+        from disk goes through :meth:`from_json`."""
         return _record(document)
 
 

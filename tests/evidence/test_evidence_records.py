@@ -1,11 +1,14 @@
 from __future__ import annotations
 
+import dataclasses
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 from evidence_testkit import PROBED_HOST
 
-from pytest_specgate.evidence import schema_problems
+from pytest_specgate.evidence import LocalIdentity, build_redactor, schema_problems
 from pytest_specgate.evidence._policy import ac_outcome
 from pytest_specgate.evidence._records import (
     ExecutedOutcome,
@@ -18,6 +21,7 @@ from pytest_specgate.evidence._records import (
     fold_outcome,
     longrepr_message,
 )
+from pytest_specgate.evidence._writer import write_record
 
 COMMIT = "a" * 40
 
@@ -208,3 +212,70 @@ def test_schema_rejects_a_record_missing_a_field() -> None:
     record = build_ac_record("AC-10", [_test()], _run())
     del record["qualifying"]
     assert any("'qualifying' is a required property" in problem for problem in schema_problems(record))
+
+
+PLANTED_TOKEN = "hf_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7"
+IDENTITY = LocalIdentity(
+    user_names=("alice-ops",), host_names=("buildbox-7",), home_dirs=("/home/alice-ops",)
+)
+
+
+def _schema_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every record the schema is asked about from now on, by AC id."""
+    import pytest_specgate.evidence._bundle as bundle_module
+
+    checked: list[str] = []
+    real = bundle_module.schema_problems
+
+    def counted(record: Any) -> list[str]:
+        checked.append(record["ac"]["id"])
+        return real(record)
+
+    monkeypatch.setattr(bundle_module, "schema_problems", counted)
+    return checked
+
+
+def test_a_record_built_from_redacted_parts_is_written_without_a_schema_check(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    redactor = build_redactor(Path("/srv/repo"), (), {}, IDENTITY)
+    checked = _schema_checks(monkeypatch)
+    record = build_ac_record("AC-10", [_test()], _run())
+    data, typed = write_record(tmp_path / "AC-10.json", redactor, record)
+    assert checked == []
+    assert json.loads(data) == record == typed.document
+    assert (tmp_path / "AC-10.json").read_bytes() == data
+    assert schema_problems(json.loads(data)) == []
+
+
+def test_a_record_the_write_redacts_is_validated_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    redactor = build_redactor(Path("/srv/repo"), (), {}, IDENTITY)
+    source = SourceState(commit=None, dirty=None, problem=f"git refused {PLANTED_TOKEN}")
+    record = build_ac_record("AC-10", [_test()], _run(source=source))
+    checked = _schema_checks(monkeypatch)
+    data, typed = write_record(tmp_path / "AC-10.json", redactor, record)
+    assert checked == ["AC-10"]
+    assert PLANTED_TOKEN not in data.decode()
+    assert typed.source.problem == json.loads(data)["source"]["problem"] != source.problem
+
+
+def test_run_facts_are_redacted_where_they_enter_and_completeness_still_matches() -> None:
+    from pytest_specgate.evidence._collector import redacted_run_facts
+
+    redactor = build_redactor(Path("/srv/repo"), (), {}, IDENTITY)
+    ran, skipped_by_k = f"t.py::a[{PLANTED_TOKEN}]", f"t.py::b[{PLANTED_TOKEN}]"
+    run = _run(
+        source=SourceState(commit=None, dirty=None, problem=f"no git for {PLANTED_TOKEN}"),
+        host_facts={"os": "linux", "hostname": f"box {PLANTED_TOKEN}"},
+        selection=SelectionFacts(args=(f"--token={PLANTED_TOKEN}",), keyword=PLANTED_TOKEN,
+                                 selected={ran: "AC-10"}, deselected={skipped_by_k: "AC-10"}),
+    )
+    redacted = redacted_run_facts(run, redactor)
+    test = dataclasses.replace(_test(), nodeid=redactor.text(ran))
+    record = build_ac_record("AC-10", [test], redacted)
+    assert PLANTED_TOKEN not in json.dumps(record)
+    assert record["completeness"]["not_reached"] == []
+    assert record["completeness"]["deselected"] == [redactor.text(skipped_by_k)] != [skipped_by_k]
+    assert redactor.value(record) == record

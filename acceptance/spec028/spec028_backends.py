@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
+from pytest_specgate.contracts.wire import FaultKind, SlotKey, StatusKey
 from pytest_specgate.engines.capabilities import Capabilities, MissingCapability
 
 if TYPE_CHECKING:
@@ -465,22 +466,22 @@ def status_field(engine: Engine, name: str) -> object:
 
 
 def in_flight(engine: Engine) -> int:
-    slots = status_field(engine, "slots")
+    slots = status_field(engine, StatusKey.SLOTS)
     assert isinstance(slots, dict)
-    return int(slots["active"])
+    return int(slots[SlotKey.ACTIVE])
 
 
 def swaps_done(engine: Engine) -> int:
-    return int(str(status_field(engine, "swaps")))
+    return int(str(status_field(engine, StatusKey.SWAPS)))
 
 
 def draft_failures(engine: Engine) -> int:
-    return int(str(status_field(engine, "spec_decode_draft_failures_since_last")))
+    return int(str(status_field(engine, StatusKey.SPEC_DECODE_DRAFT_FAILURES_SINCE_LAST)))
 
 
 def inject_draft_failure(profile: BackendProfile, engine: Engine) -> None:
     profile.require(profile.no_fault_injection, "a draft failure mid-request")
-    _ability(engine.capabilities().faults, engine, "fault injection").inject_fault("draft-failure")
+    _ability(engine.capabilities().faults, engine, "fault injection").inject_fault(FaultKind.DRAFT_FAILURE)
 
 
 def engine_pid(engine: Engine) -> tuple[int, str]:

@@ -15,6 +15,7 @@ from typing import Self
 
 import httpx
 
+from pytest_specgate.contracts.wire import StatusKey
 from pytest_specgate.engines.capabilities import Capabilities
 from pytest_specgate.engines.protocol import (
     ChatResult,
@@ -198,15 +199,15 @@ def telemetry_from_status(status: Mapping[str, object], *, source: str = "/v1/st
 
     A body without those fields yields ``available=False`` (never invented zeros).
     """
-    if "spec_decode_enabled" not in status:
+    if StatusKey.SPEC_DECODE_ENABLED not in status:
         return Telemetry.unavailable(enabled=False)
-    drafted = _int_or_none(status.get("spec_decode_drafted_tokens_since_last"))
-    accepted = _int_or_none(status.get("spec_decode_accepted_tokens_since_last"))
-    draft_id = status.get("spec_decode_draft_model_id")
-    gamma = _int_or_none(status.get("spec_decode_num_draft_tokens"))
+    drafted = _int_or_none(status.get(StatusKey.SPEC_DECODE_DRAFTED_SINCE_LAST))
+    accepted = _int_or_none(status.get(StatusKey.SPEC_DECODE_ACCEPTED_SINCE_LAST))
+    draft_id = status.get(StatusKey.SPEC_DECODE_DRAFT_MODEL_ID)
+    gamma = _int_or_none(status.get(StatusKey.SPEC_DECODE_NUM_DRAFT_TOKENS))
     return Telemetry(
         available=drafted is not None and accepted is not None,
-        enabled=bool(status.get("spec_decode_enabled")),
+        enabled=bool(status.get(StatusKey.SPEC_DECODE_ENABLED)),
         draft_model_id=draft_id if isinstance(draft_id, str) else None,
         num_draft_tokens=gamma,
         drafted=drafted,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from pytest_specgate.contracts.wire import StatusKey
 from pytest_specgate.engines.boot import wait_for_health
 from pytest_specgate.engines.client import (
     ClientEngine,
@@ -62,7 +63,7 @@ def choose_telemetry(client: OpenAIClient, config: EngineConfig) -> Callable[[],
         status = client.get_json("/v1/status")
     except (EngineHTTPError, ValueError):
         status = {}
-    if "spec_decode_enabled" in status:
+    if StatusKey.SPEC_DECODE_ENABLED in status:
         return lambda: telemetry_from_status(client.get_json("/v1/status"))
     try:
         window = SpecDecodeTelemetry(

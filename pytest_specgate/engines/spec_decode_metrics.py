@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from pytest_specgate.contracts.wire import SPEC_DECODE_METRIC_PREFIX, VllmMetric
 from pytest_specgate.engines.prometheus import Sample, parse_prometheus_text
 from pytest_specgate.engines.protocol import Telemetry
 
@@ -28,10 +29,10 @@ __all__ = [
     "spec_decode_window",
 ]
 
-DRAFTS_TOTAL: Final = "vllm:spec_decode_num_drafts_total"
-DRAFT_TOKENS_TOTAL: Final = "vllm:spec_decode_num_draft_tokens_total"
-ACCEPTED_TOTAL: Final = "vllm:spec_decode_num_accepted_tokens_total"
-ACCEPTED_PER_POSITION_TOTAL: Final = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+DRAFTS_TOTAL: Final = VllmMetric.SPEC_DECODE_DRAFTS_TOTAL
+DRAFT_TOKENS_TOTAL: Final = VllmMetric.SPEC_DECODE_DRAFT_TOKENS_TOTAL
+ACCEPTED_TOTAL: Final = VllmMetric.SPEC_DECODE_ACCEPTED_TOTAL
+ACCEPTED_PER_POSITION_TOTAL: Final = VllmMetric.SPEC_DECODE_ACCEPTED_PER_POSITION_TOTAL
 
 
 @dataclass(frozen=True)
@@ -57,7 +58,7 @@ def _total(samples: Iterable[Sample], name: str) -> tuple[bool, int]:
 
 def spec_decode_counters(samples: Iterable[Sample]) -> SpecDecodeCounters:
     """Pick the spec-decode counters out of a parsed snapshot (``*_created`` gauges are not counters)."""
-    wanted = [s for s in samples if s.name.startswith("vllm:spec_decode_")]
+    wanted = [s for s in samples if s.name.startswith(SPEC_DECODE_METRIC_PREFIX)]
     has_drafts, drafts = _total(wanted, DRAFTS_TOTAL)
     has_tokens, draft_tokens = _total(wanted, DRAFT_TOKENS_TOTAL)
     has_accepted, accepted = _total(wanted, ACCEPTED_TOTAL)

@@ -12,7 +12,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pytest_specgate.qualification._faults import GreedyOutput, RecoveryNotEvidenced, compare_greedy
+from pytest_specgate.qualification._greedy import GreedyOutput, compare_greedy
+from pytest_specgate.qualification._recovery import RecoveryNotEvidenced
 
 if TYPE_CHECKING:
     from pytest_specgate.engines.protocol import Engine

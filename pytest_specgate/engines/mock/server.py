@@ -23,6 +23,7 @@ from pytest_specgate.engines.mock.settings import (
     FaultSpec,
     MockSettings,
     check_startup,
+    fault_kind,
     settings_from_config,
 )
 from pytest_specgate.engines.protocol import EngineBootError, Telemetry
@@ -212,7 +213,7 @@ class MockEngine(ClientEngine):
         after_chunks: int = 2,
     ) -> dict[str, object]:
         """Arm a transient fault for the next ``count`` generation requests."""
-        fault = FaultSpec(kind, count, seconds, after_chunks)
+        fault = FaultSpec(fault_kind(kind), count, seconds, after_chunks)
         return self.client.post_json("/admin/faults", fault.to_dict())
 
     def clear_faults(self) -> dict[str, object]:

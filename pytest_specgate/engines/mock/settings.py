@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from pytest_specgate.contracts.wire import FaultKind
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.protocol import EngineStartupRefused
 from pytest_specgate.engines.registry import MOCK_OPTIONS
@@ -23,6 +24,7 @@ __all__ = [
     "FaultSpec",
     "MockSettings",
     "check_startup",
+    "fault_kind",
     "parse_fault_spec",
     "settings_from_config",
 ]
@@ -39,23 +41,33 @@ VIOLATIONS = (
     "disabled-drift",
     "slot-leak",
 )
-FAULT_KINDS = ("reset", "stall", "late-reply", "error-500", "crash", "draft-failure")
+FAULT_KINDS = tuple(kind.value for kind in FaultKind)
 ISOLATIONS = ("thread", "subprocess")
 
+
+
+def fault_kind(name: str) -> FaultKind:
+    """The FaultKind called ``name``; ValueError lists the kinds there are."""
+    if name not in FAULT_KINDS:
+        raise ValueError(f"unknown mock fault {name!r}; faults: {list(FAULT_KINDS)}")
+    return FaultKind(name)
 
 
 @dataclass(frozen=True)
 class FaultSpec:
     """A transient fault armed for the next ``count`` generation requests."""
 
-    kind: str
+    kind: FaultKind
     count: int = 1
     seconds: float | None = None
     after_chunks: int = 2
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", fault_kind(self.kind))
+
     def to_dict(self) -> dict[str, object]:
         return {
-            "kind": self.kind,
+            "kind": self.kind.value,
             "count": self.count,
             "seconds": self.seconds,
             "after_chunks": self.after_chunks,
@@ -158,7 +170,7 @@ def parse_fault_spec(text: str) -> FaultSpec:
         raise ValueError(f"bad mock fault {text!r}: expected kind[:count[:seconds]]") from exc
     if count < 1:
         raise ValueError(f"bad mock fault {text!r}: count must be >= 1")
-    return FaultSpec(kind=kind, count=count, seconds=seconds)
+    return FaultSpec(kind=FaultKind(kind), count=count, seconds=seconds)
 
 
 def split_faults(names: Iterable[object]) -> tuple[tuple[FaultSpec, ...], frozenset[str]]:
@@ -280,7 +292,7 @@ def settings_from_config(config: EngineConfig) -> MockSettings:
         )
     except ValueError as exc:
         raise pytest.UsageError(f"mock engine ({config.describe()}): {exc}") from exc
-    if settings.isolation == "thread" and any(fault.kind == "crash" for fault in settings.faults):
+    if settings.isolation == "thread" and any(fault.kind is FaultKind.CRASH for fault in settings.faults):
         raise pytest.UsageError(
             f"mock engine ({config.describe()}): the crash fault would end this pytest process; "
             "add isolation='subprocess'"

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_specgate import __version__
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.hardware import (
     HostProfile,
     RequirementError,
@@ -191,6 +192,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     handler = args.handler
     try:
         return int(handler(args))
+    except SpecgateInputError as error:
+        # A subcommand that did not word the error itself: still one line and exit 2.
+        print(f"specgate {args.command}: {error}", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         # The reader went away (`specgate hosts | head`): not a failure of ours. Point
         # stdout at devnull so the interpreter's final flush cannot raise again.

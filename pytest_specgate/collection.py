@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TypeVar, final
 import pytest
 
 from pytest_specgate._docs import COST_MARKER
-from pytest_specgate.inputs import is_finite_positive
+from pytest_specgate.contracts.validation import is_finite_positive
 
 if TYPE_CHECKING:
     from pytest_specgate.evidence import AcceptanceCriterion

@@ -17,15 +17,18 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Final, final
 
+from pytest_specgate.contracts.errors import SpecgateInputError
+from pytest_specgate.contracts.validation import is_count, is_finite_positive, is_real
 from pytest_specgate.host import GIB, GpuFacts, HostFacts
-from pytest_specgate.inputs import is_finite_positive
 
 __all__ = [
     "HardwareRequirement",
     "HardwareVerdict",
     "HostProfile",
     "RequirementError",
+    "capability_at_least",
     "evaluate_requirement",
+    "gpu_memory_bytes",
     "host_profiles_from_table",
     "load_host_profiles",
     "requirement_from_marker",
@@ -39,7 +42,7 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OS_NAMES: Final = {"macos": "macOS", "linux": "Linux", "windows": "Windows"}
 
 
-class RequirementError(ValueError):
+class RequirementError(SpecgateInputError):
     """A marker or profile argument is wrong; the message names the argument."""
 
 
@@ -148,7 +151,7 @@ def _gb(value: float) -> str:
 
 
 def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_real(value):
         raise RequirementError(f"{name} must be a number of GB, got {value!r}")
     if not is_finite_positive(value):
         raise RequirementError(f"{name} must be a finite number > 0, got {value!r}")
@@ -162,7 +165,7 @@ def _matching(name: str, value: Any, pattern: re.Pattern[str], example: str) -> 
 
 
 def _count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_count(value):
         raise RequirementError(f"{name} must be a whole number ≥ 1, got {value!r}")
     return value
 
@@ -312,10 +315,17 @@ def _within(host_version: str, bound: str, *, upper: bool) -> bool:
     return have <= want if upper else have >= want
 
 
-def _gpu_memory(gpu: GpuFacts, host: HostFacts) -> int | None:
+def gpu_memory_bytes(gpu: GpuFacts, host: HostFacts) -> int | None:
+    """The GPU's memory; a unified-memory GPU (GB10) has the host's. None when unknown."""
     if gpu.memory_bytes is not None:
         return gpu.memory_bytes
     return host.memory_bytes if gpu.unified_memory else None
+
+
+def capability_at_least(found: str | None, minimum: str) -> bool | None:
+    """Whether compute capability ``found`` is ``minimum`` or newer; None when ``found`` is unknown."""
+    have = None if found is None else _version(found)
+    return None if not have else have >= _version(minimum)
 
 
 def _gpu_fits(gpu: GpuFacts, req: HardwareRequirement, host: HostFacts) -> bool:
@@ -323,11 +333,10 @@ def _gpu_fits(gpu: GpuFacts, req: HardwareRequirement, host: HostFacts) -> bool:
         return False
     if req.cuda_sm and gpu.compute_capability != req.cuda_sm:
         return False
-    if req.min_cuda_sm and (gpu.compute_capability is None
-                            or _version(gpu.compute_capability) < _version(req.min_cuda_sm)):
+    if req.min_cuda_sm and not capability_at_least(gpu.compute_capability, req.min_cuda_sm):
         return False
     if req.min_gpu_memory_gb is not None:
-        memory = _gpu_memory(gpu, host)
+        memory = gpu_memory_bytes(gpu, host)
         if memory is None or memory < req.min_gpu_memory_gb * GIB:
             return False
     return True
@@ -372,8 +381,8 @@ def _gpu_reasons(req: HardwareRequirement, host: HostFacts) -> list[str]:
         return []
     have = "; ".join(
         f"{gpu.name} SM {gpu.compute_capability or 'unknown'}, "
-        + ("memory unknown" if _gpu_memory(gpu, host) is None
-           else f"{(_gpu_memory(gpu, host) or 0) / GIB:.1f} GB")
+        + ("memory unknown" if gpu_memory_bytes(gpu, host) is None
+           else f"{(gpu_memory_bytes(gpu, host) or 0) / GIB:.1f} GB")
         for gpu in host.gpus
     ) or "no NVIDIA GPU"
     return [f"{req._describe_gpus()} (host has {len(fitting)} fitting: {have})"]

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal, final
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.inputs import InputError, read_json_file
 
 __all__ = [
@@ -64,7 +65,7 @@ _SYSTEM_REAL_PREFIXES: Final = (*SYSTEM_TOOL_DIRS, "/usr/lib", "/usr/lib64", "/u
 HostOrigin = Literal["probe", "file", "hook", "edited"]
 
 
-class HostFactsError(ValueError):
+class HostFactsError(SpecgateInputError):
     """A host-facts document is malformed; the message names the field."""
 
 

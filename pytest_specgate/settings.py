@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, final
 import pytest
 
 from pytest_specgate._docs import DEFAULT_BACKEND
+from pytest_specgate.contracts.validation import InputError, JsonNestingError, is_finite_positive, parse_json
 from pytest_specgate.engines.registry import backend_named
 from pytest_specgate.evidence._gates import DeclaredGatesError, GateName, declared_gates
 from pytest_specgate.hardware import HostProfile, RequirementError, host_profiles_from_table, specgate_table
-from pytest_specgate.inputs import InputError, JsonNestingError, is_finite_positive, parse_json
 from pytest_specgate.runmode import REQUIRE_ALL, RunSettings
 
 if TYPE_CHECKING:

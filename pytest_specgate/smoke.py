@@ -23,6 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
+from pytest_specgate.contracts.validation import is_count
+
 if TYPE_CHECKING:
     from pytest_specgate.engines.protocol import Engine
 
@@ -126,7 +128,7 @@ def declared_capabilities(model_config: Mapping[str, object]) -> frozenset[str]:
         raise ValueError(f"model config declares unknown capabilities {unknown}; known: {list(CAPABILITIES)}")
     if "long-context" in names:
         tokens = model_config.get("context_tokens")
-        if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 2:
+        if not is_count(tokens, 2):
             raise ValueError(
                 f"'long-context' is declared but 'context_tokens' is not a token count: {tokens!r}"
             )

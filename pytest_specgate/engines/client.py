@@ -15,6 +15,7 @@ from typing import Self
 
 import httpx
 
+from pytest_specgate.contracts.validation import is_real, is_whole
 from pytest_specgate.contracts.wire import StatusKey
 from pytest_specgate.engines.capabilities import Capabilities
 from pytest_specgate.engines.protocol import (
@@ -57,7 +58,7 @@ def _decoded(response: httpx.Response) -> object:
 
 
 def _int_or_none(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if is_whole(value) else None
 
 
 def chat_result_from(body: Mapping[str, object], wall_s: float) -> ChatResult:
@@ -250,7 +251,7 @@ class ClientEngine:
     def _body(self, params: Mapping[str, object], **fields: object) -> tuple[dict[str, object], float | None]:
         body = {"model": self.model_id, **self.default_params, **params, **fields}
         timeout = body.pop("timeout_s", None)
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float)):
+        if timeout is not None and (not is_real(timeout)):
             raise TypeError(f"timeout_s must be a number of seconds, got {timeout!r}")
         return body, None if timeout is None else float(timeout)
 

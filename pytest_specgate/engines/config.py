@@ -16,9 +16,9 @@ from typing import TYPE_CHECKING, overload
 import pytest
 
 from pytest_specgate._docs import DEFAULT_BACKEND
+from pytest_specgate.contracts.validation import is_count, is_finite_positive, is_whole
 from pytest_specgate.engines.protocol import EngineBootError
 from pytest_specgate.engines.registry import BootFunction, backend_named, boot_function
-from pytest_specgate.inputs import is_finite_positive
 
 if TYPE_CHECKING:
     from pytest_specgate.engines.protocol import Engine
@@ -76,7 +76,7 @@ class EngineConfig:
         value = self.option(name, default)
         if value is None:
             return None
-        if isinstance(value, bool) or not isinstance(value, int) or (minimum is not None and value < minimum):
+        if not is_whole(value) or (minimum is not None and value < minimum):
             wanted = {None: "an integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
             raise pytest.UsageError(
                 f"{self.backend} engine ({self.describe()}): option {name} must be {wanted}, got {value!r}"
@@ -141,7 +141,7 @@ def _optional_str(where: str, name: str, value: object) -> str | None:
 def _optional_gamma(where: str, value: object) -> int | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_count(value):
         raise pytest.UsageError(f"{where}: num_draft_tokens must be a positive integer, got {value!r}")
     return value
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import (
     MARKDOWN_NAME,
@@ -49,7 +50,7 @@ GATE_RESULT_SCHEMA_ID = "specgate.gate-result/1"
 _FULL_COMMIT = re.compile(r"^[0-9a-fA-F]{40}$")
 
 
-class GateInputError(Exception):
+class GateInputError(SpecgateInputError):
     """Input the gate cannot judge (exit 2)."""
 
 

@@ -13,6 +13,8 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
+from pytest_specgate.contracts.errors import SpecgateInputError
+
 _GATE = re.compile(r"^PR-(?:(?P<letters>[A-Z]+)|(?P<number>\d+))$", re.IGNORECASE)
 GATE_FORMS = "PR-<letters> (PR-A, PR-B, ...) or PR-<n> (PR-1, PR-2, ...)"
 
@@ -50,7 +52,7 @@ def parse_gate_name(text: str) -> GateName:
     return GateName(text=f"PR-{int(match.group('number'))}", family="number", rank=int(match.group("number")))
 
 
-class DeclaredGatesError(ValueError):
+class DeclaredGatesError(SpecgateInputError):
     """A ``[tool.specgate] gates`` list that does not declare an order of merge gates."""
 
 

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_specgate.contracts.errors import SpecgateInputError
+from pytest_specgate.contracts.validation import is_count, is_real
 from pytest_specgate.measure.samples import ChatMessage, Prompt
 
 PROMPTS_SCHEMA = "specgate.prompts/v1"
@@ -23,12 +25,12 @@ _COMMIT_SHA = re.compile(r"[0-9a-f]{40}")
 _REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
-class FixtureFileError(ValueError):
+class FixtureFileError(SpecgateInputError):
     """A pinned data file is missing, unreadable, off-shape or not the pinned bytes."""
 
 
 def _fail(path: Path, field: str, expected: str, found: object) -> FixtureFileError:
-    return FixtureFileError(f"{path}: field {field!r}: expected {expected}, found {found!r}")
+    return FixtureFileError.mismatch(f"{path}: field {field!r}", expected, found)
 
 
 def _field(obj: Mapping[str, object], key: str, path: Path, where: str) -> object:
@@ -46,21 +48,21 @@ def _str(obj: Mapping[str, object], key: str, path: Path, where: str = "") -> st
 
 def _positive_int(obj: Mapping[str, object], key: str, path: Path, where: str = "") -> int:
     value = _field(obj, key, path, where)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not is_count(value):
         raise _fail(path, where + key, "an integer >= 1", value)
     return value
 
 
 def _positive_number(obj: Mapping[str, object], key: str, path: Path, where: str = "") -> float:
     value = _field(obj, key, path, where)
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+    if not is_real(value) or not value > 0:
         raise _fail(path, where + key, "a number > 0", value)
     return float(value)
 
 
 def _non_negative_number(obj: Mapping[str, object], key: str, path: Path) -> float:
     value = _field(obj, key, path, "")
-    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+    if not is_real(value) or value < 0:
         raise _fail(path, key, "a number >= 0", value)
     return float(value)
 

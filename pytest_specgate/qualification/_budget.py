@@ -8,13 +8,13 @@ an estimate but never price a gate below what it is known to cost.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
-from pytest_specgate.inputs import InputError, parse_json
+from pytest_specgate.contracts.errors import SpecgateInputError
+from pytest_specgate.contracts.validation import InputError, is_finite_number, is_real, parse_json
 
 __all__ = [
     "DEFAULT_HOLD_LIMIT_S",
@@ -49,7 +49,7 @@ GATE_FLOORS: dict[str, float] = {
 """Minimum seconds a gate of each kind is priced at; see :func:`register_floor`."""
 
 
-class BudgetError(ValueError):
+class BudgetError(SpecgateInputError):
     """A gate list that cannot be priced (unknown kind, bad number, estimate under its floor)."""
 
 
@@ -75,7 +75,7 @@ def register_floor(kind: str, minimum_s: float) -> None:
 
 
 def _check_seconds(what: str, value: object) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+    if not is_finite_number(value) or value < 0:
         raise BudgetError(f"{what} must be a finite number of seconds >= 0, found {value!r}")
     return float(value)
 
@@ -200,7 +200,7 @@ def measured_durations(checkpoint_lines: Iterable[str]) -> dict[str, float]:
         if not isinstance(entry, dict) or entry.get("passed") is not True:
             continue
         gate, duration = entry.get("gate"), entry.get("duration_s")
-        if isinstance(gate, str) and isinstance(duration, int | float) and not isinstance(duration, bool):
+        if isinstance(gate, str) and is_real(duration):
             durations[gate] = float(duration)
     return durations
 

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from pytest_specgate.contracts.validation import is_whole
 from pytest_specgate.contracts.wire import SlotKey, StatusKey, VllmMetric
 
 __all__ = [
@@ -55,7 +56,7 @@ class CounterProbe(Protocol):
 
 def _int_at(mapping: Mapping[str, object], key: str) -> int | None:
     value = mapping.get(key)
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+    return value if is_whole(value) else None
 
 
 class HttpCounterProbe:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar, Final
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
+from pytest_specgate.contracts.validation import is_count, is_real
 from pytest_specgate.contracts.wire import FaultKind
 from pytest_specgate.engines.mock.envelopes import AbortConnection, json_response
 from pytest_specgate.engines.mock.requests import ApiError, error_body
@@ -199,10 +200,10 @@ def fault_from_body(body: object, *, allow_crash: bool) -> FaultSpec:
             param="kind",
         )
     count, seconds, after = body.get("count", 1), body.get("seconds"), body.get("after_chunks", 2)
-    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+    if not is_count(count):
         raise ApiError(400, "'count' must be a positive integer", param="count")
-    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int | float)):
+    if seconds is not None and (not is_real(seconds)):
         raise ApiError(400, "'seconds' must be a number", param="seconds")
-    if isinstance(after, bool) or not isinstance(after, int) or after < 1:
+    if not is_count(after):
         raise ApiError(400, "'after_chunks' must be a positive integer", param="after_chunks")
     return FaultSpec(kind, count, None if seconds is None else float(seconds), after)

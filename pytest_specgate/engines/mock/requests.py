@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from pytest_specgate.contracts.validation import is_real, is_whole
 from pytest_specgate.engines.mock.model import DecodeParams, Vocabulary
 
 __all__ = ["ApiError", "GenerationRequest", "error_body", "parse_generation_request"]
@@ -74,7 +75,7 @@ def _optional_int(body: Mapping[str, object], name: str) -> int | None:
     value = body.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_whole(value):
         raise _bad(f"{name} must be an integer, got {value!r}", name)
     return value
 
@@ -83,7 +84,7 @@ def _optional_number(body: Mapping[str, object], name: str) -> float | None:
     value = body.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_real(value):
         raise _bad(f"{name} must be a number, got {value!r}", name)
     return float(value)
 
@@ -138,7 +139,7 @@ def _completion_prompt(body: Mapping[str, object], vocab: Vocabulary) -> tuple[i
     if (
         isinstance(prompt, list)
         and prompt
-        and all(isinstance(t, int) and not isinstance(t, bool) for t in prompt)
+        and all(is_whole(t) for t in prompt)
     ):
         if any(not 0 <= t < vocab.size for t in prompt):
             raise _bad(f"prompt token ids must be within [0, {vocab.size})", "prompt")
@@ -176,7 +177,7 @@ def _logit_bias(body: Mapping[str, object]) -> tuple[tuple[int, float], ...]:
             token = int(key)
         except (TypeError, ValueError) as exc:
             raise _bad(f"logit_bias key {key!r} is not a token id", "logit_bias") from exc
-        if isinstance(value, bool) or not isinstance(value, int | float) or abs(value) > 100:
+        if not is_real(value) or abs(value) > 100:
             raise _bad(f"logit_bias[{key}] must be a number in [-100, 100]", "logit_bias")
         pairs.append((token, float(value)))
     return tuple(sorted(pairs))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from pytest_specgate.contracts.validation import is_real, is_whole
 from pytest_specgate.contracts.wire import FaultKind
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.protocol import EngineStartupRefused
@@ -199,14 +200,14 @@ def _names(value: object, what: str) -> tuple[str, ...]:
 
 def _number(options: Mapping[str, object], name: str, default: float) -> float:
     value = options.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int | float):
+    if not is_real(value):
         raise ValueError(f"mock option {name} must be a number, got {value!r}")
     return float(value)
 
 
 def _integer(options: Mapping[str, object], name: str, default: int) -> int:
     value = options.get(name, default)
-    if isinstance(value, bool) or not isinstance(value, int):
+    if not is_whole(value):
         raise ValueError(f"mock option {name} must be an integer, got {value!r}")
     return value
 

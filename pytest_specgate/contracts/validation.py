@@ -1,0 +1,180 @@
+"""The validation kit: one set of checks for everything users hand in (files, options, numbers, text).
+
+Every reader of outside input goes through these few checks, so a bad input is
+one ``InputError`` (a :class:`~pytest_specgate.contracts.errors.SpecgateInputError`)
+line naming where it came from, what was expected and what was found, never a
+RecursionError, UnicodeDecodeError or traceback. The number predicates are the
+one place that says a bool is not a number and NaN is not finite; callers word
+their own messages around them. Callers turn the error into their own (a
+pytest.UsageError, a gate's exit 2, "unavailable").
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any, TypeGuard
+
+from pytest_specgate.contracts.errors import SpecgateInputError
+
+__all__ = [
+    "MAX_JSON_DEPTH",
+    "MAX_VALUE_DEPTH",
+    "InputError",
+    "JsonNestingError",
+    "SpecgateInputError",
+    "decode_utf8",
+    "is_count",
+    "is_finite_number",
+    "is_finite_positive",
+    "is_fraction",
+    "is_real",
+    "is_whole",
+    "json_nesting_depth",
+    "one_line_text",
+    "parse_json",
+    "read_json_file",
+    "value_nesting_depth",
+]
+
+MAX_JSON_DEPTH = 100
+"""Deeper than any document this project writes or reads, far below Python's recursion limit."""
+MAX_VALUE_DEPTH = 64
+"""How deeply a value a spec records may nest: room is left for the record around it, so
+every record the plugin writes stays readable under MAX_JSON_DEPTH."""
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(r"[\[\]{}]")
+
+
+InputError = SpecgateInputError
+"""The name this kit's readers raise under (kept for every ``except InputError``)."""
+
+
+class JsonNestingError(InputError):
+    """JSON nested deeper than MAX_JSON_DEPTH (refused before any parser recurses into it)."""
+
+
+def json_nesting_depth(text: str) -> int:
+    """How deeply arrays and objects nest in ``text`` (brackets inside strings do not count).
+
+    Linear and recursion-free, so it can run before a parser that recurses.
+    """
+    depth = deepest = 0
+    for bracket in _BRACKET.finditer(_JSON_STRING.sub('""', text)):
+        if bracket.group() in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
+
+
+def value_nesting_depth(value: object, limit: int = MAX_VALUE_DEPTH) -> int:
+    """How deeply lists, tuples and mappings nest in ``value``; stops counting past ``limit``.
+
+    Iterative, so a value nested thousands deep is measured, not a RecursionError.
+    """
+    deepest = 0
+    pending: list[tuple[object, int]] = [(value, 0)]
+    while pending and deepest <= limit:
+        item, depth = pending.pop()
+        if isinstance(item, Mapping):
+            children: Iterable[object] = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth + 1)
+        pending.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _refuse_constant(name: str) -> float:
+    raise InputError(f"found {name}; expected a finite number")
+
+
+def parse_json(text: str, where: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``text`` parsed as strict JSON (no NaN or Infinity), nested at most ``max_depth`` deep."""
+    depth = json_nesting_depth(text)
+    if depth > max_depth:
+        raise JsonNestingError(f"{where}: JSON nested {depth} levels deep; expected at most {max_depth}")
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except json.JSONDecodeError as error:
+        raise InputError(
+            f"{where}: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
+        ) from None
+    except InputError as error:
+        raise InputError(f"{where}: {error}") from None
+
+
+def decode_utf8(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(
+            f"{where}: expected UTF-8 text, found byte 0x{data[error.start]:02x} at offset {error.start}"
+        ) from None
+
+
+def read_json_file(path: Path, *, max_depth: int = MAX_JSON_DEPTH) -> tuple[bytes, Any]:
+    """The file's bytes and what they parse to, from one read; every failure names the file."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: file not found") from None
+    except OSError as error:
+        raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
+    return data, parse_json(decode_utf8(data, str(path)), str(path), max_depth=max_depth)
+
+
+def is_real(value: object) -> TypeGuard[int | float]:
+    """An int or float that is not a bool (``True`` is an int to Python, never a number to a user)."""
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def is_whole(value: object) -> TypeGuard[int]:
+    """An int that is not a bool."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_count(value: object, minimum: int = 1) -> TypeGuard[int]:
+    """A whole number (not a bool) of at least ``minimum``."""
+    return is_whole(value) and value >= minimum
+
+
+def is_finite_number(value: object) -> TypeGuard[int | float]:
+    """A real number that is neither NaN nor infinite."""
+    return is_real(value) and math.isfinite(value)
+
+
+def is_finite_positive(value: object) -> TypeGuard[int | float]:
+    """A real number (not a bool), finite and > 0: NaN compares false and inf never ends a wait."""
+    return is_finite_number(value) and value > 0
+
+
+def is_fraction(value: object) -> TypeGuard[int | float]:
+    """A real number within [0, 1] (NaN is not)."""
+    return is_real(value) and 0.0 <= value <= 1.0
+
+
+def one_line_text(value: str, where: str) -> str:
+    """``value`` when it is one line of printable text (it becomes a markdown heading or line).
+
+    Refused: control characters (``\\r``, ``\\n``, ``\\x85``...) and the Unicode line and
+    paragraph separators, which readers of the markdown treat as line breaks.
+    """
+    if value.isprintable():  # refuses every Cc, Zl and Zp character, in C: the common case
+        return value
+    for position, character in enumerate(value):
+        if unicodedata.category(character) in ("Cc", "Zl", "Zp"):
+            raise InputError(
+                f"{where}: expected one line of printable text, found {character!r} "
+                f"(U+{ord(character):04X}) at position {position}"
+            )
+    return value

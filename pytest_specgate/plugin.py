@@ -239,7 +239,8 @@ def session_host_provenance(config: pytest.Config) -> HostProvenance:
 
 
 def _resolve_host_facts(config: pytest.Config) -> tuple[HostFacts, HostProvenance]:
-    from pytest_specgate.host import HostFacts, HostFactsError, HostProvenance, host_facts_from_dict
+    from pytest_specgate.contracts.errors import SpecgateInputError
+    from pytest_specgate.host import HostFacts, HostProvenance, host_facts_from_dict
 
     hook = config.hook
     try:
@@ -254,7 +255,7 @@ def _resolve_host_facts(config: pytest.Config) -> tuple[HostFacts, HostProvenanc
         hook.pytest_specgate_update_host_facts(config=config, facts=edited)
         facts = answered if edited == before else host_facts_from_dict(
             edited, where="pytest_specgate_update_host_facts", source=answered.source)
-    except HostFactsError as exc:
+    except SpecgateInputError as exc:
         raise pytest.UsageError(f"--specgate-host-facts: {exc}") from None
     default, default_shape = config.stash.get(DEFAULT_HOST_FACTS_KEY, (None, None))
     # The default's own object, unchanged: anything else was answered (or rewritten) by a hook.
@@ -384,11 +385,12 @@ def _prepare_item(item: pytest.Item, config: pytest.Config, plan: SpecPlan) -> f
 
 
 def _hardware_verdict(marker: pytest.Mark, nodeid: str, config: pytest.Config) -> HardwareVerdict:
-    from pytest_specgate.hardware import RequirementError, evaluate_requirement, requirement_from_marker
+    from pytest_specgate.contracts.errors import SpecgateInputError
+    from pytest_specgate.hardware import evaluate_requirement, requirement_from_marker
 
     try:
         requirement = requirement_from_marker(marker.args, marker.kwargs, config.stash[PROJECT_KEY].profiles)
-    except RequirementError as exc:
+    except SpecgateInputError as exc:
         raise pytest.UsageError(f"{nodeid}: @pytest.mark.hardware: {exc}") from None
     return evaluate_requirement(requirement, session_host_facts(config), os.environ)
 
@@ -655,6 +657,10 @@ def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> Eng
         config = config.with_options(model_cache=str(tiny_model_cache))
     if config.backend == "vllm" and settings.vllm_python and config.option("python") is None:
         config = config.with_options(python=settings.vllm_python)
+    if config.backend == "vllm" and settings.host_facts_file and config.option("host_facts") is None:
+        # Compose eligibility judges the host the session's markers were judged against.
+        facts_file = request.config.invocation_params.dir / settings.host_facts_file
+        config = config.with_options(host_facts=str(facts_file))
     if settings.engine_options:
         config = config.with_options(**dict(settings.engine_options))
     return config

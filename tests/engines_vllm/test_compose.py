@@ -34,10 +34,11 @@ from pytest_specgate.engines.vllm.profile import (
     image_is_pinned,
     sanitize_served_model_name,
 )
+from pytest_specgate.host import host_facts_from_dict
 
 DIGEST = "sha256:" + "ab" * 32
 IMAGE = EngineImage(reference=f"vllm/vllm-openai@{DIGEST}", min_compute_capability="8.0")
-HOST = {
+HOST = host_facts_from_dict({
     "os": "linux",
     "arch": "x86_64",
     "memory_bytes": 64 * 1024**3,
@@ -45,7 +46,7 @@ HOST = {
         {"name": "NVIDIA L4", "memory_bytes": 24 * 1024**3, "compute_capability": "8.9"},
         {"name": "NVIDIA L4", "memory_bytes": 24 * 1024**3, "compute_capability": "8.9"},
     ],
-}
+})
 
 
 def clean_profile(**changes: object) -> EngineProfile:
@@ -299,7 +300,7 @@ def test_down_runs_when_the_body_raises(tmp_path: Path) -> None:
 
 def test_an_ineligible_profile_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     runner = RecordingRunner()
-    one_gpu = {**HOST, "gpus": HOST["gpus"][:1]}  # type: ignore[index]
+    one_gpu = replace(HOST, gpus=HOST.gpus[:1])
 
     with (
         pytest.raises(EngineStartupRefused) as caught,
@@ -420,6 +421,25 @@ def test_compose_mode_on_a_host_without_gpus_refuses_before_writing(tmp_path: Pa
 
     assert caught.value.code == "tensor_parallel_exceeds_visible_gpus"
     assert not (tmp_path / "work" / "compose").exists()
+
+
+def test_compose_eligibility_judges_the_host_facts_the_session_was_given(pytester: pytest.Pytester) -> None:
+    # This machine runs linux: only the --specgate-host-facts file can make the host macOS.
+    pytester.makefile(".json", facts=json.dumps({**HOST.to_dict(), "os": "macos", "source": "file"}))
+    pytester.makepyfile(f"""
+        import pytest
+
+        @pytest.mark.engine("vllm", mode="compose", target="Org/Model-7B", image="{IMAGE.reference}",
+                            weights_dir="/srv/m", tensor_parallel_size=1, gpu_indices=[0])
+        def test_serve(engine):
+            pass
+    """)
+
+    result = pytester.runpytest("--specgate-host-facts=facts.json", "-p", "no:cacheprovider")
+
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(
+        ["*host_os_unsupported: vLLM containers with GPUs need linux; host os is 'macos'*"])
 
 
 def test_docker_runner_passes_the_project_to_every_compose_command(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from pytest_specgate.engines.vllm.eligibility import REASON_CODES, eligibility
 from pytest_specgate.engines.vllm.profile import DraftSpec, EngineImage, EngineProfile
+from pytest_specgate.host import HostFacts, host_facts_from_dict
 
 GIB = 1024**3
 IMAGE = EngineImage(
@@ -24,8 +25,9 @@ def gpu(capability: str | None = "8.9", memory: int | None = 24 * GIB, **extra: 
     return {"name": "NVIDIA L4", "memory_bytes": memory, "compute_capability": capability, **extra}
 
 
-def host(*gpus: dict[str, object], **changes: object) -> dict[str, object]:
-    return {"os": "linux", "arch": "x86_64", "memory_bytes": 64 * GIB, "gpus": list(gpus), **changes}
+def host(*gpus: dict[str, object], **changes: object) -> HostFacts:
+    return host_facts_from_dict(
+        {"os": "linux", "arch": "x86_64", "memory_bytes": 64 * GIB, "gpus": list(gpus), **changes})
 
 
 def profile(**changes: object) -> EngineProfile:
@@ -135,7 +137,7 @@ def test_a_clean_profile_on_a_matching_host_is_eligible() -> None:
     ],
 )
 def test_each_refusal_is_named(
-    the_profile: EngineProfile, the_host: dict[str, object], code: str, detail: str
+    the_profile: EngineProfile, the_host: HostFacts, code: str, detail: str
 ) -> None:
     verdict = eligibility(the_profile, the_host)
 
@@ -174,6 +176,7 @@ def test_a_host_with_no_gpus_lists_every_reason_at_once() -> None:
 
 
 def test_missing_gpu_list_counts_as_no_gpus() -> None:
-    verdict = eligibility(profile(), {"os": "linux", "arch": "x86_64", "memory_bytes": None})
+    no_gpu_list = host_facts_from_dict({"os": "linux", "arch": "x86_64", "memory_bytes": None})
+    verdict = eligibility(profile(), no_gpu_list)
 
     assert verdict.codes == ("tensor_parallel_exceeds_visible_gpus",)

@@ -17,17 +17,18 @@ file; default: probe this host), ``boot_timeout_s``, and what the image can run:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_specgate.contracts.validation import is_real
 from pytest_specgate.engines.config import EngineConfig
 
 if TYPE_CHECKING:
     from pytest_specgate.engines.protocol import Engine
     from pytest_specgate.engines.vllm.profile import EngineImage, EngineProfile
+    from pytest_specgate.host import HostFacts
 
 __all__ = ["MODES", "boot", "host_facts_for", "profile_from_config"]
 
@@ -66,7 +67,7 @@ def profile_from_config(config: EngineConfig, host_port: int) -> EngineProfile:
     if not isinstance(gpu_indices, tuple) or not all(isinstance(i, int) for i in gpu_indices):
         raise pytest.UsageError(f"vllm option gpu_indices must be a list of ints, got {gpu_indices!r}")
     utilization = config.option("gpu_memory_utilization", 0.9)
-    if isinstance(utilization, bool) or not isinstance(utilization, int | float):
+    if not is_real(utilization):
         raise pytest.UsageError(f"vllm option gpu_memory_utilization must be a number, got {utilization!r}")
     return EngineProfile(
         slug=config.target,
@@ -100,13 +101,12 @@ def _image_from_config(config: EngineConfig, reference: str) -> EngineImage:
     )
 
 
-def host_facts_for(config: EngineConfig) -> Mapping[str, object]:
-    """The facts file named by ``host_facts=``, or this host's probe."""
+def host_facts_for(config: EngineConfig) -> HostFacts:
+    """The facts file named by ``host_facts=`` (the plugin passes ``--specgate-host-facts``), or the probe."""
     from pytest_specgate.host import load_host_facts, probe_host
 
     path = _str_option(config, "host_facts", None)
-    facts = load_host_facts(Path(path)) if path else probe_host()
-    return facts.to_dict()
+    return load_host_facts(Path(path)) if path else probe_host()
 
 
 def boot(config: EngineConfig, workdir: Path) -> Engine:
@@ -119,7 +119,7 @@ def boot(config: EngineConfig, workdir: Path) -> Engine:
         from pytest_specgate.engines.vllm.compose import boot_compose
 
         timeout = config.option("boot_timeout_s", 900.0)
-        if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        if not is_real(timeout):
             raise pytest.UsageError(f"vllm option boot_timeout_s must be a number, got {timeout!r}")
         profile = profile_from_config(config, free_loopback_port())
         return boot_compose(profile, host_facts_for(config), workdir / "compose",

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -30,6 +30,7 @@ from pytest_specgate.engines.vllm.profile import (
 
 if TYPE_CHECKING:
     from pytest_specgate.engines.vllm.process import VllmEngine
+    from pytest_specgate.host import HostFacts
 
 __all__ = [
     "COMPOSE_FILE_NAME",
@@ -243,7 +244,7 @@ def _log_tail(runner: ComposeRunner, project: ComposeProject, lines: int) -> str
 @contextmanager
 def compose_project(
     profile: EngineProfile,
-    host_facts: Mapping[str, object],
+    host_facts: HostFacts,
     project_dir: Path,
     runner: ComposeRunner,
     wait_healthy: Callable[[str], None],
@@ -294,7 +295,7 @@ def _down_if_orphaned(down: Sequence[str] | None) -> AbstractContextManager[None
 
 def boot_compose(
     profile: EngineProfile,
-    host_facts: Mapping[str, object],
+    host_facts: HostFacts,
     project_dir: Path,
     *,
     runner: ComposeRunner | None = None,

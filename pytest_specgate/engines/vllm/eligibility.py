@@ -9,7 +9,7 @@ read is never treated as big enough or new enough.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
@@ -19,6 +19,8 @@ from pytest_specgate.engines.vllm.profile import (
     kv_cache_dtype_arg,
     quantization_args,
 )
+from pytest_specgate.hardware import capability_at_least, gpu_memory_bytes
+from pytest_specgate.host import GpuFacts, HostFacts
 
 __all__ = [
     "REASON_CODES",
@@ -70,44 +72,17 @@ class EligibilityVerdict:
         return "; ".join(str(reason) for reason in self.reasons)
 
 
-def _capability(text: object) -> tuple[int, int] | None:
-    if not isinstance(text, str):
-        return None
-    major, _, minor = text.partition(".")
-    if not major.isdigit() or not (minor or "0").isdigit():
-        return None
-    return int(major), int(minor or "0")
-
-
-def _gpus(host_facts: Mapping[str, object]) -> Sequence[Mapping[str, object]]:
-    gpus = host_facts.get("gpus")
-    if not isinstance(gpus, Sequence):
-        return ()
-    return [gpu for gpu in gpus if isinstance(gpu, Mapping)]
-
-
-def _gpu_memory(gpu: Mapping[str, object], host_facts: Mapping[str, object]) -> int | None:
-    """The GPU's memory; a unified-memory GPU (GB10) falls back to the host's figure."""
-    memory = gpu.get("memory_bytes")
-    if isinstance(memory, int) and not isinstance(memory, bool):
-        return memory
-    host_memory = host_facts.get("memory_bytes")
-    if gpu.get("unified_memory") is True and isinstance(host_memory, int):
-        return host_memory
-    return None
-
-
-def _host_reasons(profile: EngineProfile, host_facts: Mapping[str, object]) -> list[EligibilityReason]:
+def _host_reasons(profile: EngineProfile, host: HostFacts) -> list[EligibilityReason]:
     reasons: list[EligibilityReason] = []
-    os_name = host_facts.get("os")
+    os_name = host.os
     if os_name != "linux":
         reasons.append(
             EligibilityReason(
                 "host_os_unsupported", f"vLLM containers with GPUs need linux; host os is {os_name!r}"
             )
         )
-    arch = host_facts.get("arch")
-    platform = f"linux/{_PLATFORM_ARCH.get(str(arch), str(arch))}"
+    arch = host.arch
+    platform = f"linux/{_PLATFORM_ARCH.get(arch, arch)}"
     if platform not in profile.image.platforms:
         reasons.append(
             EligibilityReason(
@@ -119,8 +94,8 @@ def _host_reasons(profile: EngineProfile, host_facts: Mapping[str, object]) -> l
     return reasons
 
 
-def _gpu_reasons(profile: EngineProfile, host_facts: Mapping[str, object]) -> list[EligibilityReason]:
-    gpus = _gpus(host_facts)
+def _gpu_reasons(profile: EngineProfile, host: HostFacts) -> list[EligibilityReason]:
+    gpus = host.gpus
     tp = profile.tensor_parallel_size
     reasons: list[EligibilityReason] = []
     if tp > len(gpus):
@@ -142,32 +117,32 @@ def _gpu_reasons(profile: EngineProfile, host_facts: Mapping[str, object]) -> li
         )
         return reasons
     reasons += _capability_reasons(profile, [gpus[i] for i in chosen], chosen)
-    reasons += _memory_reasons(profile, host_facts, [gpus[i] for i in chosen], chosen)
+    reasons += _memory_reasons(profile, host, [gpus[i] for i in chosen], chosen)
     return reasons
 
 
 def _capability_reasons(
-    profile: EngineProfile, gpus: Sequence[Mapping[str, object]], indices: Sequence[int]
+    profile: EngineProfile, gpus: Sequence[GpuFacts], indices: Sequence[int]
 ) -> list[EligibilityReason]:
-    minimum = _capability(profile.image.min_compute_capability)
+    minimum = profile.image.min_compute_capability
     if minimum is None:
         return []
     reasons: list[EligibilityReason] = []
     for index, gpu in zip(indices, gpus, strict=True):
-        found = _capability(gpu.get("compute_capability"))
-        if found is None:
+        new_enough = capability_at_least(gpu.compute_capability, minimum)
+        if new_enough is None:
             reasons.append(
                 EligibilityReason(
                     "compute_capability_unknown",
-                    f"GPU {index} ({gpu.get('name')}) reports no compute capability; the image "
+                    f"GPU {index} ({gpu.name}) reports no compute capability; the image "
                     f"needs at least {profile.image.min_compute_capability}",
                 )
             )
-        elif found < minimum:
+        elif not new_enough:
             reasons.append(
                 EligibilityReason(
                     "compute_capability_below_image_minimum",
-                    f"GPU {index} ({gpu.get('name')}) is SM {gpu.get('compute_capability')}; image "
+                    f"GPU {index} ({gpu.name}) is SM {gpu.compute_capability}; image "
                     f"{profile.image.reference} needs at least {profile.image.min_compute_capability}",
                 )
             )
@@ -175,22 +150,19 @@ def _capability_reasons(
 
 
 def _memory_reasons(
-    profile: EngineProfile,
-    host_facts: Mapping[str, object],
-    gpus: Sequence[Mapping[str, object]],
-    indices: Sequence[int],
+    profile: EngineProfile, host: HostFacts, gpus: Sequence[GpuFacts], indices: Sequence[int]
 ) -> list[EligibilityReason]:
     needed = profile.required_gpu_memory_bytes
     if needed is None:
         return []
     reasons: list[EligibilityReason] = []
     for index, gpu in zip(indices, gpus, strict=True):
-        memory = _gpu_memory(gpu, host_facts)
+        memory = gpu_memory_bytes(gpu, host)
         if memory is None:
             reasons.append(
                 EligibilityReason(
                     "gpu_memory_unknown",
-                    f"GPU {index} ({gpu.get('name')}) memory is unknown; the profile needs "
+                    f"GPU {index} ({gpu.name}) memory is unknown; the profile needs "
                     f"{needed} bytes per GPU and unknown is never enough",
                 )
             )
@@ -198,7 +170,7 @@ def _memory_reasons(
             reasons.append(
                 EligibilityReason(
                     "gpu_memory_insufficient",
-                    f"GPU {index} ({gpu.get('name')}) has {memory} bytes; the profile needs {needed}",
+                    f"GPU {index} ({gpu.name}) has {memory} bytes; the profile needs {needed}",
                 )
             )
     return reasons
@@ -245,10 +217,12 @@ def _engine_reasons(profile: EngineProfile) -> list[EligibilityReason]:
     return reasons
 
 
-def eligibility(profile: EngineProfile, host_facts: Mapping[str, object]) -> EligibilityVerdict:
+def eligibility(profile: EngineProfile, host: HostFacts) -> EligibilityVerdict:
     """Every reason this host cannot run ``profile``; eligible only when there are none.
 
-    ``host_facts`` is the plain host-facts document (``HostFacts.to_dict()`` shape).
+    ``host`` is the session's host facts (a ``--specgate-host-facts`` file replaces the
+    probe); GPU memory and compute capability are matched by :mod:`pytest_specgate.hardware`,
+    the matcher every ``hardware`` marker uses.
     """
     reasons: list[EligibilityReason] = []
     if not image_is_pinned(profile.image.reference):
@@ -258,7 +232,7 @@ def eligibility(profile: EngineProfile, host_facts: Mapping[str, object]) -> Eli
                 f"image {profile.image.reference!r} is neither a digest nor a fixed tag",
             )
         )
-    reasons += _host_reasons(profile, host_facts)
-    reasons += _gpu_reasons(profile, host_facts)
+    reasons += _host_reasons(profile, host)
+    reasons += _gpu_reasons(profile, host)
     reasons += _engine_reasons(profile)
     return EligibilityVerdict(eligible=not reasons, reasons=tuple(reasons))

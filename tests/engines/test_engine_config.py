@@ -80,7 +80,8 @@ def test_unhashable_option_is_a_usage_error() -> None:
         engine_config_from({"weird": bytearray(b"x")}, NO_OPTIONS)
 
 
-def test_backends_are_imported_lazily_by_name() -> None:
+def test_backends_resolve_by_name_and_an_unknown_one_is_a_usage_error() -> None:
+    # That resolving loads only the named backend is checked in tests/foundation/test_lazy_imports.py.
     assert set(BUILTIN_BACKENDS) == {"mock", "mlx", "vllm", "endpoint"}
     assert boot_function("mock") is mock_boot
     with pytest.raises(pytest.UsageError, match="unknown engine backend"):

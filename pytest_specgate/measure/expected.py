@@ -18,10 +18,17 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from pytest_specgate.contracts.validation import is_fraction
+
 
 def _check_alpha(alpha: float) -> None:
-    if not 0.0 <= alpha <= 1.0:
+    if not is_fraction(alpha):
         raise ValueError(f"acceptance probability alpha must be in [0, 1], found {alpha!r}")
+
+
+def _check_rate(acceptance_rate: float) -> None:
+    if not is_fraction(acceptance_rate):
+        raise ValueError(f"acceptance rate must be in [0, 1], found {acceptance_rate!r}")
 
 
 def _check_gamma(gamma: int) -> None:
@@ -66,8 +73,7 @@ def expected_acceptance_rate(alpha: float, gamma: int) -> float:
 def alpha_from_acceptance_rate(acceptance_rate: float, gamma: int) -> float:
     """Invert :func:`expected_acceptance_rate`: the alpha that explains a measured counter ratio."""
     _check_gamma(gamma)
-    if not 0.0 <= acceptance_rate <= 1.0:
-        raise ValueError(f"acceptance rate must be in [0, 1], found {acceptance_rate!r}")
+    _check_rate(acceptance_rate)
     if acceptance_rate in (0.0, 1.0):
         return acceptance_rate
     from scipy.optimize import brentq
@@ -185,8 +191,7 @@ def _alpha_for_rate(acceptance_rate: float, gamma: int, max_tokens: int | None) 
     if max_tokens is None:
         return alpha_from_acceptance_rate(acceptance_rate, gamma)
     _check_gamma(gamma)
-    if not 0.0 <= acceptance_rate <= 1.0:
-        raise ValueError(f"acceptance rate must be in [0, 1], found {acceptance_rate!r}")
+    _check_rate(acceptance_rate)
     if acceptance_rate in (0.0, 1.0) or max_tokens < 2:
         return acceptance_rate
     from scipy.optimize import brentq

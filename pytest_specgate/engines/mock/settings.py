@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from pytest_specgate.contracts.validation import is_real, is_whole
+from pytest_specgate.contracts.validation import is_fraction, is_real, is_whole
 from pytest_specgate.contracts.wire import FaultKind
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.protocol import EngineStartupRefused
@@ -236,7 +236,7 @@ def settings_from_options(
     if bad_violations:
         raise ValueError(f"unknown violation(s) {bad_violations}; known: {list(VIOLATIONS)}")
     alpha = _number(options, "alpha", 0.8)
-    if not 0.0 <= alpha <= 1.0:
+    if not is_fraction(alpha):
         raise ValueError(f"mock option alpha must be within [0, 1], got {alpha}")
     gamma = 4 if num_draft_tokens is None else num_draft_tokens
     if gamma < 1:

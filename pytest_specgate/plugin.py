@@ -657,13 +657,21 @@ def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> Eng
         config = config.with_options(model_cache=str(tiny_model_cache))
     if config.backend == "vllm" and settings.vllm_python and config.option("python") is None:
         config = config.with_options(python=settings.vllm_python)
-    if config.backend == "vllm" and settings.host_facts_file and config.option("host_facts") is None:
-        # Compose eligibility judges the host the session's markers were judged against.
-        facts_file = request.config.invocation_params.dir / settings.host_facts_file
-        config = config.with_options(host_facts=str(facts_file))
     if settings.engine_options:
         config = config.with_options(**dict(settings.engine_options))
+    compose = config.backend == "vllm" and config.option("mode") == "compose"
+    if compose and config.option("host_facts") is None:
+        # Compose eligibility judges the host the session's markers were judged against.
+        config = config.with_options(host_facts=str(request.getfixturevalue("specgate_host_facts_file")))
     return config
+
+
+@pytest.fixture(scope="session")
+def specgate_host_facts_file(pytestconfig: pytest.Config, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """This session's host facts (probe, ``--specgate-host-facts`` file or hook) as a file a backend reads."""
+    path = tmp_path_factory.getbasetemp() / "specgate-host-facts.json"
+    path.write_text(json.dumps(session_host_facts(pytestconfig).to_dict(), default=str), encoding="utf-8")
+    return path
 
 
 def engine_record(engine: Engine, config: EngineConfig) -> dict[str, Any]:

@@ -423,23 +423,45 @@ def test_compose_mode_on_a_host_without_gpus_refuses_before_writing(tmp_path: Pa
     assert not (tmp_path / "work" / "compose").exists()
 
 
-def test_compose_eligibility_judges_the_host_facts_the_session_was_given(pytester: pytest.Pytester) -> None:
+COMPOSE_SPEC = f"""
+import pytest
+
+@pytest.mark.engine("vllm", mode="compose", target="Org/Model-7B", image="{IMAGE.reference}",
+                    weights_dir="/srv/m", tensor_parallel_size=1, gpu_indices=[0])
+def test_serve(engine):
+    pass
+"""
+MACOS_REFUSAL = "*host_os_unsupported: vLLM containers with GPUs need linux; host os is 'macos'*"
+
+
+def test_compose_eligibility_judges_the_host_facts_file_of_the_session(pytester: pytest.Pytester) -> None:
     # This machine runs linux: only the --specgate-host-facts file can make the host macOS.
     pytester.makefile(".json", facts=json.dumps({**HOST.to_dict(), "os": "macos", "source": "file"}))
-    pytester.makepyfile(f"""
-        import pytest
-
-        @pytest.mark.engine("vllm", mode="compose", target="Org/Model-7B", image="{IMAGE.reference}",
-                            weights_dir="/srv/m", tensor_parallel_size=1, gpu_indices=[0])
-        def test_serve(engine):
-            pass
-    """)
+    pytester.makepyfile(COMPOSE_SPEC)
 
     result = pytester.runpytest("--specgate-host-facts=facts.json", "-p", "no:cacheprovider")
 
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(
-        ["*host_os_unsupported: vLLM containers with GPUs need linux; host os is 'macos'*"])
+    result.stdout.fnmatch_lines([MACOS_REFUSAL])
+
+
+def test_compose_eligibility_judges_the_host_facts_a_hook_answered(pytester: pytest.Pytester) -> None:
+    facts = json.dumps({**HOST.to_dict(), "os": "macos", "source": "hook"})
+    pytester.makeconftest(f"""
+        import json
+        import pytest
+        from pytest_specgate.host import host_facts_from_dict
+
+        @pytest.hookimpl(tryfirst=True)
+        def pytest_specgate_host_facts(config):
+            return host_facts_from_dict(json.loads({facts!r}), source="hook")
+    """)
+    pytester.makepyfile(COMPOSE_SPEC)
+
+    result = pytester.runpytest("-p", "no:cacheprovider")
+
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines([MACOS_REFUSAL])
 
 
 def test_docker_runner_passes_the_project_to_every_compose_command(tmp_path: Path) -> None:

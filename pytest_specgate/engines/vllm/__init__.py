@@ -102,7 +102,7 @@ def _image_from_config(config: EngineConfig, reference: str) -> EngineImage:
 
 
 def host_facts_for(config: EngineConfig) -> HostFacts:
-    """The facts file named by ``host_facts=`` (the plugin passes ``--specgate-host-facts``), or the probe."""
+    """The facts file named by ``host_facts=`` (the plugin passes the session's facts), or the probe."""
     from pytest_specgate.host import load_host_facts, probe_host
 
     path = _str_option(config, "host_facts", None)

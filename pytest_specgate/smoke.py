@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, Literal, Protocol
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines.protocol import Engine
+    from pytest_specgate.contracts.engine import Engine
 
 __all__ = [
     "ALWAYS",

@@ -15,8 +15,8 @@ from typing import Self
 
 import httpx
 
-from pytest_specgate.engines.capabilities import Capabilities
-from pytest_specgate.engines.protocol import (
+from pytest_specgate.contracts.capabilities import Capabilities
+from pytest_specgate.contracts.engine import (
     ChatResult,
     StreamResult,
     Telemetry,

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from pytest_specgate.qualification._faults import GreedyOutput, RecoveryNotEvidenced, compare_greedy
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines.protocol import Engine
+    from pytest_specgate.contracts.engine import Engine
 
 __all__ = ["EosNotRespected", "EosPath", "eos_gate"]
 

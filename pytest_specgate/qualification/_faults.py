@@ -23,7 +23,7 @@ from urllib.parse import urlsplit
 from pytest_specgate.qualification._budget import GateSpec
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines.protocol import Engine
+    from pytest_specgate.contracts.engine import Engine
 
 __all__ = [
     "FAULT_GATES",

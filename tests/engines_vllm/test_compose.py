@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pytest_specgate.contracts.engine import EngineStartupRefused
 from pytest_specgate.engines.boot import free_loopback_port
 from pytest_specgate.engines.config import EngineConfig
-from pytest_specgate.engines.protocol import EngineStartupRefused
 from pytest_specgate.engines.vllm import boot, profile_from_config
 from pytest_specgate.engines.vllm.compose import (
     COMPOSE_FILE_NAME,

@@ -24,7 +24,8 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
-from pytest_specgate import __version__
+from pytest_specgate._version import __version__
+from pytest_specgate.contracts.engine import EngineStartupRefused, acceptance_rate_of
 from pytest_specgate.engines.identity import MOCK_SERVER_NAME
 from pytest_specgate.engines.mock.model import (
     DraftModel,
@@ -49,7 +50,6 @@ from pytest_specgate.engines.mock.settings import (
     check_startup,
 )
 from pytest_specgate.engines.mock.telemetry import Counters, TelemetryWindow
-from pytest_specgate.engines.protocol import EngineStartupRefused, acceptance_rate_of
 
 __all__ = ["CRASH_EXIT_CODE", "MockState", "create_app"]
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Final, Protocol
 
-from pytest_specgate.engines.protocol import EngineStartupRefused
+from pytest_specgate.contracts.engine import EngineStartupRefused
 from pytest_specgate.engines.vllm.eligibility import eligibility
 from pytest_specgate.engines.vllm.profile import (
     EngineProfile,

@@ -27,6 +27,7 @@ OLD_TO_NEW = {
     "pytest_specgate.engines.registry": ("backend_named", "pytest_specgate.selection.backends"),
     "pytest_specgate.engines.protocol": ("Engine", "pytest_specgate.contracts.engine"),
     "pytest_specgate.engines.capabilities": ("WarmSwap", "pytest_specgate.contracts.capabilities"),
+    "pytest_specgate.inputs": ("parse_json", "pytest_specgate.contracts.validation"),
 }
 
 

@@ -107,6 +107,7 @@ def _engine(config: EngineConfig, workdir: Path) -> Iterator[Engine]:
 
 def _measure(backend: str, options: dict[str, object], rounds: int, warmup: int) -> PairMeasurement:
     from pytest_specgate.engines import EngineConfig
+    from pytest_specgate.fetching.tiny_models import LOCAL_PAIR_SPEC, tiny_model_pair
     from pytest_specgate.measure import (
         compare_to_expected,
         engine_arm,
@@ -114,7 +115,6 @@ def _measure(backend: str, options: dict[str, object], rounds: int, warmup: int)
         load_named_prompt_set,
         run_paired,
     )
-    from pytest_specgate.models import LOCAL_PAIR_SPEC, tiny_model_pair
 
     prompts = load_named_prompt_set(PROMPT_SET).prompts[:PROMPTS]
     workdir = Path(tempfile.mkdtemp(prefix=f"specgate-real-{backend}-"))

@@ -959,7 +959,7 @@ def _leftovers(models: Path) -> list[str]:
 
 def run_download_trial(hubfake: ModuleType, fault: DownloadFault, work: Path, seed: int) -> str | None:
     """None when the fetch failed as expected and left nothing; else what went wrong."""
-    from pytest_specgate.weights import WeightVerificationError, fetch_verified
+    from pytest_specgate.fetching.weights import WeightVerificationError, fetch_verified
 
     public = hubfake.FakeRepo.from_contents("bench/tiny-target", hubfake.tiny_model_files(seed=seed))
     private = hubfake.FakeRepo.from_contents(

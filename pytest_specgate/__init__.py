@@ -11,12 +11,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pytest_specgate._lazy import lazy_getattr
-
-__version__ = "0.1.0"
+from pytest_specgate._version import __version__
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines.config import EngineConfig
-    from pytest_specgate.engines.protocol import (
+    from pytest_specgate.contracts.engine import (
         ChatResult,
         Engine,
         EngineBootError,
@@ -25,8 +23,10 @@ if TYPE_CHECKING:
         Telemetry,
         acceptance_rate_of,
     )
+    from pytest_specgate.engines.config import EngineConfig
     from pytest_specgate.evidence._recorder import EvidenceRecorder, Measurement
     from pytest_specgate.examples import host_example_names, host_examples_dir
+    from pytest_specgate.fetching.tiny_models import TinyModelPair, TinyModelSpec, tiny_model_pair
     from pytest_specgate.measure import (
         AcceptanceMeasurement,
         ChatMessage,
@@ -49,19 +49,18 @@ if TYPE_CHECKING:
         run_sustained,
         write_sustained_artifacts,
     )
-    from pytest_specgate.models import TinyModelPair, TinyModelSpec, tiny_model_pair
     from pytest_specgate.plugin import duration_scale_of
 
 _EXPORTS: dict[str, str] = {
     # engines: what the `engine`, `boot_engine` and `shared_engine` fixtures hand out
-    "ChatResult": "engines.protocol",
-    "Engine": "engines.protocol",
-    "EngineBootError": "engines.protocol",
+    "ChatResult": "contracts.engine",
+    "Engine": "contracts.engine",
+    "EngineBootError": "contracts.engine",
     "EngineConfig": "engines.config",
-    "EngineStartupRefused": "engines.protocol",
-    "StreamResult": "engines.protocol",
-    "Telemetry": "engines.protocol",
-    "acceptance_rate_of": "engines.protocol",
+    "EngineStartupRefused": "contracts.engine",
+    "StreamResult": "contracts.engine",
+    "Telemetry": "contracts.engine",
+    "acceptance_rate_of": "contracts.engine",
     # evidence: what the `evidence` fixture hands out
     "EvidenceRecorder": "evidence._recorder",
     "Measurement": "evidence._recorder",
@@ -88,9 +87,9 @@ _EXPORTS: dict[str, str] = {
     "write_sustained_artifacts": "measure",
     # run settings, tiny local models, shipped examples
     "duration_scale_of": "plugin",
-    "TinyModelPair": "models",
-    "TinyModelSpec": "models",
-    "tiny_model_pair": "models",
+    "TinyModelPair": "fetching.tiny_models",
+    "TinyModelSpec": "fetching.tiny_models",
+    "tiny_model_pair": "fetching.tiny_models",
     "host_example_names": "examples",
     "host_examples_dir": "examples",
 }

@@ -14,13 +14,15 @@ from typing import Any
 def lazy_getattr(
     package: str, exports: Mapping[str, str], namespace: dict[str, Any]
 ) -> Callable[[str], object]:
-    """A module ``__getattr__``: ``exports`` maps each public name to its submodule of ``package``."""
+    """A module ``__getattr__``: ``exports`` maps each public name to its submodule of ``package``
+    (or to a module's absolute name, for a name re-exported from another layer)."""
 
     def getattr_(name: str) -> object:
         module = exports.get(name)
         if module is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{module}"), name)
+        absolute = module if module.startswith("pytest_specgate.") else f"{package}.{module}"
+        value = getattr(importlib.import_module(absolute), name)
         namespace[name] = value
         return value
 

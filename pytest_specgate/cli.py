@@ -11,13 +11,10 @@ from pathlib import Path
 
 from pytest_specgate import __version__
 from pytest_specgate.contracts.errors import SpecgateInputError
-from pytest_specgate.hardware import (
-    HostProfile,
-    RequirementError,
-    evaluate_requirement,
-    load_host_profiles,
-)
-from pytest_specgate.host import HostFacts, HostFactsError, HostProvenance, load_host_facts, probe_host
+from pytest_specgate.contracts.hardware import HostProfile, RequirementError
+from pytest_specgate.contracts.host import HostFacts, HostFactsError, HostProvenance
+from pytest_specgate.selection.hardware import evaluate_requirement, load_host_profiles
+from pytest_specgate.selection.host_probe import load_host_facts, probe_host
 
 __all__ = ["main"]
 
@@ -123,7 +120,7 @@ def _run_hosts(args: argparse.Namespace) -> int:
 def _run_tiny_models(args: argparse.Namespace) -> int:
     """Build the tiny local checkpoints (``tiny:<role>``) outside pytest and print their paths."""
     try:
-        from pytest_specgate.models import TINY_MODEL_ROLES, tiny_model_pair
+        from pytest_specgate.fetching.tiny_models import TINY_MODEL_ROLES, tiny_model_pair
 
         pair = tiny_model_pair(Path(args.out))
     except ImportError as exc:

@@ -1,9 +1,5 @@
-"""Where the validation kit used to live; it is :mod:`pytest_specgate.contracts.validation` now.
+"""Moved to pytest_specgate.contracts.validation; this path works until pytest-specgate 0.2."""
 
-Kept so every ``from pytest_specgate.inputs import ...`` keeps working.
-"""
+from pytest_specgate._moved import keep_old_path
 
-from __future__ import annotations
-
-from pytest_specgate.contracts.validation import *  # noqa: F403
-from pytest_specgate.contracts.validation import __all__ as __all__
+keep_old_path(__name__, "pytest_specgate.contracts.validation")

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Final, Literal, Protocol
 from pytest_specgate.contracts.validation import is_count
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines.protocol import Engine
+    from pytest_specgate.contracts.engine import Engine
 
 __all__ = [
     "ALWAYS",

@@ -1,7 +1,7 @@
 """Engine conformance: what every backend (mock, mlx, vllm) must do, in one unchanged file.
 
 Run it against a backend with ``--specgate-engine mock|mlx|vllm``. The models are
-named ``tiny:<role>`` (see :mod:`pytest_specgate.models`): real backends build
+named ``tiny:<role>`` (see :mod:`pytest_specgate.fetching.tiny_models`): real backends build
 them locally, the mock engine treats the names as labels.
 
 Greedy speculative decoding is only correct if it writes exactly what greedy

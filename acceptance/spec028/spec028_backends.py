@@ -19,14 +19,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pytest
 
+from pytest_specgate.contracts.capabilities import Capabilities, MissingCapability
 from pytest_specgate.contracts.wire import FaultKind, SlotKey, StatusKey
-from pytest_specgate.engines.capabilities import Capabilities, MissingCapability
 
 if TYPE_CHECKING:
     from pytest_specgate.engines import Engine, Telemetry
     from pytest_specgate.engines.mock import MockEngine
+    from pytest_specgate.fetching.weights import VerifiedSnapshot
     from pytest_specgate.measure import ModelPair
-    from pytest_specgate.weights import VerifiedSnapshot
 
 A = TypeVar("A")
 EngineChanges = Mapping[str, object]
@@ -155,7 +155,7 @@ MOCK = BackendProfile(
 _LOCAL_PAIR: dict[str, object] = {
     "target": "local-pair:target", "draft": "local-pair:draft", "num_draft_tokens": 4,
 }
-"""The stand-in for a pinned pair on real backends (pytest_specgate.models.LOCAL_PAIR_SPEC)."""
+"""The stand-in for a pinned pair on real backends (pytest_specgate.fetching.tiny_models.LOCAL_PAIR_SPEC)."""
 _LOCAL_PAIR_ALONE: dict[str, object] = {**_LOCAL_PAIR, "draft": None, "num_draft_tokens": None}
 
 _TINY_SPECULATIVE: dict[str, object] = {
@@ -285,7 +285,7 @@ def fetch_pinned_pair(profile: BackendProfile, pair: ModelPair, *, diagnostic: b
     """
     if profile.backend == "mock":
         return PairChoice((), None)
-    from pytest_specgate.weights import WeightVerificationError, fetch_verified
+    from pytest_specgate.fetching.weights import WeightVerificationError, fetch_verified
 
     root = pinned_weights_dir()
     try:
@@ -350,7 +350,7 @@ def ac11_plan(profile: BackendProfile, pair: ModelPair, choice: PairChoice) -> A
 
 def _local_pair_cost_ratio() -> float:
     """Draft over target weight bytes of the local pair, from its architecture (no build needed)."""
-    from pytest_specgate.models import LOCAL_PAIR_SPEC as spec
+    from pytest_specgate.fetching.tiny_models import LOCAL_PAIR_SPEC as spec
 
     embed_and_head = 2 * spec.vocab_size * spec.hidden_size
     layer = 4 * spec.hidden_size**2 + 3 * spec.hidden_size * spec.intermediate_size
@@ -359,7 +359,7 @@ def _local_pair_cost_ratio() -> float:
 
 def reference_build(profile: BackendProfile, engine: Engine) -> dict[str, str]:
     """What names the build whose outputs FR-1 records: versions, configuration, model bytes."""
-    from pytest_specgate.models import MODEL_FAMILIES, build_key
+    from pytest_specgate.fetching.tiny_models import MODEL_FAMILIES, build_key
 
     target = str(profile.pre_feature_build.get("target"))
     family = target.partition(":")[0]

@@ -20,14 +20,14 @@ from spec028_checks import without_volatile
 
 from pytest_specgate.engines import Engine
 from pytest_specgate.evidence import EvidenceRecorder
-from pytest_specgate.measure.pinned import repo_fixtures_dir
-from pytest_specgate.references import (
+from pytest_specgate.fetching.references import (
     ReferenceError,
     ReferenceResponse,
     canonical_bytes,
     load_reference,
     write_reference,
 )
+from pytest_specgate.measure.pinned import repo_fixtures_dir
 
 MESSAGES: tuple[list[dict[str, object]], ...] = (
     [{"role": "user", "content": "Parse 2024-02-29T23:59:60Z and say whether it is valid."}],

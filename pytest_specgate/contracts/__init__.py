@@ -1,8 +1,9 @@
-"""Typed values every layer hands to the next: wire names, the validation kit, the input error.
+"""Layer 0, contracts: the typed values every other layer hands to the next.
 
-Nothing here does I/O or imports pytest, so the mock engine, qualification, the
-plugin and the CLI can all import it without cost, and a name typed here is the
-only place that name is spelled.
+Host facts, hardware requirements and verdicts, run modes, the engine protocol and its
+capabilities, marker names, declared merge gates, the per-test payload, the wire names
+(metric names, status keys, fault kinds), the validation kit and the one input error.
+Nothing here does I/O or imports pytest, so any layer (and any tool outside pytest,
+such as the mock engine or the CLI) can read them, and a name typed here is the only
+place it is spelled.
 """
-
-from __future__ import annotations

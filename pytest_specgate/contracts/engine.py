@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Protocol, runtime_checkable
 
-from pytest_specgate.engines.capabilities import Capabilities
+from pytest_specgate.contracts.capabilities import Capabilities
 
 __all__ = [
     "ChatResult",

@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
-    from pytest_specgate.hardware import HardwareVerdict
-    from pytest_specgate.runmode import RunDecision
+    from pytest_specgate.contracts.hardware import HardwareVerdict
+    from pytest_specgate.contracts.runmode import RunDecision
 
 __all__ = [
     "SPEC_PROPERTY",

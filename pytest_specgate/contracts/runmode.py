@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, final
 
 if TYPE_CHECKING:
-    from pytest_specgate.hardware import HardwareVerdict
+    from pytest_specgate.contracts.hardware import HardwareVerdict
 
 __all__ = ["REQUIRE_ALL", "RunAction", "RunDecision", "RunMode", "RunSettings", "decide_run"]
 

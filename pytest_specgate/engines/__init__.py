@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from pytest_specgate._lazy import lazy_getattr
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines.capabilities import (
+    from pytest_specgate.contracts.capabilities import (
         Capabilities,
         EngineProcess,
         FaultInjection,
@@ -21,8 +21,7 @@ if TYPE_CHECKING:
         TelemetryReset,
         WarmSwap,
     )
-    from pytest_specgate.engines.config import EngineConfig, EnginePool, engine_config_from
-    from pytest_specgate.engines.protocol import (
+    from pytest_specgate.contracts.engine import (
         ChatResult,
         Engine,
         EngineBootError,
@@ -31,7 +30,8 @@ if TYPE_CHECKING:
         Telemetry,
         acceptance_rate_of,
     )
-    from pytest_specgate.engines.registry import (
+    from pytest_specgate.engines.config import EngineConfig, EnginePool, engine_config_from
+    from pytest_specgate.selection.backends import (
         BUILTIN_BACKENDS,
         DEFAULT_BACKEND,
         ENTRY_POINT_GROUP,
@@ -42,12 +42,12 @@ if TYPE_CHECKING:
 
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("Capabilities", "EngineProcess", "FaultInjection", "MissingCapability",
-                     "RawStatus", "TelemetryReset", "WarmSwap"), "capabilities"),
+                     "RawStatus", "TelemetryReset", "WarmSwap"), "pytest_specgate.contracts.capabilities"),
     **dict.fromkeys(("EngineConfig", "EnginePool", "engine_config_from"), "config"),
     **dict.fromkeys(("ChatResult", "Engine", "EngineBootError", "EngineStartupRefused",
-                     "StreamResult", "Telemetry", "acceptance_rate_of"), "protocol"),
+                     "StreamResult", "Telemetry", "acceptance_rate_of"), "pytest_specgate.contracts.engine"),
     **dict.fromkeys(("BUILTIN_BACKENDS", "DEFAULT_BACKEND", "ENTRY_POINT_GROUP", "Backend",
-                     "available_backends", "boot_function"), "registry"),
+                     "available_backends", "boot_function"), "pytest_specgate.selection.backends"),
 }
 
 __all__ = [

@@ -25,7 +25,7 @@ from typing import IO
 
 import httpx
 
-from pytest_specgate.engines.protocol import EngineBootError
+from pytest_specgate.contracts.engine import EngineBootError
 from pytest_specgate.engines.reaper import RELEASE
 
 __all__ = [

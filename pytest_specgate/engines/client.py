@@ -15,10 +15,8 @@ from typing import Self
 
 import httpx
 
-from pytest_specgate.contracts.validation import is_real, is_whole
-from pytest_specgate.contracts.wire import StatusKey
-from pytest_specgate.engines.capabilities import Capabilities
-from pytest_specgate.engines.protocol import (
+from pytest_specgate.contracts.capabilities import Capabilities
+from pytest_specgate.contracts.engine import (
     ChatResult,
     StreamResult,
     Telemetry,
@@ -26,6 +24,8 @@ from pytest_specgate.engines.protocol import (
     first_choice,
     token_ids_of,
 )
+from pytest_specgate.contracts.validation import is_real, is_whole
+from pytest_specgate.contracts.wire import StatusKey
 
 __all__ = [
     "ClientEngine",

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, overload
 
 import pytest
 
-from pytest_specgate._docs import DEFAULT_BACKEND
+from pytest_specgate.contracts.engine import EngineBootError
+from pytest_specgate.contracts.markers import DEFAULT_BACKEND
 from pytest_specgate.contracts.validation import is_count, is_finite_positive, is_whole
-from pytest_specgate.engines.protocol import EngineBootError
-from pytest_specgate.engines.registry import BootFunction, backend_named, boot_function
+from pytest_specgate.selection.backends import BootFunction, backend_named, boot_function, freeze_option
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines.protocol import Engine
+    from pytest_specgate.contracts.engine import Engine
 
 __all__ = [
     "EngineConfig",
@@ -113,23 +113,6 @@ class EngineConfig:
             parts.append(f"gamma={self.num_draft_tokens}")
         parts.extend(f"{key}={value!r}" for key, value in self.options)
         return " ".join(parts)
-
-
-def freeze_option(value: object) -> object:
-    """Make an option value hashable: lists/sets become tuples, dicts sorted pairs."""
-    if isinstance(value, Mapping):
-        return tuple(sorted((str(k), freeze_option(v)) for k, v in value.items()))
-    if isinstance(value, list | tuple):
-        return tuple(freeze_option(v) for v in value)
-    if isinstance(value, set | frozenset):
-        return tuple(sorted((freeze_option(v) for v in value), key=repr))
-    try:
-        hash(value)
-    except TypeError as exc:
-        raise pytest.UsageError(
-            f"engine option value {value!r} is not hashable ({type(value).__name__})"
-        ) from exc
-    return value
 
 
 def _optional_str(where: str, name: str, value: object) -> str | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from pytest_specgate.contracts.engine import EngineBootError, Telemetry
 from pytest_specgate.contracts.wire import StatusKey
 from pytest_specgate.engines.boot import wait_for_health
 from pytest_specgate.engines.client import (
@@ -21,7 +22,6 @@ from pytest_specgate.engines.client import (
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.endpoint_routes import normalized_url
 from pytest_specgate.engines.prometheus import MetricsParseError
-from pytest_specgate.engines.protocol import EngineBootError, Telemetry
 from pytest_specgate.engines.spec_decode_metrics import SpecDecodeTelemetry
 
 __all__ = ["boot", "choose_telemetry", "served_model"]

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
 if TYPE_CHECKING:
+    from pytest_specgate.contracts.engine import Engine
     from pytest_specgate.engines.client import OpenAIClient
-    from pytest_specgate.engines.protocol import Engine
 
 __all__ = ["MOCK_SERVER_NAME", "ServerIdentity", "engine_entry", "is_loopback_url", "probe_identity"]
 

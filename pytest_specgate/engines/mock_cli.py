@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from pytest_specgate.inputs import parse_json
+from pytest_specgate.contracts.validation import parse_json
 
 __all__ = ["EXIT_BAD_OPTIONS", "EXIT_REFUSED", "configure_parser", "options_from_args", "run"]
 
@@ -82,9 +82,9 @@ def options_from_args(args: argparse.Namespace) -> dict[str, object]:
 
 def run(args: argparse.Namespace) -> int:
     """Validate, check start-up fail-closed, then serve until interrupted."""
+    from pytest_specgate.contracts.engine import EngineStartupRefused
     from pytest_specgate.engines.mock.server import listen_loopback, serve_forever
     from pytest_specgate.engines.mock.settings import check_startup, settings_from_options
-    from pytest_specgate.engines.protocol import EngineStartupRefused
 
     if not 1 <= args.port <= _MAX_PORT:
         print(f"specgate mock-engine: --port={args.port}: expected a port from 1 to {_MAX_PORT}",

@@ -13,9 +13,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Final
 
+from pytest_specgate.contracts.engine import Telemetry
 from pytest_specgate.contracts.wire import SPEC_DECODE_METRIC_PREFIX, VllmMetric
 from pytest_specgate.engines.prometheus import Sample, parse_prometheus_text
-from pytest_specgate.engines.protocol import Telemetry
 
 __all__ = [
     "ACCEPTED_PER_POSITION_TOTAL",

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from pytest_specgate.engines.protocol import EngineStartupRefused
+from pytest_specgate.contracts.engine import EngineStartupRefused
 
 __all__ = [
     "MISMATCH_CODE",

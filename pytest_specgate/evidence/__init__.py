@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pytest_specgate._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from pytest_specgate.contracts.gates import GateName, GateOrderError, parse_gate_name
     from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord, RecordError
     from pytest_specgate.evidence._bundle import (
         MANIFEST_NAME,
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     )
     from pytest_specgate.evidence._collector import EvidenceCollector, probe_source
     from pytest_specgate.evidence._gate import GateInputError, GateVerdict, PrBodyText, evaluate_gate
-    from pytest_specgate.evidence._gates import GateName, GateOrderError, parse_gate_name
     from pytest_specgate.evidence._journal import read_receipt
     from pytest_specgate.evidence._markdown import (
         EvidenceBlock,
@@ -41,7 +41,6 @@ if TYPE_CHECKING:
         render_markdown,
         verdict_line,
     )
-    from pytest_specgate.evidence._marker import AC_MARKER_LINE, AcceptanceCriterion, ac_from_marker, is_ac_id
     from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
     from pytest_specgate.evidence._recorder import (
         Attachment,
@@ -54,13 +53,19 @@ if TYPE_CHECKING:
     from pytest_specgate.evidence._signing import SigningError, SigningKey, load_signing_key, sign_bundle
     from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, load_trust_policy
     from pytest_specgate.evidence._writer import NOT_QUALIFIED, QUALIFIED, WrittenBundle
+    from pytest_specgate.selection.ac_marker import (
+        AC_MARKER_LINE,
+        AcceptanceCriterion,
+        ac_from_marker,
+        is_ac_id,
+    )
 
 # Public names resolve on first use, so ``import pytest_specgate.evidence`` (which
 # pytest pays for at collection as soon as one test has an ``ac`` marker) stays cheap.
 _EXPORTS: dict[str, str] = {
     "read_receipt": "_journal",
-    "AC_MARKER_LINE": "_marker",
-    "AcceptanceCriterion": "_marker",
+    "AC_MARKER_LINE": "pytest_specgate.selection.ac_marker",
+    "AcceptanceCriterion": "pytest_specgate.selection.ac_marker",
     "Attachment": "_recorder",
     "Bundle": "_bundle",
     "BundleError": "_bundle",
@@ -68,8 +73,8 @@ _EXPORTS: dict[str, str] = {
     "EvidenceCollector": "_collector",
     "EvidenceRecorder": "_recorder",
     "GateInputError": "_gate",
-    "GateName": "_gates",
-    "GateOrderError": "_gates",
+    "GateName": "pytest_specgate.contracts.gates",
+    "GateOrderError": "pytest_specgate.contracts.gates",
     "GateVerdict": "_gate",
     "HiddenEvidence": "_markdown",
     "LocalIdentity": "_redact",
@@ -96,18 +101,18 @@ _EXPORTS: dict[str, str] = {
     "TrustPolicy": "_trust",
     "TrustPolicyError": "_trust",
     "WrittenBundle": "_writer",
-    "ac_from_marker": "_marker",
+    "ac_from_marker": "pytest_specgate.selection.ac_marker",
     "build_redactor": "_redact",
     "bundle_digest": "_bundle",
     "empty_properties": "_recorder",
     "evaluate_gate": "_gate",
     "evidence_schema": "_bundle",
     "find_bundles": "_bundle",
-    "is_ac_id": "_marker",
+    "is_ac_id": "pytest_specgate.selection.ac_marker",
     "load_bundle": "_bundle",
     "load_signing_key": "_signing",
     "load_trust_policy": "_trust",
-    "parse_gate_name": "_gates",
+    "parse_gate_name": "pytest_specgate.contracts.gates",
     "parse_pr_body": "_markdown",
     "probe_source": "_collector",
     "read_pr_body": "_markdown",

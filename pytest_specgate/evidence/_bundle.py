@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_specgate.evidence._jsonio import JsonValue, canonical_json, pretty_json, sha256_hex
-from pytest_specgate.evidence._marker import is_ac_id
+from pytest_specgate.selection.ac_marker import is_ac_id
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -155,7 +155,7 @@ class Bundle:
 
 def _read_json(path: Path) -> tuple[bytes, JsonValue]:
     """The file's bytes and what they parse to, from one read (nesting bounded)."""
-    from pytest_specgate.inputs import InputError, read_json_file
+    from pytest_specgate.contracts.validation import InputError, read_json_file
 
     try:
         return read_json_file(path)

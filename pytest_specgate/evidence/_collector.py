@@ -25,7 +25,9 @@ from typing import Any
 
 import pytest
 
-from pytest_specgate import __version__
+from pytest_specgate._version import __version__
+from pytest_specgate.contracts.host import HostProvenance
+from pytest_specgate.contracts.payload import payload_of
 from pytest_specgate.evidence._bundle import RECEIPT_NAME, RECEIPT_SCHEMA_ID, FileEntry
 from pytest_specgate.evidence._journal import JOURNAL_NAME, RunJournal
 from pytest_specgate.evidence._jsonio import JsonValue, replace_atomically, utc_timestamp
@@ -55,8 +57,6 @@ from pytest_specgate.evidence._source import (
     tree_changes,
 )
 from pytest_specgate.evidence._writer import NOT_QUALIFIED, WrittenBundle, write_attachment, write_bundle
-from pytest_specgate.host import HostProvenance
-from pytest_specgate.properties import payload_of
 
 SELECTION_WORKEROUTPUT = "specgate_selection"
 """The ``workeroutput`` key under which an xdist worker ships its :class:`SelectionFacts`."""

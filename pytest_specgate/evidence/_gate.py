@@ -16,6 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_specgate.contracts.errors import SpecgateInputError
+from pytest_specgate.contracts.gates import (
+    DeclaredGatesError,
+    GateName,
+    declared_gates,
+    parse_gate_name,
+    undeclared_gate_problem,
+)
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import (
     MARKDOWN_NAME,
@@ -27,13 +34,6 @@ from pytest_specgate.evidence._bundle import (
     read_records,
     verify_bundle,
 )
-from pytest_specgate.evidence._gates import (
-    DeclaredGatesError,
-    GateName,
-    declared_gates,
-    parse_gate_name,
-    undeclared_gate_problem,
-)
 from pytest_specgate.evidence._jsonio import JsonValue
 from pytest_specgate.evidence._markdown import (
     EvidenceBlock,
@@ -42,9 +42,9 @@ from pytest_specgate.evidence._markdown import (
     read_pr_body,
     render_markdown,
 )
-from pytest_specgate.evidence._marker import AC_ID_FORMS, is_ac_id
 from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
 from pytest_specgate.evidence._trust import TrustCheck, TrustPolicy
+from pytest_specgate.selection.ac_marker import AC_ID_FORMS, is_ac_id
 
 GATE_RESULT_SCHEMA_ID = "specgate.gate-result/1"
 _FULL_COMMIT = re.compile(r"^[0-9a-fA-F]{40}$")
@@ -111,7 +111,8 @@ def resolve_commit(option: str | None, environ: Mapping[str, str]) -> CommitChoi
 
 def read_declared_gates(pyproject: Path) -> tuple[GateName, ...]:
     """The ``[tool.specgate] gates`` of ``pyproject`` (empty when it declares none or does not exist)."""
-    from pytest_specgate.hardware import RequirementError, specgate_table
+    from pytest_specgate.contracts.hardware import RequirementError
+    from pytest_specgate.selection.hardware import specgate_table
 
     try:
         table = specgate_table(pyproject)

@@ -118,7 +118,7 @@ def _host_reasons(record: AcRecord) -> list[str]:
 def host_reasons(provenance: JsonValue) -> list[str]:
     """Why a recorded ``host.provenance`` keeps evidence from qualifying (simulated, untrusted tools),
     in the provenance's own words, shared with ``specgate hosts``."""
-    from pytest_specgate.host import HostFactsError, HostProvenance
+    from pytest_specgate.contracts.host import HostFactsError, HostProvenance
 
     if provenance is None:
         return ["host provenance unknown: the record does not say where its host facts came from"]
@@ -208,8 +208,9 @@ def _hardware_reasons(hardware: HardwareFact | None, host_facts: Mapping[str, Js
         return [f"hardware requirement not met: {'; '.join(hardware.reasons) or 'no reason given'}"]
     if hardware.requirement is None:
         return ["hardware requirement not recorded: its verdict cannot be recomputed"]
-    from pytest_specgate.hardware import RequirementError, evaluate_requirement, requirement_from_dict
-    from pytest_specgate.host import HostFactsError, host_facts_from_dict
+    from pytest_specgate.contracts.hardware import RequirementError
+    from pytest_specgate.contracts.host import HostFactsError, host_facts_from_dict
+    from pytest_specgate.selection.hardware import evaluate_requirement, requirement_from_dict
 
     try:
         requirement = requirement_from_dict(hardware.requirement)

@@ -16,10 +16,10 @@ from pathlib import Path, PurePath
 
 import pytest
 
+from pytest_specgate.contracts.validation import MAX_VALUE_DEPTH, value_nesting_depth
 from pytest_specgate.evidence._jsonio import JsonValue, replace_atomically, sha256_hex
 from pytest_specgate.evidence._payloads import RefusedPayload
 from pytest_specgate.evidence._redact import Redactor, is_text
-from pytest_specgate.inputs import MAX_VALUE_DEPTH, value_nesting_depth
 
 STAGING_DIR_NAME = ".staging"
 """Attachments are staged content-addressed under ``<evidence dir>/.staging/<run id>`` (xdist

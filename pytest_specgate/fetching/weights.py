@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Literal
 
-from pytest_specgate import __version__
+from pytest_specgate._version import __version__
 
 if TYPE_CHECKING:
     from huggingface_hub import HfFileMetadata

@@ -92,7 +92,7 @@ def _str_list(
 
 
 def _read_json(path: Path) -> tuple[bytes, object]:
-    from pytest_specgate.inputs import InputError, read_json_file
+    from pytest_specgate.contracts.validation import InputError, read_json_file
 
     try:
         return read_json_file(path)

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from pytest_specgate.engines.protocol import acceptance_rate_of
+from pytest_specgate.contracts.engine import acceptance_rate_of
 from pytest_specgate.measure.samples import RequestSample, SamplePair
 
 DEFAULT_CONFIDENCE_LEVEL = 0.95

@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
-from pytest_specgate import _docs
+from pytest_specgate.contracts import markers as marker_docs
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from pytest_specgate.collection import SpecPlan
+    from pytest_specgate.contracts.hardware import HardwareVerdict
+    from pytest_specgate.contracts.host import HostFacts, HostProvenance
+    from pytest_specgate.contracts.runmode import RunDecision
     from pytest_specgate.engines import Engine, EngineConfig, EnginePool
     from pytest_specgate.engines.endpoint_routes import EndpointRoute
     from pytest_specgate.evidence import (
@@ -34,11 +36,9 @@ if TYPE_CHECKING:
     )
     from pytest_specgate.evidence._records import SelectionFacts
     from pytest_specgate.evidence._signing import SignedBundle, SigningKey
-    from pytest_specgate.hardware import HardwareVerdict
-    from pytest_specgate.host import HostFacts, HostProvenance
     from pytest_specgate.qualification import QualificationFactory
-    from pytest_specgate.runmode import RunDecision
-    from pytest_specgate.settings import ProjectSettings, SpecgateSettings
+    from pytest_specgate.selection.collection import SpecPlan
+    from pytest_specgate.selection.settings import ProjectSettings, SpecgateSettings
 
 SETTINGS_KEY: Final[pytest.StashKey[SpecgateSettings]] = pytest.StashKey()
 PROJECT_KEY: Final[pytest.StashKey[ProjectSettings]] = pytest.StashKey()
@@ -62,7 +62,7 @@ ITEM_ENGINES_KEY: Final[pytest.StashKey[list[tuple[Engine, dict[str, Any]]]]] = 
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    from pytest_specgate.hookspecs import SpecgateHookSpecs
+    from pytest_specgate.plugin.hookspecs import SpecgateHookSpecs
 
     pluginmanager.add_hookspecs(SpecgateHookSpecs)
 
@@ -70,43 +70,43 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("specgate", "executable acceptance criteria (pytest-specgate)")
     group.addoption("--specgate-require", action="append", dest="specgate_require",
-                    metavar="AC", default=[], help=_docs.REQUIRE_HELP)
+                    metavar="AC", default=[], help=marker_docs.REQUIRE_HELP)
     group.addoption("--specgate-diagnostic", action="store_true", dest="specgate_diagnostic",
-                    default=False, help=_docs.DIAGNOSTIC_HELP)
+                    default=False, help=marker_docs.DIAGNOSTIC_HELP)
     group.addoption("--specgate-host-facts", dest="specgate_host_facts", metavar="FILE",
-                    default=None, help=_docs.HOST_FACTS_HELP)
+                    default=None, help=marker_docs.HOST_FACTS_HELP)
     group.addoption("--specgate-evidence", dest="specgate_evidence", metavar="DIR",
-                    default=None, help=_docs.EVIDENCE_HELP)
+                    default=None, help=marker_docs.EVIDENCE_HELP)
     group.addoption("--specgate-allow-dirty", action="store_true", dest="specgate_allow_dirty",
-                    default=False, help=_docs.ALLOW_DIRTY_HELP)
+                    default=False, help=marker_docs.ALLOW_DIRTY_HELP)
     group.addoption("--specgate-engine", dest="specgate_engine", metavar="BACKEND",
-                    default=None, help=_docs.ENGINE_HELP)
+                    default=None, help=marker_docs.ENGINE_HELP)
     group.addoption("--specgate-endpoint", dest="specgate_endpoint", metavar="URL",
-                    default=None, help=_docs.ENDPOINT_HELP)
+                    default=None, help=marker_docs.ENDPOINT_HELP)
     group.addoption("--specgate-endpoint-for", action="append", dest="specgate_endpoint_for",
-                    metavar="CHANGES=URL", default=[], help=_docs.ENDPOINT_FOR_HELP)
+                    metavar="CHANGES=URL", default=[], help=marker_docs.ENDPOINT_FOR_HELP)
     group.addoption("--specgate-duration-scale", dest="specgate_duration_scale",
-                    metavar="FACTOR", default=None, help=_docs.DURATION_SCALE_HELP)
+                    metavar="FACTOR", default=None, help=marker_docs.DURATION_SCALE_HELP)
     group.addoption("--specgate-engine-option", action="append", dest="specgate_engine_option",
-                    metavar="KEY=VALUE", default=[], help=_docs.ENGINE_OPTION_HELP)
+                    metavar="KEY=VALUE", default=[], help=marker_docs.ENGINE_OPTION_HELP)
     group.addoption("--specgate-vllm-python", dest="specgate_vllm_python", metavar="PYTHON",
-                    default=None, help=_docs.VLLM_PYTHON_HELP)
+                    default=None, help=marker_docs.VLLM_PYTHON_HELP)
     group.addoption("--specgate-sign-key", dest="specgate_sign_key", metavar="PATH",
-                    default=None, help=_docs.SIGN_KEY_HELP)
+                    default=None, help=marker_docs.SIGN_KEY_HELP)
     group.addoption("--specgate-record-reference", dest="specgate_record_reference", metavar="DIR",
-                    default=None, help=_docs.RECORD_REFERENCE_HELP)
-    parser.addini("specgate_evidence", _docs.EVIDENCE_HELP, default=None)
-    parser.addini("specgate_vllm_python", _docs.VLLM_PYTHON_HELP, default=None)
-    parser.addini("specgate_engine", _docs.ENGINE_HELP, default=None)
-    parser.addini("specgate_endpoint", _docs.ENDPOINT_HELP, default=None)
-    parser.addini("specgate_duration_scale", _docs.DURATION_SCALE_HELP, default=None)
+                    default=None, help=marker_docs.RECORD_REFERENCE_HELP)
+    parser.addini("specgate_evidence", marker_docs.EVIDENCE_HELP, default=None)
+    parser.addini("specgate_vllm_python", marker_docs.VLLM_PYTHON_HELP, default=None)
+    parser.addini("specgate_engine", marker_docs.ENGINE_HELP, default=None)
+    parser.addini("specgate_endpoint", marker_docs.ENDPOINT_HELP, default=None)
+    parser.addini("specgate_duration_scale", marker_docs.DURATION_SCALE_HELP, default=None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    from pytest_specgate.settings import load_project_settings, resolve_settings
-    from pytest_specgate.termination import install_sigterm_teardown
+    from pytest_specgate.plugin.termination import install_sigterm_teardown
+    from pytest_specgate.selection.settings import load_project_settings, resolve_settings
 
-    for doc in _docs.MARKER_DOCS:
+    for doc in marker_docs.MARKER_DOCS:
         config.addinivalue_line("markers", doc)
     restore_sigterm = install_sigterm_teardown()
     if restore_sigterm is not None:
@@ -206,7 +206,7 @@ def _pyproject(config: pytest.Config) -> Path | None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_specgate_host_facts(config: pytest.Config) -> HostFacts:
-    from pytest_specgate.host import load_host_facts, probe_host
+    from pytest_specgate.selection.host_probe import load_host_facts, probe_host
 
     path = config.stash[SETTINGS_KEY].host_facts_file
     facts = load_host_facts(path) if path is not None else probe_host()
@@ -240,7 +240,7 @@ def session_host_provenance(config: pytest.Config) -> HostProvenance:
 
 def _resolve_host_facts(config: pytest.Config) -> tuple[HostFacts, HostProvenance]:
     from pytest_specgate.contracts.errors import SpecgateInputError
-    from pytest_specgate.host import HostFacts, HostProvenance, host_facts_from_dict
+    from pytest_specgate.contracts.host import HostFacts, HostProvenance, host_facts_from_dict
 
     hook = config.hook
     try:
@@ -248,7 +248,7 @@ def _resolve_host_facts(config: pytest.Config) -> tuple[HostFacts, HostProvenanc
         if not isinstance(answered, HostFacts):
             raise pytest.UsageError(
                 f"pytest_specgate_host_facts in {_implementers(config, 'pytest_specgate_host_facts')} "
-                f"returned {type(answered).__name__}, expected pytest_specgate.host.HostFacts"
+                f"returned {type(answered).__name__}, expected pytest_specgate.contracts.host.HostFacts"
             )
         before = _json_shape(answered)
         edited = copy.deepcopy(before)
@@ -291,8 +291,8 @@ def _implementers(config: pytest.Config, hook_name: str) -> str:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    from pytest_specgate.collection import SpecPlan
-    from pytest_specgate.runmode import RunAction, RunDecision, RunMode
+    from pytest_specgate.contracts.runmode import RunAction, RunDecision, RunMode
+    from pytest_specgate.selection.collection import SpecPlan
 
     # On an xdist worker a UsageError would crash the worker, not stop the run: there
     # the problem becomes a setup ERROR of the tests it concerns, failing just as closed.
@@ -333,14 +333,14 @@ def _xdist_load_order(config: pytest.Config, items: list[pytest.Item],
                       costs: dict[int, float]) -> list[pytest.Item]:
     """Every worker orders alike, so the collections still agree; xdist then hands out the
     longest specs first, one per worker."""
-    from pytest_specgate.collection import costliest_spread, load_chunk_size
+    from pytest_specgate.selection.collection import costliest_spread, load_chunk_size
 
     workers = int(config.workerinput["workercount"])  # type: ignore[attr-defined]
     chunk = load_chunk_size(len(items), workers, config.getoption("maxschedchunk", None))
     return costliest_spread(items, costs, workers=workers, chunk=chunk)
 
 
-_OWN_MARKERS: Final = ("ac", "hardware", "engine", _docs.COST_MARKER)
+_OWN_MARKERS: Final = ("ac", "hardware", "engine", marker_docs.COST_MARKER)
 
 
 def _closest_markers(item: pytest.Item) -> dict[str, pytest.Mark]:
@@ -355,8 +355,8 @@ def _closest_markers(item: pytest.Item) -> dict[str, pytest.Mark]:
 def _prepare_item(item: pytest.Item, config: pytest.Config, plan: SpecPlan) -> float | None:
     """Validate a test's markers, store its AC, hardware verdict and run decision, and return
     its declared cost (None when it declares none)."""
-    from pytest_specgate.collection import declared_cost
-    from pytest_specgate.runmode import decide_run
+    from pytest_specgate.contracts.runmode import decide_run
+    from pytest_specgate.selection.collection import declared_cost
 
     settings = config.stash[SETTINGS_KEY].run
     markers = _closest_markers(item)
@@ -380,13 +380,13 @@ def _prepare_item(item: pytest.Item, config: pytest.Config, plan: SpecPlan) -> f
     if "engine" in markers:
         item.stash[ENGINE_CONFIG_KEY] = _marked_engine_config(item, config.stash[SETTINGS_KEY])
     item.stash[DECISION_KEY] = decide_run(verdict, required=required, diagnostic=settings.diagnostic)
-    cost = markers.get(_docs.COST_MARKER)
+    cost = markers.get(marker_docs.COST_MARKER)
     return None if cost is None else declared_cost(cost.args, cost.kwargs, item.nodeid)
 
 
 def _hardware_verdict(marker: pytest.Mark, nodeid: str, config: pytest.Config) -> HardwareVerdict:
     from pytest_specgate.contracts.errors import SpecgateInputError
-    from pytest_specgate.hardware import evaluate_requirement, requirement_from_marker
+    from pytest_specgate.selection.hardware import evaluate_requirement, requirement_from_marker
 
     try:
         requirement = requirement_from_marker(marker.args, marker.kwargs, config.stash[PROJECT_KEY].profiles)
@@ -408,7 +408,7 @@ def _check_waiver_declared(criterion: AcceptanceCriterion, nodeid: str,
     """A waiver must move the AC to one of the project's declared merge gates."""
     if criterion.waived_to is None:
         return
-    from pytest_specgate.evidence._gates import undeclared_gate_problem
+    from pytest_specgate.contracts.gates import undeclared_gate_problem
 
     problem = undeclared_gate_problem(criterion.waived_to, project.gates, project.declared_in)
     if problem is not None:
@@ -499,7 +499,7 @@ def _attach_payload(item: pytest.Item, decision: RunDecision | None, report: pyt
     engines = _engine_entries(item)
     if criterion is None and verdict is None and recorder is None and not engines:
         return
-    from pytest_specgate.properties import SPEC_PROPERTY, spec_payload
+    from pytest_specgate.contracts.payload import SPEC_PROPERTY, spec_payload
 
     redact = session_redactor(item.config).value
     payload = spec_payload(
@@ -532,7 +532,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
                                     f"({len(statement.files)} files, commit {statement.commit})")
     if not config.stash[SETTINGS_KEY].wants_payload:
         return
-    from pytest_specgate.properties import mismatched_hardware_runs, unbundled_evidence
+    from pytest_specgate.contracts.payload import mismatched_hardware_runs, unbundled_evidence
 
     reports = [report for reports in terminalreporter.stats.values() for report in reports]
     if config.stash[SETTINGS_KEY].evidence_dir is not None:
@@ -646,7 +646,7 @@ def tiny_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> EngineConfig:
     """The engine this test asks for: ``@pytest.mark.engine`` over the command line."""
     from pytest_specgate.engines.config import engine_config_for_node
-    from pytest_specgate.engines.registry import backend_named
+    from pytest_specgate.selection.backends import backend_named
 
     settings = request.config.stash[SETTINGS_KEY]
     node = request.node

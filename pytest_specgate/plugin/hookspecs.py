@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_specgate.host import HostFacts
+    from pytest_specgate.contracts.host import HostFacts
 
 
 class SpecgateHookSpecs:

@@ -16,7 +16,7 @@ from pytest_specgate.qualification._greedy import GreedyOutput, compare_greedy
 from pytest_specgate.qualification._recovery import RecoveryNotEvidenced
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines.protocol import Engine
+    from pytest_specgate.contracts.engine import Engine
 
 __all__ = ["EosNotRespected", "EosPath", "eos_gate"]
 

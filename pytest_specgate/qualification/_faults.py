@@ -42,7 +42,7 @@ from pytest_specgate.qualification._recovery import (
 )
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines.protocol import Engine
+    from pytest_specgate.contracts.engine import Engine
 
 __all__ = [
     "FAULT_GATES",

@@ -15,7 +15,7 @@ from pytest_specgate.qualification._raw_http import raw_chat_request, reset_afte
 from pytest_specgate.qualification._recovery import FaultObservation
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines.protocol import Engine
+    from pytest_specgate.contracts.engine import Engine
 
 __all__ = ["ClientFaultInjector", "FaultInjector", "MockFaultInjector", "injector_for"]
 

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from pytest_specgate.qualification._greedy import Messages
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines.protocol import Engine
+    from pytest_specgate.contracts.engine import Engine
 
 __all__ = ["raw_chat_request", "reset_after"]
 

@@ -78,8 +78,8 @@ class HttpCounterProbe:
         return body.decode("utf-8", errors="replace")
 
     def read(self) -> CounterReading:
+        from pytest_specgate.contracts.validation import InputError, parse_json
         from pytest_specgate.engines.prometheus import MetricsParseError, metric_totals
-        from pytest_specgate.inputs import InputError, parse_json
 
         problems: list[str] = []
         metrics_text = self._get("/metrics")

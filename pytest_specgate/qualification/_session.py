@@ -22,7 +22,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Final, Generic, Protocol, TypeVar, cast
 
-from pytest_specgate import __version__
+from pytest_specgate._version import __version__
 from pytest_specgate.evidence import NOT_QUALIFIED, QUALIFIED, Redactor, build_redactor, write_redacted
 from pytest_specgate.qualification._budget import (
     DEFAULT_HOLD_LIMIT_S,

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from pytest_specgate._docs import AC_MARKER_DOC as AC_MARKER_LINE
-from pytest_specgate.evidence._gates import parse_gate_name
-from pytest_specgate.inputs import InputError, one_line_text
+from pytest_specgate.contracts.gates import parse_gate_name
+from pytest_specgate.contracts.markers import AC_MARKER_DOC as AC_MARKER_LINE
+from pytest_specgate.contracts.validation import InputError, one_line_text
 
 __all__ = ["AC_MARKER_LINE", "AcceptanceCriterion", "ac_from_marker", "is_ac_id"]
 

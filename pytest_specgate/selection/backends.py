@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Final, cast, final
 
 import pytest
 
-from pytest_specgate._docs import DEFAULT_BACKEND, ENTRY_POINT_GROUP
+from pytest_specgate.contracts.markers import DEFAULT_BACKEND, ENTRY_POINT_GROUP
 
 if TYPE_CHECKING:
+    from pytest_specgate.contracts.engine import Engine
     from pytest_specgate.engines.config import EngineConfig
-    from pytest_specgate.engines.protocol import Engine
 
 __all__ = [
     "BUILTIN_BACKENDS",
@@ -39,6 +39,7 @@ __all__ = [
     "backend_named",
     "backends_from_entry_points",
     "boot_function",
+    "freeze_option",
 ]
 
 
@@ -164,3 +165,22 @@ def boot_function(name: str) -> BootFunction:
             f"engine backend {name!r} ({backend.origin}) names a {type(loaded).__name__}, not a boot function"
         )
     return cast(BootFunction, loaded)
+
+
+def freeze_option(value: object) -> object:
+    """Make an option value hashable: lists/sets become tuples, dicts sorted pairs."""
+    if isinstance(value, Mapping):
+        return tuple(sorted((str(k), freeze_option(v)) for k, v in value.items()))
+    if isinstance(value, list | tuple):
+        return tuple(freeze_option(v) for v in value)
+    if isinstance(value, set | frozenset):
+        return tuple(sorted((freeze_option(v) for v in value), key=repr))
+    try:
+        hash(value)
+    except TypeError as exc:
+        raise pytest.UsageError(
+            f"engine option value {value!r} is not hashable ({type(value).__name__})"
+        ) from exc
+    return value
+
+

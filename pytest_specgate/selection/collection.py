@@ -15,12 +15,12 @@ from typing import TYPE_CHECKING, TypeVar, final
 
 import pytest
 
-from pytest_specgate._docs import COST_MARKER
+from pytest_specgate.contracts.markers import COST_MARKER
 from pytest_specgate.contracts.validation import is_finite_positive
 
 if TYPE_CHECKING:
-    from pytest_specgate.evidence import AcceptanceCriterion
-    from pytest_specgate.hardware import HardwareVerdict
+    from pytest_specgate.contracts.hardware import HardwareVerdict
+    from pytest_specgate.selection.ac_marker import AcceptanceCriterion
 
 __all__ = [
     "MarkerSignature",
@@ -75,7 +75,7 @@ class SpecPlan:
     def criterion(self, args: Sequence[object], kwargs: Mapping[str, object],
                   nodeid: str) -> AcceptanceCriterion:
         """The test's ``@pytest.mark.ac`` criterion; a bad marker is a UsageError naming ``nodeid``."""
-        from pytest_specgate.evidence import ac_from_marker
+        from pytest_specgate.selection.ac_marker import ac_from_marker
 
         return _memoised(self._criteria, args, kwargs, lambda: ac_from_marker(args, kwargs, nodeid))
 

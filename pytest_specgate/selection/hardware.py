@@ -13,13 +13,19 @@ import operator
 import re
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Final, final
+from typing import Any, Final
 
-from pytest_specgate.contracts.errors import SpecgateInputError
+from pytest_specgate.contracts.hardware import (
+    OS_NAMES,
+    HardwareRequirement,
+    HardwareVerdict,
+    HostProfile,
+    RequirementError,
+    format_gb,
+)
+from pytest_specgate.contracts.host import GIB, GpuFacts, HostFacts
 from pytest_specgate.contracts.validation import is_count, is_finite_positive, is_real
-from pytest_specgate.host import GIB, GpuFacts, HostFacts
 
 __all__ = [
     "HardwareRequirement",
@@ -39,111 +45,6 @@ _APPLE_MODEL = re.compile(r"M-any|M\d+(?: (?:Pro|Max|Ultra))?")
 _SM = re.compile(r"\d+\.\d+")
 _VERSION = re.compile(r"\d+(?:\.\d+){0,2}")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_OS_NAMES: Final = {"macos": "macOS", "linux": "Linux", "windows": "Windows"}
-
-
-class RequirementError(SpecgateInputError):
-    """A marker or profile argument is wrong; the message names the argument."""
-
-
-@final
-@dataclass(frozen=True)
-class HardwareRequirement:
-    """What a spec needs. Every field ``None`` means "no constraint"."""
-
-    profile: str | None = None
-    apple: str | None = None
-    min_memory_gb: float | None = None
-    max_memory_gb: float | None = None
-    cuda_sm: str | None = None
-    min_cuda_sm: str | None = None
-    min_gpus: int | None = None
-    min_gpu_memory_gb: float | None = None
-    os: str | None = None
-    macos_min: str | None = None
-    macos_max: str | None = None
-    env: str | None = None
-
-    @property
-    def needs_nvidia(self) -> bool:
-        return any(v is not None for v in (self.cuda_sm, self.min_cuda_sm, self.min_gpus,
-                                           self.min_gpu_memory_gb))
-
-    def describe(self) -> str:
-        """Human form, e.g. ``Apple M4, memory ≥ 16 GB``."""
-        parts: list[str] = []
-        if self.apple:
-            parts.append("Apple Silicon (any M chip)" if self.apple == "M-any"
-                         else f"Apple {self.apple}")
-        if self.os:
-            parts.append(_OS_NAMES[self.os])
-        if self.macos_min:
-            parts.append(f"macOS ≥ {self.macos_min}")
-        if self.macos_max:
-            parts.append(f"macOS ≤ {self.macos_max}")
-        if self.min_memory_gb is not None:
-            parts.append(f"memory ≥ {_gb(self.min_memory_gb)}")
-        if self.max_memory_gb is not None:
-            parts.append(f"memory ≤ {_gb(self.max_memory_gb)}")
-        if self.needs_nvidia:
-            parts.append(self._describe_gpus())
-        if self.env:
-            parts.append(f"{self.env}=1")
-        return ", ".join(parts) or "any host"
-
-    def _describe_gpus(self) -> str:
-        gpu = f"{self.min_gpus or 1}× NVIDIA GPU"
-        details = []
-        if self.cuda_sm:
-            details.append(f"SM {self.cuda_sm}")
-        if self.min_cuda_sm:
-            details.append(f"SM ≥ {self.min_cuda_sm}")
-        if self.min_gpu_memory_gb is not None:
-            details.append(f"≥ {_gb(self.min_gpu_memory_gb)} each")
-        return f"{gpu} ({', '.join(details)})" if details else gpu
-
-    def to_dict(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None}
-
-
-@final
-@dataclass(frozen=True)
-class HostProfile:
-    """A named requirement from ``[tool.specgate.hosts.<name>]``."""
-
-    name: str
-    requirement: HardwareRequirement
-    description: str | None = None
-
-
-@final
-@dataclass(frozen=True)
-class HardwareVerdict:
-    """The requirement, whether the host meets it, and every unmet clause."""
-
-    requirement: HardwareRequirement
-    matched: bool
-    reasons: tuple[str, ...]
-    host_summary: str
-
-    def mismatch_message(self) -> str:
-        profile = f" [{self.requirement.profile}]" if self.requirement.profile else ""
-        return (f"needs {self.requirement.describe()}{profile}; unmet: "
-                f"{'; '.join(self.reasons)}; host has {self.host_summary}")
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "requirement": self.requirement.to_dict(),
-            "profile": self.requirement.profile,
-            "matched": self.matched,
-            "reasons": list(self.reasons),
-            "host_summary": self.host_summary,
-        }
-
-
-def _gb(value: float) -> str:
-    return f"{value:g} GB"
 
 
 # ---------------------------------------------------------------------------
@@ -171,8 +72,8 @@ def _count(name: str, value: Any) -> int:
 
 
 def _os_name(name: str, value: Any) -> str:
-    if value not in _OS_NAMES:
-        raise RequirementError(f"{name} must be one of {sorted(_OS_NAMES)}, got {value!r}")
+    if value not in OS_NAMES:
+        raise RequirementError(f"{name} must be one of {sorted(OS_NAMES)}, got {value!r}")
     return str(value)
 
 
@@ -352,9 +253,9 @@ def _memory_reasons(req: HardwareRequirement, host: HostFacts) -> list[str]:
         if bound is None:
             continue
         if have is None:
-            reasons.append(f"memory {label} {_gb(bound)} (host memory unknown)")
+            reasons.append(f"memory {label} {format_gb(bound)} (host memory unknown)")
         elif not ok(have, bound):
-            reasons.append(f"memory {label} {_gb(bound)} (host has {have:.1f} GB)")
+            reasons.append(f"memory {label} {format_gb(bound)} (host has {have:.1f} GB)")
     return reasons
 
 
@@ -364,7 +265,7 @@ def _macos_reasons(req: HardwareRequirement, host: HostFacts) -> list[str]:
         if bound is None:
             continue
         if host.os != "macos":
-            reasons.append(f"macOS {label} {bound} (host runs {_OS_NAMES.get(host.os, host.os)})")
+            reasons.append(f"macOS {label} {bound} (host runs {OS_NAMES.get(host.os, host.os)})")
         elif host.os_version is None:
             reasons.append(f"macOS {label} {bound} (host macOS version unknown)")
         elif not _within(host.os_version, bound, upper=upper):
@@ -394,8 +295,8 @@ def evaluate_requirement(
     """Match a requirement against host facts and the environment (pure)."""
     reasons: list[str] = []
     if requirement.os and host.os != requirement.os:
-        reasons.append(f"OS {_OS_NAMES[requirement.os]} (host runs "
-                       f"{_OS_NAMES.get(host.os, host.os)})")
+        reasons.append(f"OS {OS_NAMES[requirement.os]} (host runs "
+                       f"{OS_NAMES.get(host.os, host.os)})")
     if requirement.apple:
         chip = host.apple_chip
         wanted = requirement.apple

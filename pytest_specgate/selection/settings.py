@@ -14,15 +14,16 @@ from typing import TYPE_CHECKING, final
 
 import pytest
 
-from pytest_specgate._docs import DEFAULT_BACKEND
+from pytest_specgate.contracts.gates import DeclaredGatesError, GateName, declared_gates
+from pytest_specgate.contracts.hardware import HostProfile, RequirementError
+from pytest_specgate.contracts.markers import DEFAULT_BACKEND
+from pytest_specgate.contracts.runmode import REQUIRE_ALL, RunSettings
 from pytest_specgate.contracts.validation import InputError, JsonNestingError, is_finite_positive, parse_json
-from pytest_specgate.engines.registry import backend_named
-from pytest_specgate.evidence._gates import DeclaredGatesError, GateName, declared_gates
-from pytest_specgate.hardware import HostProfile, RequirementError, host_profiles_from_table, specgate_table
-from pytest_specgate.runmode import REQUIRE_ALL, RunSettings
+from pytest_specgate.selection.backends import backend_named
+from pytest_specgate.selection.hardware import host_profiles_from_table, specgate_table
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines.endpoint_routes import EndpointRoute
+    from pytest_specgate.selection.endpoint_routes import EndpointRoute
 
 __all__ = [
     "ProjectSettings",
@@ -180,7 +181,7 @@ def parse_endpoint_routes(texts: list[str]) -> tuple[EndpointRoute, ...]:
     """Each ``--specgate-endpoint-for`` value as a route; a bad one is a UsageError quoting it."""
     if not texts:
         return ()
-    from pytest_specgate.engines.endpoint_routes import parse_endpoint_route
+    from pytest_specgate.selection.endpoint_routes import parse_endpoint_route
 
     try:
         return tuple(parse_endpoint_route(text) for text in texts)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_specgate._docs import BUILTIN_BACKEND_NAMES, ENGINE_HELP
-from pytest_specgate.engines import registry
-from pytest_specgate.engines.registry import (
+from pytest_specgate.contracts.markers import BUILTIN_BACKEND_NAMES, ENGINE_HELP
+from pytest_specgate.selection import backends as registry
+from pytest_specgate.selection.backends import (
     BUILTIN_BACKENDS,
     ENTRY_POINT_GROUP,
     Backend,

@@ -11,6 +11,7 @@ import httpx
 import pytest
 from engines_testkit import GREEDY, BootMock, user
 
+from pytest_specgate.contracts.engine import EngineBootError
 from pytest_specgate.engines.boot import ManagedProcess, free_loopback_port, wait_for_health
 from pytest_specgate.engines.client import OpenAIClient
 from pytest_specgate.engines.config import EngineConfig, EnginePool, engine_config_from
@@ -18,7 +19,6 @@ from pytest_specgate.engines.endpoint import boot as endpoint_boot
 from pytest_specgate.engines.endpoint import choose_telemetry
 from pytest_specgate.engines.mock import MockEngine
 from pytest_specgate.engines.mock_cli import EXIT_BAD_OPTIONS, EXIT_REFUSED, configure_parser, run
-from pytest_specgate.engines.protocol import EngineBootError
 
 
 def _endpoint(url: str, **options: object) -> EngineConfig:

@@ -8,6 +8,7 @@ from contextlib import closing
 import httpx
 import pytest
 
+from pytest_specgate.contracts.engine import EngineBootError
 from pytest_specgate.engines.client import OpenAIClient
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.endpoint import served_model
@@ -18,8 +19,7 @@ from pytest_specgate.engines.endpoint_routes import (
     route_endpoint,
 )
 from pytest_specgate.engines.mock import MockEngine
-from pytest_specgate.engines.protocol import EngineBootError
-from pytest_specgate.settings import parse_endpoint_routes
+from pytest_specgate.selection.settings import parse_endpoint_routes
 
 SPECULATIVE = EngineConfig(backend="endpoint", target="t", draft="d", num_draft_tokens=4,
                            options=(("url", "http://127.0.0.1:8000"),))

@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from engines_testkit import wait_until
 
+from pytest_specgate.contracts.engine import EngineBootError, StreamResult, Telemetry
 from pytest_specgate.engines.boot import ManagedProcess, free_loopback_port, wait_for_health
 from pytest_specgate.engines.client import (
     EngineHTTPError,
     chat_result_from,
     telemetry_from_status,
 )
-from pytest_specgate.engines.protocol import EngineBootError, StreamResult, Telemetry
 
 
 class FakeClock:

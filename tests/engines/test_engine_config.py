@@ -12,7 +12,7 @@ import pytest
 from pytest_specgate.engines.config import EngineConfig, EnginePool, engine_config_from
 from pytest_specgate.engines.mock import MockEngine
 from pytest_specgate.engines.mock import boot as mock_boot
-from pytest_specgate.engines.registry import BUILTIN_BACKENDS, boot_function
+from pytest_specgate.selection.backends import BUILTIN_BACKENDS, boot_function
 
 NO_OPTIONS: dict[str, object] = {"engine": None, "endpoint": None}
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_specgate._docs import ENGINE_MARKER_DOC
+from pytest_specgate.contracts.markers import ENGINE_MARKER_DOC
 from pytest_specgate.engines.config import EnginePool, engine_config_for_node, engine_workdir
 
 

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_specgate.contracts.engine import Engine, EngineBootError
 from pytest_specgate.engines.config import EngineConfig, EnginePool
-from pytest_specgate.engines.protocol import Engine, EngineBootError
 
 
 @pytest.mark.parametrize(

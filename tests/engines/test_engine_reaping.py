@@ -19,7 +19,7 @@ from engines_testkit import wait_until
 
 from pytest_specgate.engines.boot import ManagedProcess, reaped_argv, run_if_orphaned
 from pytest_specgate.engines.reaper import parse_arguments
-from pytest_specgate.termination import install_sigterm_teardown
+from pytest_specgate.plugin.termination import install_sigterm_teardown
 
 pytestmark = pytest.mark.skipif(not Path("/proc").is_dir(), reason="reads process states from /proc")
 
@@ -191,7 +191,7 @@ def _child(tmp_path: Path, body: str) -> subprocess.CompletedProcess[str]:
 def test_a_second_sigterm_during_teardown_ends_the_process(tmp_path: Path) -> None:
     script = (
         "import os, signal, time\n"
-        "from pytest_specgate.termination import Terminated, install_sigterm_teardown\n"
+        "from pytest_specgate.plugin.termination import Terminated, install_sigterm_teardown\n"
         "install_sigterm_teardown()\n"
         "try:\n"
         "    os.kill(os.getpid(), signal.SIGTERM)\n"

@@ -12,8 +12,8 @@ import httpx
 import pytest
 from engines_testkit import GREEDY, BootMock, mock_config, user
 
+from pytest_specgate.contracts.engine import EngineStartupRefused
 from pytest_specgate.engines.mock import MockEngine, boot
-from pytest_specgate.engines.protocol import EngineStartupRefused
 
 
 def _mock_threads() -> list[str]:
@@ -137,8 +137,8 @@ def test_subprocess_that_dies_during_boot_reports_its_log_tail(
 ) -> None:
     import sys
 
+    from pytest_specgate.contracts.engine import EngineBootError
     from pytest_specgate.engines.mock import server
-    from pytest_specgate.engines.protocol import EngineBootError
 
     dying = [sys.executable, "-c", "print('mock engine cannot bind'); raise SystemExit(4)"]
     monkeypatch.setattr(server, "subprocess_argv", lambda settings, port: dying)
@@ -148,7 +148,7 @@ def test_subprocess_that_dies_during_boot_reports_its_log_tail(
 
 
 def test_mock_engine_satisfies_the_engine_protocol(spec_engine: MockEngine) -> None:
-    from pytest_specgate.engines.protocol import Engine
+    from pytest_specgate.contracts.engine import Engine
 
     assert isinstance(spec_engine, Engine)
     versions = spec_engine.versions()

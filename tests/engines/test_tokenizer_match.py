@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_specgate.engines.protocol import EngineStartupRefused
+from pytest_specgate.contracts.engine import EngineStartupRefused
 from pytest_specgate.engines.tokenizer_match import (
     MISMATCH_CODE,
     UNVERIFIABLE_CODE,
@@ -19,7 +19,7 @@ from pytest_specgate.engines.tokenizer_match import (
     tokenizer_differences,
     tokenizer_fingerprint,
 )
-from pytest_specgate.models import TinyModelPair, tiny_model_pair
+from pytest_specgate.fetching.tiny_models import TinyModelPair, tiny_model_pair
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from pytest_specgate.engines import EngineBootError, EngineConfig, EngineStartup
 from pytest_specgate.engines import mlx as mlx_backend
 from pytest_specgate.engines.boot import ManagedProcess
 from pytest_specgate.engines.mlx import MlxEngine, boot
-from pytest_specgate.models import TinyModelPair, tiny_model_pair
+from pytest_specgate.fetching.tiny_models import TinyModelPair, tiny_model_pair
 
 pytest.importorskip("mlx_lm", reason="the mlx extra (mlx-lm, mlx[cpu]) is not installed")
 

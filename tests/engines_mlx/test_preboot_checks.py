@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_specgate.contracts.engine import EngineStartupRefused
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.mlx import (
     check_capacity,
@@ -20,8 +21,7 @@ from pytest_specgate.engines.mlx import (
     host_memory_bytes,
     plan_boot,
 )
-from pytest_specgate.engines.protocol import EngineStartupRefused
-from pytest_specgate.models import TinyModelPair, tiny_model_pair
+from pytest_specgate.fetching.tiny_models import TinyModelPair, tiny_model_pair
 
 
 @pytest.fixture(scope="module")

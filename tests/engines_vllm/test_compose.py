@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pytest_specgate.contracts.engine import EngineStartupRefused
+from pytest_specgate.contracts.host import host_facts_from_dict
 from pytest_specgate.engines.boot import free_loopback_port
 from pytest_specgate.engines.config import EngineConfig
-from pytest_specgate.engines.protocol import EngineStartupRefused
 from pytest_specgate.engines.vllm import boot, profile_from_config
 from pytest_specgate.engines.vllm.compose import (
     COMPOSE_FILE_NAME,
@@ -34,7 +35,6 @@ from pytest_specgate.engines.vllm.profile import (
     image_is_pinned,
     sanitize_served_model_name,
 )
-from pytest_specgate.host import host_facts_from_dict
 
 DIGEST = "sha256:" + "ab" * 32
 IMAGE = EngineImage(reference=f"vllm/vllm-openai@{DIGEST}", min_compute_capability="8.0")
@@ -450,7 +450,7 @@ def test_compose_eligibility_judges_the_host_facts_a_hook_answered(pytester: pyt
     pytester.makeconftest(f"""
         import json
         import pytest
-        from pytest_specgate.host import host_facts_from_dict
+        from pytest_specgate.contracts.host import host_facts_from_dict
 
         @pytest.hookimpl(tryfirst=True)
         def pytest_specgate_host_facts(config):

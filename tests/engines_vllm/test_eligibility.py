@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
+from pytest_specgate.contracts.host import HostFacts, host_facts_from_dict
 from pytest_specgate.engines.vllm.eligibility import REASON_CODES, eligibility
 from pytest_specgate.engines.vllm.profile import DraftSpec, EngineImage, EngineProfile
-from pytest_specgate.host import HostFacts, host_facts_from_dict
 
 GIB = 1024**3
 IMAGE = EngineImage(

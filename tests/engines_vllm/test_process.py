@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_specgate.contracts.engine import EngineBootError, EngineStartupRefused
 from pytest_specgate.engines.config import EngineConfig
-from pytest_specgate.engines.protocol import EngineBootError, EngineStartupRefused
 from pytest_specgate.engines.vllm import boot
 from pytest_specgate.engines.vllm.process import (
     VllmEngine,
@@ -25,7 +25,7 @@ from pytest_specgate.engines.vllm.process import (
     server_argv,
     speculative_config_of,
 )
-from pytest_specgate.models import TinyModelPair, tiny_model_pair
+from pytest_specgate.fetching.tiny_models import TinyModelPair, tiny_model_pair
 
 HERE = Path(__file__).parent
 

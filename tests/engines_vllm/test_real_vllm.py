@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
+from pytest_specgate.contracts.engine import EngineStartupRefused
 from pytest_specgate.engines.config import EngineConfig
-from pytest_specgate.engines.protocol import EngineStartupRefused
 from pytest_specgate.engines.vllm import boot
 from pytest_specgate.engines.vllm.process import VllmEngine
-from pytest_specgate.models import TinyModelPair, tiny_model_pair
+from pytest_specgate.fetching.tiny_models import TinyModelPair, tiny_model_pair
 
 SKIP_REASON = (
     "vllm is not installed in this interpreter and --specgate-vllm-python names none that has it "

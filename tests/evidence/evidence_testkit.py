@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from pytest_specgate.contracts.payload import SPEC_PROPERTY
 from pytest_specgate.evidence import (
     MANIFEST_NAME,
     MARKDOWN_NAME,
@@ -33,7 +34,6 @@ from pytest_specgate.evidence import (
 from pytest_specgate.evidence._bundle import FileEntry, file_entry, manifest_document
 from pytest_specgate.evidence._jsonio import pretty_json
 from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
-from pytest_specgate.properties import SPEC_PROPERTY
 
 PLANTED_HF_TOKEN = "hf_PlantedTokenValue0123456789abcdefXYZ"
 HOST_FACTS: Mapping[str, Any] = {"os": "linux", "arch": "x86_64", "memory_gb": 24}

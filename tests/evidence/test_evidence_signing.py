@@ -33,10 +33,10 @@ from evidence_testkit import (
     reseal_bundle,
 )
 
+from pytest_specgate.contracts.gates import declared_gates
 from pytest_specgate.evidence import WrittenBundle, build_redactor, evaluate_gate, load_bundle, verify_bundle
 from pytest_specgate.evidence._bundle import SIGNATURE_NAME
 from pytest_specgate.evidence._gate import CommitChoice
-from pytest_specgate.evidence._gates import declared_gates
 from pytest_specgate.evidence._jsonio import pretty_json
 from pytest_specgate.evidence._signing import (
     PASSPHRASE_ENV,

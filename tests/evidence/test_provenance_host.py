@@ -12,8 +12,9 @@ import pytest
 from provenance_testkit import commit_project, gate_lines, gate_rejection, only_record, run_passing
 
 from pytest_specgate.cli import main
+from pytest_specgate.contracts.host import HostProvenance, ProbeAnswer
 from pytest_specgate.evidence._policy import host_reasons
-from pytest_specgate.host import HostProvenance, ProbeAnswer, in_system_location
+from pytest_specgate.selection.host_probe import answer_found_at, in_system_location
 
 HOSTS = Path(__file__).resolve().parents[2] / "fixtures" / "hosts"
 ADD_AN_M4 = """
@@ -24,7 +25,7 @@ def pytest_specgate_update_host_facts(config, facts):
 ANSWER_WITH_A_GB10 = """
 from pytest_specgate.cli import main
 from pytest_specgate.evidence._policy import host_reasons
-from pytest_specgate.host import GpuFacts, HostFacts
+from pytest_specgate.contracts.host import GpuFacts, HostFacts
 
 def pytest_specgate_host_facts(config):
     return HostFacts(os="linux", arch="aarch64", memory_bytes=128 * 1024**3, source="probe",
@@ -170,7 +171,7 @@ def test_specgate_hosts_shows_provenance_and_an_untrusted_tool(
 
 
 def test_reasons_are_recomputed_from_the_recorded_provenance() -> None:
-    fake = ProbeAnswer.found_at("nvidia-smi", "/tmp/fake-bin/nvidia-smi", "nvidia-smi --query-gpu=name",
+    fake = answer_found_at("nvidia-smi", "/tmp/fake-bin/nvidia-smi", "nvidia-smi --query-gpu=name",
                                 "NVIDIA GB10")
     for provenance in (HostProvenance("file", "gb10.json"), HostProvenance("probe", None, (fake,))):
         again = HostProvenance.from_record(json.loads(json.dumps(provenance.to_record())))

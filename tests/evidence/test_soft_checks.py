@@ -11,8 +11,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_specgate.contracts.payload import (
+    SPEC_PROPERTY,
+    UnbundledEvidence,
+    spec_payload,
+    unbundled_evidence,
+)
 from pytest_specgate.evidence import find_bundles
-from pytest_specgate.properties import SPEC_PROPERTY, UnbundledEvidence, spec_payload, unbundled_evidence
 
 SOFT_SPECS = """
 import pytest

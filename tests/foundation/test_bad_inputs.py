@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_specgate.cli import main
-from pytest_specgate.inputs import InputError, json_nesting_depth, one_line_text, parse_json
+from pytest_specgate.contracts.validation import InputError, json_nesting_depth, one_line_text, parse_json
 from pytest_specgate.qualification import HttpCounterProbe
 from pytest_specgate.qualification._budget import measured_durations
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_specgate.cli import main
-from pytest_specgate.models import TINY_MODEL_ROLES
+from pytest_specgate.fetching.tiny_models import TINY_MODEL_ROLES
 
 
 def test_builds_every_role_and_prints_where(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

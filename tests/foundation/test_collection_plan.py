@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_specgate.collection import (
+from pytest_specgate.contracts.hardware import HardwareRequirement, HardwareVerdict
+from pytest_specgate.selection.collection import (
     SpecPlan,
     costliest_spread,
     declared_cost,
     load_chunk_size,
     marker_signature,
 )
-from pytest_specgate.hardware import HardwareRequirement, HardwareVerdict
 
 HOSTS = Path(__file__).resolve().parents[2] / "fixtures" / "hosts"
 LINUX = str(HOSTS / "linux-x86_64-24gb-nogpu.json")
@@ -87,7 +87,7 @@ def test_each_worker_batch_starts_with_one_of_the_costliest() -> None:
 
 def test_without_payload_readers_no_report_carries_one(pytester: pytest.Pytester) -> None:
     pytester.makeconftest("""
-        from pytest_specgate.properties import payload_of
+        from pytest_specgate.contracts.payload import payload_of
 
         def pytest_runtest_logreport(report):
             print(f"PAYLOAD {report.when} {payload_of(report.user_properties) is not None}")

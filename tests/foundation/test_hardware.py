@@ -6,15 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_specgate.hardware import (
-    HardwareRequirement,
-    HostProfile,
-    RequirementError,
+from pytest_specgate.contracts.hardware import HardwareRequirement, HostProfile, RequirementError
+from pytest_specgate.contracts.host import GIB, GpuFacts, HostFacts
+from pytest_specgate.selection.hardware import (
     evaluate_requirement,
     load_host_profiles,
     requirement_from_marker,
 )
-from pytest_specgate.host import GIB, GpuFacts, HostFacts, load_host_facts
+from pytest_specgate.selection.host_probe import load_host_facts
 
 HOSTS = Path(__file__).resolve().parents[2] / "fixtures" / "hosts"
 

@@ -7,9 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_specgate.host import (
-    HostFactsError,
-    host_facts_from_dict,
+from pytest_specgate.contracts.host import HostFactsError, host_facts_from_dict
+from pytest_specgate.selection.host_probe import (
     load_host_facts,
     parse_apple_chip,
     parse_meminfo_bytes,

@@ -11,7 +11,7 @@ import pytest
 import pytest_specgate
 from pytest_specgate.cli import main
 from pytest_specgate.examples import host_example_names, host_examples_dir
-from pytest_specgate.host import load_host_facts
+from pytest_specgate.selection.host_probe import load_host_facts
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(pytest_specgate.__file__).parent

@@ -23,7 +23,7 @@ HEAVY = (
     "pytest_specgate.engines.client",
     "pytest_specgate.measure",
     "pytest_specgate.qualification",
-    "pytest_specgate.weights",
+    "pytest_specgate.fetching.weights",
     "starlette",
     "uvicorn",
     "httpx",
@@ -66,7 +66,7 @@ def heavy_modules_after(code: str, cwd: Path, heavy: tuple[str, ...] = HEAVY) ->
     [
         "import pytest_specgate",
         "import pytest_specgate.plugin",
-        "import pytest_specgate.collection",
+        "import pytest_specgate.selection.collection",
         "import pytest_specgate.contracts.wire, pytest_specgate.contracts.validation",
     ],
 )
@@ -92,7 +92,7 @@ def test_collecting_specs_with_every_marker_loads_no_engine(tmp_path: Path) -> N
 
 
 def test_booting_one_backend_imports_that_backend_and_no_other(tmp_path: Path) -> None:
-    code = "from pytest_specgate.engines.registry import boot_function\nboot_function('mock')\n"
+    code = "from pytest_specgate.selection.backends import boot_function\nboot_function('mock')\n"
     found = heavy_modules_after(code, tmp_path, BACKENDS)
     assert "pytest_specgate.engines.mock" in found
     assert [m for m in found if not m.startswith("pytest_specgate.engines.mock")] == []

@@ -152,7 +152,7 @@ def test_diagnostic_runs_everything_and_says_so(project: pytest.Pytester) -> Non
 
 def test_diagnostic_mode_is_recorded_on_reports(project: pytest.Pytester) -> None:
     project.makeconftest("""
-        from pytest_specgate.properties import payload_of
+        from pytest_specgate.contracts.payload import payload_of
         SEEN = {}
         def pytest_runtest_logreport(report):
             if report.when == "teardown":
@@ -242,7 +242,7 @@ def test_bad_profile_in_pyproject_is_usage_error(pytester: pytest.Pytester) -> N
 def test_host_facts_hooks_replace_and_edit_the_probe(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(f"""
         import pytest
-        from pytest_specgate.host import load_host_facts
+        from pytest_specgate.selection.host_probe import load_host_facts
         from pathlib import Path
 
         def pytest_specgate_host_facts(config):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_specgate.settings import load_project_settings
+from pytest_specgate.selection.settings import load_project_settings
 
 
 def test_profiles_and_patterns_come_from_one_table(tmp_path: Path) -> None:

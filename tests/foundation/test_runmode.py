@@ -6,9 +6,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_specgate.hardware import HardwareRequirement, HardwareVerdict
-from pytest_specgate.properties import SPEC_PROPERTY, mismatched_hardware_runs, payload_of, spec_payload
-from pytest_specgate.runmode import RunAction, RunMode, RunSettings, decide_run
+from pytest_specgate.contracts.hardware import HardwareRequirement, HardwareVerdict
+from pytest_specgate.contracts.payload import (
+    SPEC_PROPERTY,
+    mismatched_hardware_runs,
+    payload_of,
+    spec_payload,
+)
+from pytest_specgate.contracts.runmode import RunAction, RunMode, RunSettings, decide_run
 
 MISMATCH = HardwareVerdict(
     HardwareRequirement(apple="M4"),

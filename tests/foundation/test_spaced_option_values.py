@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_specgate.examples import host_examples_dir
-from pytest_specgate.settings import spaced_outside_values
+from pytest_specgate.selection.settings import spaced_outside_values
 
 SPEC = """
 import pytest

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_specgate.host import probe_host
+from pytest_specgate.selection.host_probe import probe_host
 
 M4 = Path(__file__).resolve().parents[2] / "fixtures" / "hosts" / "m4-16gb.json"
 

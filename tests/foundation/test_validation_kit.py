@@ -6,13 +6,13 @@ import math
 
 import pytest
 
-from pytest_specgate import cli, inputs
+from pytest_specgate import cli
 from pytest_specgate.contracts import validation
 from pytest_specgate.contracts.errors import SpecgateInputError
+from pytest_specgate.contracts.gates import DeclaredGatesError
+from pytest_specgate.contracts.hardware import RequirementError
+from pytest_specgate.contracts.host import HostFactsError
 from pytest_specgate.evidence._gate import GateInputError
-from pytest_specgate.evidence._gates import DeclaredGatesError
-from pytest_specgate.hardware import RequirementError
-from pytest_specgate.host import HostFactsError
 from pytest_specgate.measure import FixtureFileError
 from pytest_specgate.qualification import BudgetError
 
@@ -48,11 +48,10 @@ def test_is_count_takes_a_minimum() -> None:
     assert validation.is_count(2, 2) and not validation.is_count(1, 2) and validation.is_count(0, 0)
 
 
-def test_the_old_inputs_module_re_exports_the_kit() -> None:
-    assert inputs.parse_json is validation.parse_json
-    assert inputs.InputError is SpecgateInputError
+def test_input_error_is_the_one_input_error() -> None:
+    assert validation.InputError is SpecgateInputError
     with pytest.raises(SpecgateInputError, match=r"^cfg: JSON nested 3 levels deep; expected at most 2$"):
-        inputs.parse_json("[[[]]]", "cfg", max_depth=2)
+        validation.parse_json("[[[]]]", "cfg", max_depth=2)
 
 
 def test_a_mismatch_names_where_what_was_expected_and_what_was_found() -> None:

@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 import pytest
 from measure_fakes import FakeClock, make_prompts
 
-from pytest_specgate.engines.protocol import StreamResult
+from pytest_specgate.contracts.engine import StreamResult
 from pytest_specgate.measure.engine_arms import engine_arm, engine_telemetry
 from pytest_specgate.measure.paired import run_paired
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_specgate.models import (
+from pytest_specgate.fetching.tiny_models import (
     LOCAL_PAIR_SPEC,
     TINY_MODEL_ROLES,
     TinyModelPair,
@@ -209,7 +209,7 @@ def _bf16_tensors(model_dir: Path) -> dict[str, tuple[list[int], bytes]]:
 
 def test_bf16_storage_rounds_to_nearest_even() -> None:
     np = pytest.importorskip("numpy")
-    from pytest_specgate.models import _safetensors_bytes
+    from pytest_specgate.fetching.tiny_models import _safetensors_bytes
 
     values = np.array([1.0, 1.0 + 2**-8 + 2**-12, 1.0 + 2**-8, -2.5, 3.0e-3], dtype=np.float32)
     raw = _safetensors_bytes({"w": values}, "bfloat16")

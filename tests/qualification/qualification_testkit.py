@@ -12,8 +12,8 @@ import hashlib
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from pytest_specgate.engines.capabilities import Capabilities
-from pytest_specgate.engines.protocol import ChatResult, StreamResult, Telemetry
+from pytest_specgate.contracts.capabilities import Capabilities
+from pytest_specgate.contracts.engine import ChatResult, StreamResult, Telemetry
 from pytest_specgate.qualification import CounterReading, FaultObservation
 
 BREAKAGES = ("slot-leak", "frozen-counters", "output-drift", "dead-after-fault", "not-provoked")

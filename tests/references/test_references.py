@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_specgate.references import (
+from pytest_specgate.fetching.references import (
     ReferenceError,
     ReferenceResponse,
     canonical_bytes,

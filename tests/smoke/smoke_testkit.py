@@ -6,8 +6,8 @@ import json
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from pytest_specgate.engines.capabilities import Capabilities
-from pytest_specgate.engines.protocol import ChatResult, StreamResult, Telemetry
+from pytest_specgate.contracts.capabilities import Capabilities
+from pytest_specgate.contracts.engine import ChatResult, StreamResult, Telemetry
 
 
 @dataclass

@@ -11,8 +11,8 @@ from readme_run import REPO
 sys.path.insert(0, str(REPO / "acceptance" / "spec028"))
 import spec028_backends as backends
 
+from pytest_specgate.fetching.weights import WeightVerificationError
 from pytest_specgate.measure import model_pair
-from pytest_specgate.weights import WeightVerificationError
 
 
 @pytest.fixture

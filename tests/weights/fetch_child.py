@@ -15,7 +15,7 @@ import resource
 import signal
 import sys
 
-from pytest_specgate.weights import WeightVerificationError, fetch_verified
+from pytest_specgate.fetching.weights import WeightVerificationError, fetch_verified
 
 
 def main(arguments: dict[str, object]) -> dict[str, object]:

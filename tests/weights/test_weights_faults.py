@@ -16,7 +16,7 @@ from hubfake import (
     tree_bytes,
 )
 
-from pytest_specgate.weights import (
+from pytest_specgate.fetching.weights import (
     DEFAULT_ALLOW_PATTERNS,
     ChecksumMismatchError,
     DestinationConflictError,

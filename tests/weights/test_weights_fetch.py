@@ -14,7 +14,7 @@ from hubfake import (
     tree_bytes,
 )
 
-from pytest_specgate.weights import fetch_verified, free_bytes
+from pytest_specgate.fetching.weights import fetch_verified, free_bytes
 
 ALLOWED_FILES = {
     "config.json",

@@ -9,8 +9,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
+from pytest_specgate.contracts.engine import acceptance_rate_of
 from pytest_specgate.contracts.wire import SlotKey, StatusKey, VllmMetric
-from pytest_specgate.engines.protocol import acceptance_rate_of
 
 if TYPE_CHECKING:
     from pytest_specgate.engines.mock.state import MockState

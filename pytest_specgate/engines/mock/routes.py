@@ -20,6 +20,7 @@ from starlette.responses import Response
 from starlette.types import Receive
 
 from pytest_specgate import __version__
+from pytest_specgate.contracts.engine import EngineStartupRefused
 from pytest_specgate.engines.identity import MOCK_SERVER_NAME
 from pytest_specgate.engines.mock.envelopes import (
     DONE_EVENT,
@@ -42,7 +43,6 @@ from pytest_specgate.engines.mock.requests import (
 )
 from pytest_specgate.engines.mock.settings import VIOLATIONS
 from pytest_specgate.engines.mock.state import MockState
-from pytest_specgate.engines.protocol import EngineStartupRefused
 
 __all__ = ["MockEngineApp", "http_exception", "route_table"]
 

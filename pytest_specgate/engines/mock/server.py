@@ -15,8 +15,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_specgate.contracts.capabilities import Capabilities
+from pytest_specgate.contracts.engine import EngineBootError, Telemetry
 from pytest_specgate.engines.boot import ManagedProcess, wait_for_health
-from pytest_specgate.engines.capabilities import Capabilities
 from pytest_specgate.engines.client import ClientEngine, OpenAIClient, telemetry_from_status
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.mock.settings import (
@@ -26,7 +27,6 @@ from pytest_specgate.engines.mock.settings import (
     fault_kind,
     settings_from_config,
 )
-from pytest_specgate.engines.protocol import EngineBootError, Telemetry
 
 if TYPE_CHECKING:
     import uvicorn

@@ -9,11 +9,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from pytest_specgate.contracts.engine import EngineStartupRefused
 from pytest_specgate.contracts.validation import is_fraction, is_real, is_whole
 from pytest_specgate.contracts.wire import FaultKind
 from pytest_specgate.engines.config import EngineConfig
-from pytest_specgate.engines.protocol import EngineStartupRefused
-from pytest_specgate.engines.registry import MOCK_OPTIONS
+from pytest_specgate.selection.backends import MOCK_OPTIONS
 
 __all__ = [
     "DEFAULT_DRAFT",

@@ -10,13 +10,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pytest_specgate.contracts.engine import EngineStartupRefused
 from pytest_specgate.contracts.wire import FaultKind
 from pytest_specgate.engines.mock.faults import CRASH_NEEDS_OWN_PROCESS, FaultBoard
 from pytest_specgate.engines.mock.model import DraftModel, TargetModel, Vocabulary, vocabulary_named
 from pytest_specgate.engines.mock.requests import GenerationRequest
 from pytest_specgate.engines.mock.settings import MockSettings, check_startup
 from pytest_specgate.engines.mock.telemetry import TelemetryWindow
-from pytest_specgate.engines.protocol import EngineStartupRefused
 
 __all__ = ["MockState", "Slots"]
 

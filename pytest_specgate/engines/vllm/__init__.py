@@ -26,9 +26,9 @@ from pytest_specgate.contracts.validation import is_real
 from pytest_specgate.engines.config import EngineConfig
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines.protocol import Engine
+    from pytest_specgate.contracts.engine import Engine
+    from pytest_specgate.contracts.host import HostFacts
     from pytest_specgate.engines.vllm.profile import EngineImage, EngineProfile
-    from pytest_specgate.host import HostFacts
 
 __all__ = ["MODES", "boot", "host_facts_for", "profile_from_config"]
 
@@ -103,7 +103,7 @@ def _image_from_config(config: EngineConfig, reference: str) -> EngineImage:
 
 def host_facts_for(config: EngineConfig) -> HostFacts:
     """The facts file named by ``host_facts=`` (the plugin passes the session's facts), or the probe."""
-    from pytest_specgate.host import load_host_facts, probe_host
+    from pytest_specgate.selection.host_probe import load_host_facts, probe_host
 
     path = _str_option(config, "host_facts", None)
     return load_host_facts(Path(path)) if path else probe_host()
@@ -126,7 +126,7 @@ def boot(config: EngineConfig, workdir: Path) -> Engine:
                             boot_timeout_s=float(timeout))
 
     from pytest_specgate.engines.vllm.process import boot_process, process_spec_from_config
-    from pytest_specgate.models import resolve_model_ref
+    from pytest_specgate.fetching.tiny_models import resolve_model_ref
 
     cache = Path(str(config.option("model_cache", workdir / "tiny-models")))
     return boot_process(

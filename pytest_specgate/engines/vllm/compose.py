@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Final, Protocol
 
-from pytest_specgate.engines.protocol import EngineStartupRefused
+from pytest_specgate.contracts.engine import EngineStartupRefused
 from pytest_specgate.engines.vllm.eligibility import eligibility
 from pytest_specgate.engines.vllm.profile import (
     EngineProfile,
@@ -29,8 +29,8 @@ from pytest_specgate.engines.vllm.profile import (
 )
 
 if TYPE_CHECKING:
+    from pytest_specgate.contracts.host import HostFacts
     from pytest_specgate.engines.vllm.process import VllmEngine
-    from pytest_specgate.host import HostFacts
 
 __all__ = [
     "COMPOSE_FILE_NAME",

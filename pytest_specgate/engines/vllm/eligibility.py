@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from pytest_specgate.contracts.host import GpuFacts, HostFacts
 from pytest_specgate.engines.vllm.profile import (
     EngineProfile,
     image_is_pinned,
     kv_cache_dtype_arg,
     quantization_args,
 )
-from pytest_specgate.hardware import capability_at_least, gpu_memory_bytes
-from pytest_specgate.host import GpuFacts, HostFacts
+from pytest_specgate.selection.hardware import capability_at_least, gpu_memory_bytes
 
 __all__ = [
     "REASON_CODES",

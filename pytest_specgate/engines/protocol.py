@@ -1,0 +1,5 @@
+"""Moved to pytest_specgate.contracts.engine; this path works until pytest-specgate 0.2."""
+
+from pytest_specgate._moved import keep_old_path
+
+keep_old_path(__name__, 'pytest_specgate.contracts.engine')

@@ -9,7 +9,7 @@ from spec028_backends import BackendProfile, profile_for
 from spec028_checks import TerminalLines
 
 from pytest_specgate.engines import EngineConfig
-from pytest_specgate.plugin import SETTINGS_KEY
+from pytest_specgate.plugin.stash import SETTINGS_KEY
 
 
 @pytest.fixture

@@ -1,0 +1,26 @@
+"""The plugin package: hooks in ``plugin``, fixtures in ``plugin.fixtures``, keys in ``plugin.stash``.
+
+The fixtures module is registered by the hooks module, so turning the plugin off
+(``-p no:specgate``) turns its fixtures off too, and turning it on brings them all.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+FIXTURES = ("evidence", "duration_scale", "engine", "engine_config", "shared_engine", "boot_engine",
+            "qualification", "specgate_engine_pool", "tiny_model_cache")
+
+
+def test_every_fixture_comes_with_the_plugin(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest("--fixtures", "-p", "no:randomly")
+    for name in FIXTURES:
+        result.stdout.fnmatch_lines([f"{name}*"])
+
+
+def test_turning_the_plugin_off_turns_its_fixtures_off(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_uses_evidence(evidence):\n    pass\n")
+    result = pytester.runpytest("-p", "no:specgate")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*fixture 'evidence' not found*"])

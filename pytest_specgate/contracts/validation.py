@@ -15,7 +15,7 @@ import json
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeGuard
 
@@ -27,6 +27,7 @@ __all__ = [
     "InputError",
     "JsonNestingError",
     "SpecgateInputError",
+    "compiled_patterns",
     "decode_utf8",
     "is_count",
     "is_finite_number",
@@ -178,3 +179,19 @@ def one_line_text(value: str, where: str) -> str:
                 f"(U+{ord(character):04X}) at position {position}"
             )
     return value
+
+
+def compiled_patterns(patterns: Sequence[object], where: str) -> tuple[re.Pattern[str], ...]:
+    """Each of ``patterns`` compiled as a regular expression; the error names the one that is not."""
+    compiled = []
+    for pattern in patterns:
+        if not isinstance(pattern, str) or not pattern:
+            raise SpecgateInputError.mismatch(where, "a non-empty regular expression string", pattern)
+        try:
+            compiled.append(re.compile(pattern))
+        except re.error as error:
+            raise SpecgateInputError(
+                f"{where}: pattern {pattern!r} is not a valid regular expression: {error}",
+                where=where, expected="a valid regular expression", found=repr(pattern),
+            ) from None
+    return tuple(compiled)

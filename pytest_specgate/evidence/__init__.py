@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 from pytest_specgate._lazy import lazy_getattr
 
 if TYPE_CHECKING:
+    from pytest_specgate.contracts.acceptance import AcceptanceCriterion, is_ac_id
     from pytest_specgate.contracts.gates import GateName, GateOrderError, parse_gate_name
     from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord, RecordError
     from pytest_specgate.evidence._bundle import (
@@ -53,19 +54,14 @@ if TYPE_CHECKING:
     from pytest_specgate.evidence._signing import SigningError, SigningKey, load_signing_key, sign_bundle
     from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, load_trust_policy
     from pytest_specgate.evidence._writer import NOT_QUALIFIED, QUALIFIED, WrittenBundle
-    from pytest_specgate.selection.ac_marker import (
-        AC_MARKER_LINE,
-        AcceptanceCriterion,
-        ac_from_marker,
-        is_ac_id,
-    )
+    from pytest_specgate.selection.ac_marker import AC_MARKER_LINE, ac_from_marker
 
 # Public names resolve on first use, so ``import pytest_specgate.evidence`` (which
 # pytest pays for at collection as soon as one test has an ``ac`` marker) stays cheap.
 _EXPORTS: dict[str, str] = {
     "read_receipt": "_journal",
     "AC_MARKER_LINE": "pytest_specgate.selection.ac_marker",
-    "AcceptanceCriterion": "pytest_specgate.selection.ac_marker",
+    "AcceptanceCriterion": "pytest_specgate.contracts.acceptance",
     "Attachment": "_recorder",
     "Bundle": "_bundle",
     "BundleError": "_bundle",
@@ -108,7 +104,7 @@ _EXPORTS: dict[str, str] = {
     "evaluate_gate": "_gate",
     "evidence_schema": "_bundle",
     "find_bundles": "_bundle",
-    "is_ac_id": "pytest_specgate.selection.ac_marker",
+    "is_ac_id": "pytest_specgate.contracts.acceptance",
     "load_bundle": "_bundle",
     "load_signing_key": "_signing",
     "load_trust_policy": "_trust",

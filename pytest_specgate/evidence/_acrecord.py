@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, cast
 
+from pytest_specgate.contracts.thresholds import threshold_verdict
 from pytest_specgate.evidence._jsonio import JsonValue
-from pytest_specgate.evidence._recorder import threshold_verdict
 
 SCHEMA_ID = "specgate.evidence/v2"
 OLDER_SCHEMA_IDS = frozenset({"specgate.evidence/v1"})

@@ -22,8 +22,8 @@ from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_specgate.contracts.acceptance import is_ac_id
 from pytest_specgate.evidence._jsonio import JsonValue, canonical_json, pretty_json, sha256_hex
-from pytest_specgate.selection.ac_marker import is_ac_id
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_specgate.contracts.acceptance import AC_ID_FORMS, is_ac_id
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.gates import (
     DeclaredGatesError,
@@ -44,7 +45,6 @@ from pytest_specgate.evidence._markdown import (
 )
 from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
 from pytest_specgate.evidence._trust import TrustCheck, TrustPolicy
-from pytest_specgate.selection.ac_marker import AC_ID_FORMS, is_ac_id
 
 GATE_RESULT_SCHEMA_ID = "specgate.gate-result/1"
 _FULL_COMMIT = re.compile(r"^[0-9a-fA-F]{40}$")

@@ -17,10 +17,10 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_specgate.contracts.acceptance import is_ac_id
 from pytest_specgate.evidence._acrecord import AcRecord, MeasurementRow
 from pytest_specgate.evidence._jsonio import JsonValue
 from pytest_specgate.evidence._policy import PolicyVerdict
-from pytest_specgate.selection.ac_marker import is_ac_id
 
 DIGEST_KEYWORD = "specgate-evidence"
 VERDICT_PREFIX = "**Verdict: "

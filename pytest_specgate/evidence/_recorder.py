@@ -7,7 +7,6 @@ the test once it has finished, naming the first miss and counting the others.
 
 from __future__ import annotations
 
-import math
 import numbers
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -16,6 +15,7 @@ from pathlib import Path, PurePath
 
 import pytest
 
+from pytest_specgate.contracts.thresholds import threshold_verdict
 from pytest_specgate.contracts.validation import MAX_VALUE_DEPTH, value_nesting_depth
 from pytest_specgate.evidence._jsonio import JsonValue, replace_atomically, sha256_hex
 from pytest_specgate.evidence._payloads import RefusedPayload
@@ -60,19 +60,6 @@ class Measurement:
             "at_most": self.at_most,
             "passed": self.passed,
         }
-
-
-def threshold_verdict(value: float, at_least: float | None, at_most: float | None) -> str | None:
-    """Why ``value`` misses its bounds, or None when it meets them (NaN meets no bound)."""
-    if at_least is None and at_most is None:
-        return None
-    if math.isnan(value):
-        return "is not a number"
-    if at_least is not None and not value >= at_least:
-        return f"is below at_least={at_least:g}"
-    if at_most is not None and not value <= at_most:
-        return f"is above at_most={at_most:g}"
-    return None
 
 
 @dataclass(frozen=True)

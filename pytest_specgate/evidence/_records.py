@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pytest_specgate.contracts.thresholds import threshold_verdict
 from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord
 from pytest_specgate.evidence._jsonio import JsonValue
 from pytest_specgate.evidence._policy import POLICY_VERSION, ac_outcome, judge
-from pytest_specgate.evidence._recorder import threshold_verdict
 
 ExecutedOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed", "interrupted"]
 _NOT_RUN: frozenset[str] = frozenset({"skipped", "xfailed"})

@@ -29,8 +29,7 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-import pytest
-
+from pytest_specgate.contracts.validation import compiled_patterns
 from pytest_specgate.evidence._jsonio import JsonValue, pretty_json, replace_atomically, to_jsonable
 from pytest_specgate.evidence._payloads import container_redaction, text_form
 
@@ -326,19 +325,7 @@ def secret_env_values(environ: Mapping[str, str]) -> tuple[str, ...]:
 
 def compile_extra_patterns(patterns: Sequence[str]) -> tuple[re.Pattern[str], ...]:
     """Compile ``[tool.specgate.redact]`` patterns, naming the one that is not a regex."""
-    compiled = []
-    for pattern in patterns:
-        if not isinstance(pattern, str) or not pattern:
-            raise pytest.UsageError(
-                f"[tool.specgate.redact]: expected a non-empty regular expression string, found {pattern!r}"
-            )
-        try:
-            compiled.append(re.compile(pattern))
-        except re.error as error:
-            raise pytest.UsageError(
-                f"[tool.specgate.redact]: pattern {pattern!r} is not a valid regular expression: {error}"
-            ) from None
-    return tuple(compiled)
+    return compiled_patterns(patterns, "[tool.specgate.redact]")
 
 
 @dataclass(frozen=True)

@@ -41,13 +41,13 @@ from pytest_specgate.plugin.stash import (
 )
 
 if TYPE_CHECKING:
+    from pytest_specgate.contracts.acceptance import AcceptanceCriterion
     from pytest_specgate.contracts.hardware import HardwareVerdict
     from pytest_specgate.contracts.host import HostFacts, HostProvenance
     from pytest_specgate.contracts.runmode import RunDecision
     from pytest_specgate.engines import EngineConfig
     from pytest_specgate.evidence import EvidenceCollector, Redactor
     from pytest_specgate.evidence._signing import SigningKey
-    from pytest_specgate.selection.ac_marker import AcceptanceCriterion
     from pytest_specgate.selection.collection import SpecPlan
     from pytest_specgate.selection.settings import ProjectSettings, SpecgateSettings
 

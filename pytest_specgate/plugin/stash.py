@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_specgate.contracts.acceptance import AcceptanceCriterion
     from pytest_specgate.contracts.engine import Engine
     from pytest_specgate.contracts.hardware import HardwareVerdict
     from pytest_specgate.contracts.host import HostFacts, HostProvenance
@@ -19,7 +20,6 @@ if TYPE_CHECKING:
     from pytest_specgate.evidence import EvidenceCollector, EvidenceRecorder, Redactor
     from pytest_specgate.evidence._records import SelectionFacts
     from pytest_specgate.evidence._signing import SignedBundle, SigningKey
-    from pytest_specgate.selection.ac_marker import AcceptanceCriterion
     from pytest_specgate.selection.collection import SpecPlan
     from pytest_specgate.selection.settings import ProjectSettings, SpecgateSettings
 

@@ -2,43 +2,18 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 import pytest
 
+from pytest_specgate.contracts.acceptance import AC_ID_FORMS, AcceptanceCriterion, is_ac_id
 from pytest_specgate.contracts.gates import parse_gate_name
 from pytest_specgate.contracts.markers import AC_MARKER_DOC as AC_MARKER_LINE
 from pytest_specgate.contracts.validation import InputError, one_line_text
 
 __all__ = ["AC_MARKER_LINE", "AcceptanceCriterion", "ac_from_marker", "is_ac_id"]
 
-AC_ID = re.compile(r"^(?:AC-\d+[a-z]?|FR-\d+(?:\.\d+)?)$")
-AC_ID_FORMS = "AC-<n>[a-z] or FR-<n>[.<n>]"
 _KEYWORDS = ("spec", "title", "waived_to", "reason")
-
-
-@dataclass(frozen=True)
-class AcceptanceCriterion:
-    id: str
-    spec: str | None = None
-    title: str | None = None
-    waived_to: str | None = None
-    reason: str | None = None
-
-    def to_dict(self) -> dict[str, str | None]:
-        return {
-            "id": self.id,
-            "spec": self.spec,
-            "title": self.title,
-            "waived_to": self.waived_to,
-            "reason": self.reason,
-        }
-
-
-def is_ac_id(text: object) -> bool:
-    return isinstance(text, str) and AC_ID.match(text) is not None
 
 
 def ac_from_marker(args: Sequence[object], kwargs: Mapping[str, object], nodeid: str) -> AcceptanceCriterion:

@@ -19,8 +19,8 @@ from pytest_specgate.contracts.markers import COST_MARKER
 from pytest_specgate.contracts.validation import is_finite_positive
 
 if TYPE_CHECKING:
+    from pytest_specgate.contracts.acceptance import AcceptanceCriterion
     from pytest_specgate.contracts.hardware import HardwareVerdict
-    from pytest_specgate.selection.ac_marker import AcceptanceCriterion
 
 __all__ = [
     "MarkerSignature",

@@ -18,7 +18,14 @@ from pytest_specgate.contracts.gates import DeclaredGatesError, GateName, declar
 from pytest_specgate.contracts.hardware import HostProfile, RequirementError
 from pytest_specgate.contracts.markers import DEFAULT_BACKEND
 from pytest_specgate.contracts.runmode import REQUIRE_ALL, RunSettings
-from pytest_specgate.contracts.validation import InputError, JsonNestingError, is_finite_positive, parse_json
+from pytest_specgate.contracts.validation import (
+    InputError,
+    JsonNestingError,
+    SpecgateInputError,
+    compiled_patterns,
+    is_finite_positive,
+    parse_json,
+)
 from pytest_specgate.selection.backends import backend_named
 from pytest_specgate.selection.hardware import host_profiles_from_table, specgate_table
 
@@ -84,6 +91,10 @@ def load_project_settings(pyproject: Path | None) -> ProjectSettings:
         raise pytest.UsageError(
             f"{pyproject}: [tool.specgate.redact] patterns must be a list of strings, got {patterns!r}"
         )
+    try:
+        compiled_patterns(patterns, f"{pyproject}: [tool.specgate.redact]")
+    except SpecgateInputError as exc:
+        raise pytest.UsageError(str(exc)) from None
     try:
         gates = declared_gates(table["gates"], str(pyproject)) if "gates" in table else ()
     except DeclaredGatesError as exc:

@@ -9,6 +9,7 @@ import openai
 import pytest
 from engines_testkit import GREEDY, BootMock, mock_config, oai_user, user, wait_until
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.engines.client import EngineHTTPError
 from pytest_specgate.engines.mock import MockEngine, boot
 from pytest_specgate.engines.mock.app import CRASH_EXIT_CODE
@@ -159,7 +160,7 @@ def test_cancelled_stream_frees_its_slot(boot_mock: BootMock) -> None:
 
 
 def test_crash_fault_configured_in_thread_mode_is_a_usage_error(tmp_path: Path) -> None:
-    with pytest.raises(pytest.UsageError, match="would end this pytest process"):
+    with pytest.raises(SpecgateInputError, match="would end this pytest process"):
         boot(mock_config(faults=("crash",)), tmp_path)
 
 

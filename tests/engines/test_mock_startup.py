@@ -13,6 +13,7 @@ import pytest
 from engines_testkit import GREEDY, BootMock, mock_config, user
 
 from pytest_specgate.contracts.engine import EngineStartupRefused
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.engines.mock import MockEngine, boot
 
 
@@ -61,11 +62,11 @@ def test_draft_on_a_build_without_speculation_is_refused(tmp_path: Path) -> None
 
 
 def test_bad_mock_options_are_usage_errors(tmp_path: Path) -> None:
-    with pytest.raises(pytest.UsageError, match="unknown mock engine option"):
+    with pytest.raises(SpecgateInputError, match="unknown mock engine option"):
         boot(mock_config(alhpa=0.5), tmp_path)
-    with pytest.raises(pytest.UsageError, match=r"alpha must be within \[0, 1\]"):
+    with pytest.raises(SpecgateInputError, match=r"alpha must be within \[0, 1\]"):
         boot(mock_config(alpha=1.5), tmp_path)
-    with pytest.raises(pytest.UsageError, match="unknown mock fault 'explode'"):
+    with pytest.raises(SpecgateInputError, match="unknown mock fault 'explode'"):
         boot(mock_config(faults=("explode",)), tmp_path)
 
 

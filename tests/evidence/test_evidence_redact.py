@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.evidence import LocalIdentity, Redactor, build_redactor
 from pytest_specgate.evidence._redact import _IPV6_CANDIDATE, SENSITIVE_PATH_ROOTS, _unescaped, is_text
 
@@ -108,11 +109,20 @@ def test_binary_payloads_keep_their_bytes_but_lose_what_decodes_as_a_secret() ->
     assert not is_text(encoded) and REDACTOR.encode(encoded) == encoded
 
 
-def test_invalid_extra_pattern_is_a_usage_error_naming_it() -> None:
+def test_invalid_extra_pattern_is_an_input_error_naming_it() -> None:
     with pytest.raises(
-        pytest.UsageError, match=r"\[tool.specgate.redact\]: pattern '\(unclosed' is not a valid"
+        SpecgateInputError, match=r"\[tool.specgate.redact\]: pattern '\(unclosed' is not a valid"
     ):
         build_redactor(ROOTDIR, ["(unclosed"], ENV, IDENTITY)
+
+
+def test_invalid_extra_pattern_in_pyproject_stops_the_run_naming_the_file(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml('[tool.specgate.redact]\npatterns = ["ok", "(unclosed"]\n')
+    pytester.makepyfile("def test_a():\n    pass\n")
+    result = pytester.runpytest()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: *pyproject.toml: [[]tool.specgate.redact[]]: "
+                                 "pattern '(unclosed' is not a valid regular expression: *"])
 
 
 def test_probe_finds_this_process_identity() -> None:

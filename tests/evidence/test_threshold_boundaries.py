@@ -13,8 +13,8 @@ import math
 
 import pytest
 
+from pytest_specgate.contracts.thresholds import threshold_verdict
 from pytest_specgate.evidence import find_bundles
-from pytest_specgate.evidence._recorder import threshold_verdict
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,6 @@ from pytest_specgate.contracts.capabilities import Capabilities
 from pytest_specgate.contracts.engine import EngineBootError, Telemetry
 from pytest_specgate.engines.boot import ManagedProcess, wait_for_health
 from pytest_specgate.engines.client import ClientEngine, OpenAIClient, telemetry_from_status
-from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.mock.settings import (
     FaultSpec,
     MockSettings,
@@ -31,6 +30,8 @@ from pytest_specgate.engines.mock.settings import (
 if TYPE_CHECKING:
     import uvicorn
     from starlette.applications import Starlette
+
+    from pytest_specgate.engines.config import EngineConfig
 
 __all__ = ["InProcessServer", "MockEngine", "boot", "boot_settings", "build_app", "listen_loopback",
            "serve_forever"]

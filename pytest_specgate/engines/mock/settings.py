@@ -8,12 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from pytest_specgate.contracts.engine import EngineStartupRefused
+from pytest_specgate.contracts.engine_options import MOCK_OPTIONS
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.validation import is_fraction, is_real, is_whole
 from pytest_specgate.contracts.wire import FaultKind
-from pytest_specgate.engines.config import EngineConfig
-from pytest_specgate.selection.backends import MOCK_OPTIONS
+
+if TYPE_CHECKING:
+    from pytest_specgate.engines.config import EngineConfig
 
 __all__ = [
     "DEFAULT_DRAFT",
@@ -284,19 +288,18 @@ def settings_from_options(
 
 
 def settings_from_config(config: EngineConfig) -> MockSettings:
-    """MockSettings for an EngineConfig; bad options become a pytest.UsageError."""
-    import pytest
-
+    """MockSettings for an EngineConfig; a bad option is a SpecgateInputError naming the engine."""
+    where = f"mock engine ({config.describe()})"
     try:
         settings = settings_from_options(
             config.target, config.draft, config.num_draft_tokens, dict(config.options)
         )
     except ValueError as exc:
-        raise pytest.UsageError(f"mock engine ({config.describe()}): {exc}") from exc
+        raise SpecgateInputError(f"{where}: {exc}", where=where) from exc
     if settings.isolation == "thread" and any(fault.kind is FaultKind.CRASH for fault in settings.faults):
-        raise pytest.UsageError(
-            f"mock engine ({config.describe()}): the crash fault would end this pytest process; "
-            "add isolation='subprocess'"
+        raise SpecgateInputError(
+            f"{where}: the crash fault would end this pytest process; add isolation='subprocess'",
+            where=where, expected="isolation='subprocess' with the crash fault", found="isolation='thread'",
         )
     return settings
 

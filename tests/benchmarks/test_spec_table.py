@@ -102,7 +102,8 @@ def test_results_files_of_one_backend_merge_and_a_later_file_wins(
 def test_a_bad_results_value_is_one_line_and_exit_2(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str, message: str
 ) -> None:
-    paths = {"report": tmp_path / "mlx.xml", "missing": tmp_path / "absent.xml", "html": tmp_path / "page.xml"}
+    paths = {"report": tmp_path / "mlx.xml", "missing": tmp_path / "absent.xml",
+             "html": tmp_path / "page.xml"}
     paths["report"].write_text(REPORT)
     paths["html"].write_text("<html/>")
 

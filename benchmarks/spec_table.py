@@ -105,13 +105,17 @@ _SOFT_FAILURE = re.compile(r"^(?:Failed: )?(?P<requirement>[A-Z][A-Za-z0-9.-]*-[
                            r"\S+\.py::\S+: ")
 
 
+_EXCEPTION_MODULE = re.compile(r"^(?:[a-z_][a-z0-9_]*\.)+(?=[A-Z][A-Za-z0-9]*: )")
+
+
 def failure_summary(message: str) -> str:
     """The first line of a failure, with the requirement first and the test's own node id dropped.
 
     A spec's soft-check failure reads ``Failed: FR-5: <node id>: <what missed>``; the
     table's row already names the test, so the cell keeps ``FR-5: <what missed>``.
+    An exception keeps its class name without its module path.
     """
-    line = _first_line(message)
+    line = _EXCEPTION_MODULE.sub("", _first_line(message))
     matched = _SOFT_FAILURE.match(line)
     return line if matched is None else (matched["requirement"] or "") + line[matched.end():]
 

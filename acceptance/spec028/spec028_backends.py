@@ -233,7 +233,15 @@ VLLM = BackendProfile(
     # vLLM reserves gpu_memory_utilization of the (CPU build: NUMA node's) memory for
     # weights and KV cache; 0.1 % of 24 GB cannot hold the local pair's 118 MB of weights.
     too_little_memory={**_LOCAL_PAIR, "gpu_memory_utilization": 0.001},
-    gated_requests=GATED_REQUESTS,
+    gated_requests={
+        **GATED_REQUESTS,
+        # vLLM answers n > 1 with greedy sampling with HTTP 400 with or without a draft
+        # ("n must be 1 when using greedy sampling"): its n gate is reached sampled.
+        "n": {"temperature": 0.8, "seed": 11, "n": 2},
+        # Without a tool-call parser (the tiny models have none) vLLM answers tool_choice
+        # "auto" with HTTP 400 with or without a draft; "none" still sends the tools.
+        "tools": {**GATED_REQUESTS["tools"], "tool_choice": "none"},
+    },
     seeded_sampling=True,
     no_counters=None,
     no_independent_count=_VLLM_NO_INDEPENDENT_COUNT,

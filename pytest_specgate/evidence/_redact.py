@@ -357,11 +357,19 @@ class Redactor:
             if len(cache) >= _CACHED_TEXTS:
                 cache.clear()
             redacted = cache[text] = self._text(text)
+            cache[redacted] = redacted
         return redacted
 
     @cached_property
     def _short_texts(self) -> dict[str, str]:
-        """Short strings recur in every record (keys, outcomes, node ids): redact each once."""
+        """Short strings recur in every record (keys, outcomes, node ids): redact each once.
+
+        What :meth:`_text` returns is a fixed point of it (its loops stop only when a pass and
+        the escape decoding change nothing, or at the placeholder, which no rule matches), so
+        each result is memoised as its own redaction too: text redacted where it entered (a
+        node id, a message) costs a lookup, not a rule pass, when the bundle writer's
+        record-wide pass meets it again. Text from anywhere else still takes the full pass.
+        """
         return {}
 
     def _text(self, text: str) -> str:

@@ -437,18 +437,29 @@ class Redactor:
         return self._redact_json(to_jsonable(value))
 
     def _redact_json(self, value: JsonValue) -> JsonValue:
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, list):
-            return [self._redact_json(item) for item in value]
-        if isinstance(value, dict):
-            redacted: dict[str, JsonValue] = {}
-            for key in sorted(value):
-                item = value[key]
-                keep = key in _DIGEST_KEYS and isinstance(item, str) and _HEX_DIGEST.match(item)
-                redacted[_unique_key(self.text(key), redacted)] = item if keep else self._redact_json(item)
-            return redacted
-        return value
+        """Every string of ``value``, key or not, through :meth:`text`; the memo is read here
+        first because a bundle's records are mostly strings it already holds."""
+        memo, text = self._short_texts, self.text
+
+        def walk(node: JsonValue) -> JsonValue:
+            if isinstance(node, str):
+                known = memo.get(node)
+                return text(node) if known is None else known
+            if isinstance(node, list):
+                return [walk(item) for item in node]
+            if isinstance(node, dict):
+                redacted: dict[str, JsonValue] = {}
+                for key in sorted(node):
+                    item = node[key]
+                    keep = key in _DIGEST_KEYS and isinstance(item, str) and _HEX_DIGEST.match(item)
+                    known = memo.get(key)
+                    redacted[_unique_key(text(key) if known is None else known, redacted)] = (
+                        item if keep else walk(item)
+                    )
+                return redacted
+            return node
+
+        return walk(value)
 
     def valid_value(
         self,

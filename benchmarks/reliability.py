@@ -700,7 +700,7 @@ def remanifest(bundle: Path) -> str:
 
 def forged_case(base: GateCase, work: Path, field: str, edit: Callable[[dict[str, Any]], None]) -> GateCase:
     """A copy of the (diagnostic, simulated-host) base bundle, every record edited, re-manifested."""
-    from pytest_specgate.evidence._jsonio import pretty_json
+    from pytest_specgate.evidence._jsonio import record_json
 
     evidence_dir = work / "evidence"
     bundle = evidence_dir / base.bundle.name
@@ -710,7 +710,7 @@ def forged_case(base: GateCase, work: Path, field: str, edit: Callable[[dict[str
         record = json.loads(path.read_text())
         _forge_qualifying(record)
         edit(record)
-        path.write_text(pretty_json(record))
+        path.write_text(record_json(record))
     pr_body = work / "PR.md"
     pr_body.write_text(remanifest(bundle))
     commit = FORGED_COMMIT if field == "commit" else base.commit

@@ -15,7 +15,10 @@ from typing import Literal, cast
 from pytest_specgate.contracts.thresholds import threshold_verdict
 from pytest_specgate.evidence._jsonio import JsonValue
 
-SCHEMA_ID = "specgate.evidence/v2"
+SCHEMA_ID = "specgate.evidence/v3"
+"""v3 records hold what v2 records held, written compact (``_jsonio.record_json``)."""
+READABLE_SCHEMA_IDS = frozenset({SCHEMA_ID, "specgate.evidence/v2"})
+"""Every record format the gate, ``merge``, ``render`` and signature checks read."""
 OLDER_SCHEMA_IDS = frozenset({"specgate.evidence/v1"})
 
 AcOutcome = Literal["passed", "failed", "skipped", "incomplete"]
@@ -23,7 +26,7 @@ RunModeName = Literal["default", "required", "diagnostic"]
 
 
 class RecordError(Exception):
-    """A record that is not a valid ``specgate.evidence/v2`` document: names where and what."""
+    """A record that is not a valid ``specgate.evidence/v3`` (or v2) document: names where and what."""
 
 
 @dataclass(frozen=True)
@@ -181,13 +184,15 @@ class AcRecord:
         schema = data.get("schema") if isinstance(data, Mapping) else None
         if schema in OLDER_SCHEMA_IDS:
             raise RecordError(
-                f"{where}: written as {schema} by an older specgate; this gate reads {SCHEMA_ID}: "
+                f"{where}: written as {schema} by an older specgate; this gate reads "
+                f"{' and '.join(sorted(READABLE_SCHEMA_IDS, reverse=True))}: "
                 "rerun the specs to write a new bundle"
             )
         problems = schema_problems(data)
         if problems or not isinstance(data, Mapping):
             raise RecordError(
-                f"{where}: not a valid {SCHEMA_ID} record: {(problems or ['not an object'])[0]}"
+                f"{where}: not a valid {schema if schema in READABLE_SCHEMA_IDS else SCHEMA_ID} record: "
+                f"{(problems or ['not an object'])[0]}"
             )
         return _record(data)
 

@@ -38,7 +38,9 @@ STATEMENT_NAME = "statement.intoto.json"
 SIGNATURE_NAME = "statement.intoto.dsse.json"
 """The signed statement sits beside the manifest, not in it: its subjects cover every other file."""
 MERGE_NAME = "merge.json"
-MANIFEST_SCHEMA_ID = "specgate.manifest/v1"
+MANIFEST_SCHEMA_ID = "specgate.manifest/v2"
+"""v2 lists ``specgate.evidence/v3`` records (compact JSON); v1 listed v2 records (indented)."""
+READABLE_MANIFEST_SCHEMA_IDS = frozenset({MANIFEST_SCHEMA_ID, "specgate.manifest/v1"})
 _MANIFEST_FIELDS = frozenset({"schema", "run_id", "specgate", "files", "bundle_sha256"})
 
 
@@ -85,7 +87,7 @@ def ac_file_name(ac_id: str) -> str:
 
 @cache
 def evidence_schema() -> Mapping[str, JsonValue]:
-    text = resources.files("pytest_specgate").joinpath("schemas/evidence-v2.json").read_text("utf-8")
+    text = resources.files("pytest_specgate").joinpath("schemas/evidence-v3.json").read_text("utf-8")
     schema: Mapping[str, JsonValue] = json.loads(text)
     return schema
 
@@ -176,8 +178,11 @@ def _entry_from(path: Path, name: str, raw: JsonValue) -> FileEntry:
 def load_bundle(path: Path) -> Bundle:
     manifest_path = path / MANIFEST_NAME
     data, document = _read_json(manifest_path)
-    if not isinstance(document, Mapping) or document.get("schema") != MANIFEST_SCHEMA_ID:
-        raise BundleError(f"{manifest_path}: not a {MANIFEST_SCHEMA_ID} manifest")
+    if not isinstance(document, Mapping) or document.get("schema") not in READABLE_MANIFEST_SCHEMA_IDS:
+        raise BundleError(
+            f"{manifest_path}: not a specgate manifest "
+            f"({' or '.join(sorted(READABLE_MANIFEST_SCHEMA_IDS, reverse=True))})"
+        )
     raw_files = document.get("files")
     if not isinstance(raw_files, Mapping):
         raise BundleError(f"{manifest_path}: 'files' must be an object")

@@ -287,8 +287,11 @@ class EvidenceCollector:
             terminalreporter.write_sep("-", f"specgate evidence: NOT WRITTEN: {self.write_problem}", red=True)
 
     def executed_tests(self) -> list[ExecutedTest]:
+        """The tests with an ``ac`` marker, the only ones evidence records (their node ids redacted)."""
         tests = []
         for nodeid, phases in sorted(self._phases.items()):
+            if ac_id_of(self._properties.get(nodeid, {})) is None:
+                continue
             outcome, message = fold_outcome(phases, finished=nodeid in self._finished)
             tests.append(
                 ExecutedTest(

@@ -1,7 +1,8 @@
 """Deterministic JSON, digests and atomic file replacement.
 
 Evidence must hash the same on every machine that produces the same facts, so every
-JSON document goes through one serializer (sorted keys, fixed indentation, no NaN) and
+JSON document goes through one of two serializers (sorted keys, no NaN; AC records compact
+on one line, through the C encoder, every other file indented for people) and
 every file a reader may already trust lands through a temp file + rename, so a killed run
 never leaves half a file under a final name (files no manifest lists yet are written in place).
 """
@@ -54,8 +55,18 @@ def canonical_json(value: JsonValue) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
+def record_json(value: JsonValue) -> str:
+    """An AC record as written since ``specgate.evidence/v3``: its canonical JSON and a newline.
+
+    ``json.dumps`` with ``indent`` runs the pure-Python encoder; compact output runs the C
+    encoder, several times faster over the thousand records of a large run.
+    """
+    return canonical_json(value) + "\n"
+
+
 def pretty_json(value: JsonValue) -> str:
-    """Key-sorted, indented JSON with a final newline: the form every evidence file takes."""
+    """Key-sorted, indented JSON with a final newline: the form of every evidence file but the
+    AC records (and of ``specgate.evidence/v2`` records)."""
     return json.dumps(value, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False) + "\n"
 
 

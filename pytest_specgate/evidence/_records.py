@@ -1,4 +1,4 @@
-"""Pure functions from pytest reports to ``specgate.evidence/v2`` AC records.
+"""Pure functions from pytest reports to ``specgate.evidence/v3`` AC records.
 
 Nothing here touches the disk or the clock, so the record for an AC depends only on what the
 tests reported and the run facts: that is what makes serial and xdist bundles comparable.
@@ -310,7 +310,7 @@ def build_ac_record(
     run: RunFacts,
     missing_attachments: Iterable[str] = (),
 ) -> dict[str, JsonValue]:
-    """The ``specgate.evidence/v2`` record of one AC (tests ordered by node id), judged by the policy.
+    """The ``specgate.evidence/v3`` record of one AC (tests ordered by node id), judged by the policy.
 
     ``missing_attachments``: ``"<nodeid>: <name>"`` of attachments that did not reach the bundle
     (those the collector marks with a ``problem`` are known from the test's own entry).

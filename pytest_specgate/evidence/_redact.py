@@ -344,11 +344,19 @@ class Redactor:
             if len(cache) >= _CACHED_TEXTS:
                 cache.clear()
             redacted = cache[text] = self._text(text)
+            cache[redacted] = redacted
         return redacted
 
     @cached_property
     def _short_texts(self) -> dict[str, str]:
-        """Short strings recur in every record (keys, outcomes, node ids): redact each once."""
+        """Short strings recur in every record (keys, outcomes, node ids): redact each once.
+
+        What :meth:`_text` returns is a fixed point of it (its loops stop only when a pass and
+        the escape decoding change nothing, or at the placeholder, which no rule matches), so
+        each result is memoised as its own redaction too: text redacted where it entered (a
+        node id, a message) costs a lookup, not a rule pass, when the bundle writer's
+        record-wide pass meets it again. Text from anywhere else still takes the full pass.
+        """
         return {}
 
     def _text(self, text: str) -> str:
@@ -416,18 +424,29 @@ class Redactor:
         return self._redact_json(to_jsonable(value))
 
     def _redact_json(self, value: JsonValue) -> JsonValue:
-        if isinstance(value, str):
-            return self.text(value)
-        if isinstance(value, list):
-            return [self._redact_json(item) for item in value]
-        if isinstance(value, dict):
-            redacted: dict[str, JsonValue] = {}
-            for key in sorted(value):
-                item = value[key]
-                keep = key in _DIGEST_KEYS and isinstance(item, str) and _HEX_DIGEST.match(item)
-                redacted[_unique_key(self.text(key), redacted)] = item if keep else self._redact_json(item)
-            return redacted
-        return value
+        """Every string of ``value``, key or not, through :meth:`text`; the memo is read here
+        first because a bundle's records are mostly strings it already holds."""
+        memo, text = self._short_texts, self.text
+
+        def walk(node: JsonValue) -> JsonValue:
+            if isinstance(node, str):
+                known = memo.get(node)
+                return text(node) if known is None else known
+            if isinstance(node, list):
+                return [walk(item) for item in node]
+            if isinstance(node, dict):
+                redacted: dict[str, JsonValue] = {}
+                for key in sorted(node):
+                    item = node[key]
+                    keep = key in _DIGEST_KEYS and isinstance(item, str) and _HEX_DIGEST.match(item)
+                    known = memo.get(key)
+                    redacted[_unique_key(text(key) if known is None else known, redacted)] = (
+                        item if keep else walk(item)
+                    )
+                return redacted
+            return node
+
+        return walk(value)
 
     def valid_value(
         self,

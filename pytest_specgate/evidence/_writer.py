@@ -10,7 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_specgate.evidence._acrecord import AcRecord, RecordError
+from pytest_specgate.evidence._acrecord import READABLE_SCHEMA_IDS, SCHEMA_ID, AcRecord, RecordError
 from pytest_specgate.evidence._bundle import (
     MANIFEST_NAME,
     MARKDOWN_NAME,
@@ -24,7 +24,7 @@ from pytest_specgate.evidence._bundle import (
     schema_error_paths,
     schema_vocabulary,
 )
-from pytest_specgate.evidence._jsonio import JsonValue, pretty_json, write_unlisted
+from pytest_specgate.evidence._jsonio import JsonValue, record_json, write_unlisted
 from pytest_specgate.evidence._markdown import render_markdown
 from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
 from pytest_specgate.evidence._redact import Redactor, write_redacted
@@ -114,8 +114,13 @@ def write_record(path: Path, redactor: Redactor, record: Mapping[str, JsonValue]
     check. A record the pass did change is validated; if the schema refuses it, the repair of
     ``Redactor.valid_value`` runs, so redaction can never turn a valid record into one the
     gate refuses. A record still invalid raises :class:`RecordError` before it is written.
+
+    Every record is written as ``specgate.evidence/v3`` (compact, by the C encoder), so
+    ``merge`` turns the v2 records it read into v3 ones.
     """
     where = path.name
+    if record.get("schema") in READABLE_SCHEMA_IDS - {SCHEMA_ID}:
+        record = {**record, "schema": SCHEMA_ID}
     redacted = redactor.value(record)
     if redacted == record:
         typed = AcRecord.built(redacted)
@@ -125,7 +130,7 @@ def write_record(path: Path, redactor: Redactor, record: Mapping[str, JsonValue]
         except RecordError:
             repaired = redactor.valid_value(record, schema_error_paths, schema_vocabulary())
             typed = AcRecord.from_json(repaired, where)
-    data = pretty_json(typed.document).encode()
+    data = record_json(typed.document).encode()
     write_unlisted(path, data)
     return data, typed
 

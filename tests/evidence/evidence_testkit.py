@@ -32,7 +32,7 @@ from pytest_specgate.evidence import (
     render_markdown,
 )
 from pytest_specgate.evidence._bundle import FileEntry, file_entry, manifest_document
-from pytest_specgate.evidence._jsonio import pretty_json
+from pytest_specgate.evidence._jsonio import pretty_json, record_json
 from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 
 PLANTED_HF_TOKEN = "hf_PlantedTokenValue0123456789abcdefXYZ"
@@ -265,7 +265,7 @@ def reseal_bundle(
         path = bundle / f"{ac_id}.json"
         record = json.loads(path.read_text())
         edit(record)
-        path.write_text(pretty_json(record))
+        path.write_text(record_json(record))
     files = {
         name: file_entry((bundle / name).read_bytes()) for name in manifest["files"] if name != MARKDOWN_NAME
     }

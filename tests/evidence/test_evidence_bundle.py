@@ -59,7 +59,7 @@ def test_bundle_layout_manifest_and_schema(git_repo: GitRepo) -> None:
 
 def test_every_ac_file_validates_against_the_packaged_schema(git_repo: GitRepo) -> None:
     written = qualifying_bundle(git_repo.path, TEST_ENV)
-    schema = json.loads(resources.files("pytest_specgate").joinpath("schemas/evidence-v2.json").read_text())
+    schema = json.loads(resources.files("pytest_specgate").joinpath("schemas/evidence-v3.json").read_text())
     jsonschema.Draft202012Validator.check_schema(schema)
     for ac_id in ("AC-10", "AC-11"):
         jsonschema.validate(
@@ -94,7 +94,7 @@ def test_ac_record_carries_the_issue_fields(git_repo: GitRepo) -> None:
         "problem": None,
         "changed_files": [],
     }
-    assert record["policy"] == "specgate.policy/1" and record["schema"] == "specgate.evidence/v2"
+    assert record["policy"] == "specgate.policy/1" and record["schema"] == "specgate.evidence/v3"
     assert record["completeness"]["complete"] is True
     assert set(record["versions"]) == {"python", "pytest", "specgate"}
     assert record["host"]["facts"] == {"arch": "x86_64", "memory_gb": 24, "os": "linux"}

@@ -87,13 +87,14 @@ def test_changed_byte_in_any_bundle_file_is_rejected(
     body = pr_body(tmp_path, bundle.markdown)
     names = sorted(name for name in load_bundle(bundle.path).files)
     assert len(names) == 7  # every file but manifest.json, which has its own test
+    commit = json.loads((bundle.path / "AC-10.json").read_text())["source"]["commit"]
     for name in names:
         copy = tmp_path / f"copy-{names.index(name)}"
         shutil.copytree(bundle.path, copy)
         data = bytearray((copy / name).read_bytes())
         data[len(data) // 2] ^= 0x01
         (copy / name).write_bytes(bytes(data))
-        code, out, _ = gate(capsys, *_args(body, copy))
+        code, out, _ = gate(capsys, *_args(body, copy, commit=commit))
         assert code == 1, name
         assert out and all(line.startswith(("AC-10: bundle ", "AC-11: bundle ")) for line in out), out
         assert any(f"{name}: sha256 " in line for line in out), (name, out)

@@ -328,3 +328,37 @@ def test_planted_hf_token_never_reaches_disk(
     files = [path for path in (pytester.path / "out").rglob("*") if path.is_file()] + [summary]
     assert len(files) >= 7
     assert [str(path) for path in files if token.encode() in path.read_bytes()] == []
+
+
+def test_a_secret_planted_wherever_text_enters_is_redacted_in_every_file(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "hf_EveryEntryTokenMustNeverLeak0123456789"
+    monkeypatch.setenv("HF_TOKEN", token)
+    pytester.makepyfile(
+        test_entries="""
+        import os
+        import pytest
+
+        TOKEN = os.environ["HF_TOKEN"]
+
+        @pytest.mark.ac("AC-1")
+        @pytest.mark.parametrize("case", ["x"], ids=["id-" + TOKEN])
+        def test_entries(evidence, case):
+            evidence.measure("latency-" + TOKEN, 1.0, "ms", at_most=2.0)
+            evidence.note("key-" + TOKEN, "value-" + TOKEN)
+            evidence.attach("name-" + TOKEN + ".log", "ok\\n")
+            assert False, "message-" + TOKEN
+        """
+    )
+    _commit_all(pytester)
+    result = pytester.runpytest("--specgate-evidence=out", "-p", "no:cacheprovider")
+    result.assert_outcomes(failed=1)
+    bundle = _only_bundle(pytester.path / "out")  # verified against its manifest
+    files = [path for path in (pytester.path / "out").rglob("*") if path.is_file()]
+    assert len(files) >= 6
+    assert [str(path) for path in files if token.encode() in path.read_bytes()] == []
+    record = json.dumps(_record(bundle, "AC-1"))
+    for entry in ("[id-<SECRET>]", "latency-<SECRET>", "key-<SECRET>", "value-<SECRET>", "message-<SECRET>"):
+        assert entry in record, entry
+    assert '"name": "name-_SECRET_.log"' in record  # attachment names also become file names

@@ -197,5 +197,5 @@ def test_old_and_malformed_records_are_refused_with_a_named_cause() -> None:
     ):
         AcRecord.from_json(old, "AC-10.json")
     del record["completeness"]
-    with pytest.raises(RecordError, match=r"not a valid specgate.evidence/v2 record: .*'completeness'"):
+    with pytest.raises(RecordError, match=r"not a valid specgate.evidence/v3 record: .*'completeness'"):
         AcRecord.from_json(record, "AC-10.json")

@@ -17,7 +17,7 @@ from pytest_specgate.evidence._acrecord import EngineFact, _engine
 from pytest_specgate.evidence._policy import _engine_reasons
 from pytest_specgate.evidence._recorder import RESERVED_NOTE_KEYS
 
-SCHEMA = Path(__file__).resolve().parents[2] / "pytest_specgate" / "schemas" / "evidence-v2.json"
+SCHEMA = Path(__file__).resolve().parents[2] / "pytest_specgate" / "schemas" / "evidence-v3.json"
 OVERWRITE_ENGINES = """
 import pytest
 

@@ -1,0 +1,109 @@
+"""Both on-disk bundle formats: ``specgate.evidence/v3`` records (compact JSON, written now) and
+``specgate.evidence/v2`` records (indented, written before), read by gate, merge, render and sign.
+
+``legacy_bundles/evidence-v2`` is a bundle the previous writer wrote (AC-10 on a matched
+m4-16gb host with a measurement and an attachment, AC-11 without hardware), kept byte for byte.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from evidence_testkit import TEST_ENV, GitRepo, cli, gate, qualifying_bundle
+from test_evidence_signing import pem_key, write_policy
+
+from pytest_specgate.evidence import build_redactor, load_bundle, verify_bundle
+from pytest_specgate.evidence._jsonio import canonical_json, pretty_json
+from pytest_specgate.evidence._signing import load_signing_key, sign_bundle
+from pytest_specgate.evidence.cli_commands import (
+    configure_merge_parser,
+    configure_render_parser,
+    run_merge,
+    run_render,
+)
+
+LEGACY = Path(__file__).parent / "legacy_bundles" / "evidence-v2"
+LEGACY_COMMIT = "96a656ad44caf042f266058f0794c5fc2bf014bc"
+ACCEPTED = ["specgate gate: accepted AC-10, AC-11"]
+
+
+@pytest.fixture
+def legacy(tmp_path: Path) -> Path:
+    copy = tmp_path / "evidence" / LEGACY.name
+    shutil.copytree(LEGACY, copy)
+    return copy
+
+
+def _gate_args(bundle: Path, body: Path, *extra: str) -> list[str]:
+    body.write_text("## Summary\n\n" + (bundle / "evidence.md").read_text())
+    return [f"--commit={LEGACY_COMMIT}", f"--pr-body={body}", f"--evidence={bundle}",
+            "--require=AC-10", "--require=AC-11", *extra]
+
+
+def test_records_are_written_compact_and_every_other_file_indented(git_repo: GitRepo) -> None:
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    for ac in ("AC-10", "AC-11"):
+        data = (written.path / f"{ac}.json").read_text()
+        record = json.loads(data)
+        assert record["schema"] == "specgate.evidence/v3"
+        assert data == canonical_json(record) + "\n" and data.count("\n") == 1
+    manifest = (written.path / "manifest.json").read_text()
+    assert json.loads(manifest)["schema"] == "specgate.manifest/v2"
+    assert manifest == pretty_json(json.loads(manifest))
+    for name in ("receipt.json", "statement.intoto.json"):
+        text = (written.path / name).read_text()
+        assert text == pretty_json(json.loads(text))
+    assert written.markdown.startswith("## AC-10 evidence\n\n**Verdict: PASSED")
+
+
+def test_a_bundle_of_the_previous_format_is_still_verified_and_passes_the_gate(
+    legacy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    record = (legacy / "AC-10.json").read_text()
+    assert json.loads(record)["schema"] == "specgate.evidence/v2" and record.startswith("{\n  ")
+    assert json.loads((legacy / "manifest.json").read_text())["schema"] == "specgate.manifest/v1"
+    assert verify_bundle(load_bundle(legacy)) == []
+    code, lines, err = gate(capsys, *_gate_args(legacy, tmp_path / "PR.md"))
+    assert (code, lines) == (0, ACCEPTED) and "signatures were not checked" in err
+
+
+def test_render_prints_the_markdown_of_a_bundle_of_the_previous_format(
+    legacy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = cli(capsys, configure_render_parser, run_render, str(legacy))
+    assert (code, err) == (0, "") and out == (LEGACY / "evidence.md").read_text()
+
+
+def test_merge_reads_the_previous_format_and_writes_the_new_one(
+    legacy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    merged = tmp_path / "merged"
+    code, out, err = cli(capsys, configure_merge_parser, run_merge, str(legacy), f"--output={merged}")
+    assert (code, err) == (0, "") and out.endswith(f"specgate merge: wrote {merged} (2 AC, "
+                                                   f"bundle-sha256 {load_bundle(merged).digest})\n")
+    for ac in ("AC-10", "AC-11"):
+        old = json.loads((legacy / f"{ac}.json").read_text())
+        data = (merged / f"{ac}.json").read_text()
+        assert data == canonical_json({**old, "schema": "specgate.evidence/v3"}) + "\n"
+    assert json.loads((merged / "manifest.json").read_text())["schema"] == "specgate.manifest/v2"
+    code, lines, _ = gate(capsys, *_gate_args(merged, tmp_path / "PR.md"))
+    assert (code, lines) == (0, ACCEPTED)
+
+
+def test_a_signature_over_a_bundle_of_the_previous_format_verifies_under_a_trust_policy(
+    legacy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    desk, stranger = pem_key(keys, "desk-m4"), pem_key(keys, "stranger")
+    policy = write_policy(tmp_path, {"desk-m4": (desk, ["m4-16gb"])})
+    args = _gate_args(legacy, tmp_path / "PR.md", f"--trust-policy={policy}")
+    sign_bundle(legacy, load_signing_key(stranger.path, {}), build_redactor(None))
+    code, lines, _ = gate(capsys, *args)
+    assert code == 1 and lines[0].startswith("AC-10: hardware profile m4-16gb: signed only by unknown key")
+    sign_bundle(legacy, load_signing_key(desk.path, {}), build_redactor(None))
+    code, lines, err = gate(capsys, *args)
+    assert (code, lines) == (0, ACCEPTED) and "checked for a signature by an enrolled" in err

@@ -12,8 +12,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, cast
 
+from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.thresholds import threshold_verdict
-from pytest_specgate.evidence._jsonio import JsonValue
 
 SCHEMA_ID = "specgate.evidence/v3"
 """v3 records hold what v2 records held, written compact (``_jsonio.record_json``)."""

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_specgate.contracts.acceptance import is_ac_id
-from pytest_specgate.evidence._jsonio import JsonValue, canonical_json, pretty_json, sha256_hex
+from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.evidence._jsonio import canonical_json, pretty_json, sha256_hex
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator

@@ -27,10 +27,11 @@ import pytest
 
 from pytest_specgate._version import __version__
 from pytest_specgate.contracts.host import HostProvenance
+from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.payload import payload_of
 from pytest_specgate.evidence._bundle import RECEIPT_NAME, RECEIPT_SCHEMA_ID, FileEntry
 from pytest_specgate.evidence._journal import JOURNAL_NAME, RunJournal
-from pytest_specgate.evidence._jsonio import JsonValue, replace_atomically, utc_timestamp
+from pytest_specgate.evidence._jsonio import replace_atomically, utc_timestamp
 from pytest_specgate.evidence._payloads import RefusedPayload
 from pytest_specgate.evidence._recorder import staging_dir
 from pytest_specgate.evidence._records import (

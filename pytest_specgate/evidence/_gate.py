@@ -24,6 +24,7 @@ from pytest_specgate.contracts.gates import (
     parse_gate_name,
     undeclared_gate_problem,
 )
+from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import (
     MARKDOWN_NAME,
@@ -35,7 +36,6 @@ from pytest_specgate.evidence._bundle import (
     read_records,
     verify_bundle,
 )
-from pytest_specgate.evidence._jsonio import JsonValue
 from pytest_specgate.evidence._markdown import (
     EvidenceBlock,
     HiddenEvidence,

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, final
 
-from pytest_specgate.evidence._jsonio import JsonValue, canonical_json
+from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.evidence._jsonio import canonical_json
 
 if TYPE_CHECKING:
     from pytest_specgate.evidence._redact import Redactor

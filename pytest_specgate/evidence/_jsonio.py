@@ -19,10 +19,8 @@ import os
 import secrets
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
-JsonValue = Any
-"""A value made only of dict (str keys), list, str, int, float, bool and None."""
+from pytest_specgate.contracts.jsonvalue import JsonValue
 
 
 def to_jsonable(value: object) -> JsonValue:

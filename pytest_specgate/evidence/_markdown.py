@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_specgate.contracts.acceptance import is_ac_id
+from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.evidence._acrecord import AcRecord, MeasurementRow
-from pytest_specgate.evidence._jsonio import JsonValue
 from pytest_specgate.evidence._policy import PolicyVerdict
 
 DIGEST_KEYWORD = "specgate-evidence"

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.evidence._acrecord import (
     AcOutcome,
     AcRecord,
@@ -20,7 +21,6 @@ from pytest_specgate.evidence._acrecord import (
     TestEntry,
     Waiver,
 )
-from pytest_specgate.evidence._jsonio import JsonValue
 
 POLICY_VERSION = "specgate.policy/1"
 SIMULATED_BACKENDS = frozenset({"mock"})

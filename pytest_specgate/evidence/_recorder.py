@@ -15,9 +15,10 @@ from pathlib import Path, PurePath
 
 import pytest
 
+from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.thresholds import threshold_verdict
 from pytest_specgate.contracts.validation import MAX_VALUE_DEPTH, value_nesting_depth
-from pytest_specgate.evidence._jsonio import JsonValue, replace_atomically, sha256_hex
+from pytest_specgate.evidence._jsonio import replace_atomically, sha256_hex
 from pytest_specgate.evidence._payloads import RefusedPayload
 from pytest_specgate.evidence._redact import Redactor, is_text
 

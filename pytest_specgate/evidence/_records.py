@@ -13,9 +13,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.thresholds import threshold_verdict
 from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord
-from pytest_specgate.evidence._jsonio import JsonValue
 from pytest_specgate.evidence._policy import POLICY_VERSION, ac_outcome, judge
 
 ExecutedOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed", "interrupted"]

@@ -29,8 +29,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
+from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.validation import compiled_patterns
-from pytest_specgate.evidence._jsonio import JsonValue, pretty_json, replace_atomically, to_jsonable
+from pytest_specgate.evidence._jsonio import pretty_json, replace_atomically, to_jsonable
 from pytest_specgate.evidence._payloads import container_redaction, text_form
 
 PLACEHOLDERS = (

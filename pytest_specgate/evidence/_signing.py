@@ -33,6 +33,7 @@ from cryptography.hazmat.primitives.serialization import (
     load_ssh_public_key,
 )
 
+from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.evidence._bundle import (
     SIGNATURE_NAME,
     STATEMENT_NAME,
@@ -41,7 +42,7 @@ from pytest_specgate.evidence._bundle import (
     load_bundle,
     verify_bundle,
 )
-from pytest_specgate.evidence._jsonio import JsonValue, canonical_json, pretty_json, replace_atomically
+from pytest_specgate.evidence._jsonio import canonical_json, pretty_json, replace_atomically
 from pytest_specgate.evidence._redact import Redactor
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.evidence._bundle import SIGNATURE_NAME, Bundle
-from pytest_specgate.evidence._jsonio import JsonValue
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.evidence._acrecord import READABLE_SCHEMA_IDS, SCHEMA_ID, AcRecord, RecordError
 from pytest_specgate.evidence._bundle import (
     MANIFEST_NAME,
@@ -24,7 +25,7 @@ from pytest_specgate.evidence._bundle import (
     schema_error_paths,
     schema_vocabulary,
 )
-from pytest_specgate.evidence._jsonio import JsonValue, record_json, write_unlisted
+from pytest_specgate.evidence._jsonio import record_json, write_unlisted
 from pytest_specgate.evidence._markdown import render_markdown
 from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
 from pytest_specgate.evidence._redact import Redactor, write_redacted

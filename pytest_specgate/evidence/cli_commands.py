@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pytest_specgate._version import __version__
 from pytest_specgate.contracts.gates import GateOrderError, parse_gate_name
+from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import (
     MERGE_NAME,
@@ -38,7 +39,7 @@ from pytest_specgate.evidence._gate import (
     resolve_commit,
     resolve_gate,
 )
-from pytest_specgate.evidence._jsonio import JsonValue, pretty_json, sha256_hex, utc_timestamp
+from pytest_specgate.evidence._jsonio import pretty_json, sha256_hex, utc_timestamp
 from pytest_specgate.evidence._markdown import render_markdown
 from pytest_specgate.evidence._merge import (
     MergeChoice,

@@ -1,7 +1,7 @@
 """Old import paths of modules that moved to their layer package (0.1 -> 0.2).
 
 Each old module file calls ``keep_old_path`` so ``import pytest_specgate.host`` and
-``from pytest_specgate.hardware import HardwareVerdict`` keep working for one release,
+``from pytest_specgate.hardware import HardwareVerdict`` keep working until ``REMOVED_IN``,
 with a ``DeprecationWarning`` that names the new home. The package's own code never
 imports an old path (the import-linter contract in pyproject.toml forbids it).
 """
@@ -14,7 +14,10 @@ import types
 import warnings
 from typing import Any
 
-__all__ = ["keep_old_path"]
+__all__ = ["REMOVED_IN", "keep_old_path"]
+
+REMOVED_IN = "0.3"
+"""The release that drops the old paths: 0.2 moved the modules and still answers to both."""
 
 
 class _MovedModule(types.ModuleType):
@@ -33,6 +36,15 @@ class _MovedModule(types.ModuleType):
             f"(it moved to {', '.join(home.__name__ for home in self._homes)})"
         )
 
+    def __setattr__(self, attribute: str, value: Any) -> None:
+        """Patching a moved name patches it where it lives, so ``monkeypatch`` still works."""
+        if not attribute.startswith("_"):
+            for home in self._homes:
+                if hasattr(home, attribute):
+                    setattr(home, attribute, value)
+                    return
+        super().__setattr__(attribute, value)
+
     def __dir__(self) -> list[str]:
         return sorted({name for home in self._homes for name in dir(home)})
 
@@ -41,7 +53,7 @@ def keep_old_path(old: str, *new: str) -> None:
     """Make module ``old`` resolve to the module(s) ``new`` it moved to, warning once."""
     homes = tuple(importlib.import_module(name) for name in new)
     warnings.warn(
-        f"{old} moved to {' and '.join(new)}; the old path is removed in pytest-specgate 0.2",
+        f"{old} moved to {' and '.join(new)}; the old path is removed in pytest-specgate {REMOVED_IN}",
         DeprecationWarning,
         stacklevel=3,
     )

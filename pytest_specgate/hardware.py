@@ -1,5 +1,5 @@
 """Moved to pytest_specgate.contracts.hardware and pytest_specgate.selection.hardware;
-this path works until pytest-specgate 0.2."""
+this path works until pytest-specgate 0.3."""
 
 from pytest_specgate._moved import keep_old_path
 

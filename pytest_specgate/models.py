@@ -1,4 +1,4 @@
-"""Moved to pytest_specgate.fetching.tiny_models; this path works until pytest-specgate 0.2."""
+"""Moved to pytest_specgate.fetching.tiny_models; this path works until pytest-specgate 0.3."""
 
 from pytest_specgate._moved import keep_old_path
 

@@ -159,7 +159,7 @@ def test_cancelled_stream_frees_its_slot(boot_mock: BootMock) -> None:
     assert slots(engine)["cancelled_total"] == 1 and slots(engine)["freed_total"] == 1
 
 
-def test_crash_fault_configured_in_thread_mode_is_a_usage_error(tmp_path: Path) -> None:
+def test_crash_fault_configured_in_thread_mode_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(SpecgateInputError, match="would end this pytest process"):
         boot(mock_config(faults=("crash",)), tmp_path)
 

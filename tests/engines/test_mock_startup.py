@@ -61,7 +61,7 @@ def test_draft_on_a_build_without_speculation_is_refused(tmp_path: Path) -> None
     assert refused.value.code == "speculation_unsupported"
 
 
-def test_bad_mock_options_are_usage_errors(tmp_path: Path) -> None:
+def test_bad_mock_options_are_input_errors(tmp_path: Path) -> None:
     with pytest.raises(SpecgateInputError, match="unknown mock engine option"):
         boot(mock_config(alhpa=0.5), tmp_path)
     with pytest.raises(SpecgateInputError, match=r"alpha must be within \[0, 1\]"):

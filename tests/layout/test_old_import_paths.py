@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tomllib
+from pathlib import Path
 
 import pytest
+
+import pytest_specgate
 
 OLD_TO_NEW = {
     "pytest_specgate.host": ("HostFacts", "pytest_specgate.contracts.host"),
@@ -62,3 +66,27 @@ def test_a_split_module_names_both_homes_for_a_missing_name() -> None:
     assert result.returncode == 1
     assert ("module 'pytest_specgate.host' has no attribute 'no_such_name' (it moved to "
             "pytest_specgate.contracts.host, pytest_specgate.selection.host_probe)") in result.stderr
+
+
+def test_patching_through_a_split_old_path_patches_the_new_home() -> None:
+    result = _python(
+        "import warnings; warnings.simplefilter('ignore')\n"
+        "import pytest_specgate.host as old\n"
+        "from pytest_specgate.selection import host_probe\n"
+        "fake = lambda: 'patched'\n"
+        "old.probe_host = fake\n"
+        "assert host_probe.probe_host is fake and old.probe_host is fake\n"
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_every_old_path_is_a_shim_tested_here_and_forbidden_to_the_package() -> None:
+    package = Path(pytest_specgate.__file__).parent
+    shims = {
+        "pytest_specgate." + ".".join(path.relative_to(package).with_suffix("").parts)
+        for path in package.rglob("*.py") if "keep_old_path(__name__" in path.read_text(encoding="utf-8")
+    }
+    pyproject = tomllib.loads((package.parent / "pyproject.toml").read_text(encoding="utf-8"))
+    (old_path_contract,) = [contract for contract in pyproject["tool"]["importlinter"]["contracts"]
+                            if contract["name"] == "the package's own code never uses an old import path"]
+    assert shims == set(OLD_TO_NEW) == set(old_path_contract["forbidden_modules"])

@@ -9,14 +9,14 @@ from __future__ import annotations
 import pytest
 
 FIXTURES = ("evidence", "duration_scale", "engine", "engine_config", "shared_engine", "boot_engine",
-            "qualification", "specgate_engine_pool", "tiny_model_cache")
+            "qualification", "specgate_engine_pool", "specgate_host_facts_file", "tiny_model_cache")
 
 
 def test_every_fixture_comes_with_the_plugin(pytester: pytest.Pytester) -> None:
     pytester.makepyfile("def test_nothing():\n    pass\n")
     result = pytester.runpytest("--fixtures", "-p", "no:randomly")
     for name in FIXTURES:
-        result.stdout.fnmatch_lines([f"{name}*"])
+        result.stdout.re_match_lines([rf"^{name}( \[session scope\])? -- "])
 
 
 def test_turning_the_plugin_off_turns_its_fixtures_off(pytester: pytest.Pytester) -> None:

@@ -53,7 +53,7 @@ def test_a_changed_text_token_finish_or_field_still_differs(
     assert checks.stream_as_delivered(changed) != checks.stream_as_delivered(ONE_BY_ONE)
 
 
-def test_a_choice_without_an_index_is_an_error_naming_the_event(checks: ModuleType) -> None:
+def test_a_choice_with_a_non_integer_index_is_an_error_naming_the_event(checks: ModuleType) -> None:
     event = {"choices": [{"delta": {"content": "x"}, "index": "0"}]}
     with pytest.raises(AssertionError, match=r"a stream event's choice has no integer index: "):
         checks.stream_as_delivered([event])

@@ -666,6 +666,7 @@ SIGNATURE_VARIANTS = (
 
 def remanifest(bundle: Path) -> str:
     """Rebuild statement, ``evidence.md`` and manifest from the records on disk; the new markdown."""
+    from pytest_specgate.evidence._acrecord import AcRecord
     from pytest_specgate.evidence._bundle import (
         MANIFEST_NAME,
         MARKDOWN_NAME,
@@ -677,10 +678,13 @@ def remanifest(bundle: Path) -> str:
     )
     from pytest_specgate.evidence._jsonio import pretty_json
     from pytest_specgate.evidence._markdown import render_markdown
-    from pytest_specgate.evidence._writer import intoto_statement, judged_documents
+    from pytest_specgate.evidence._policy import judge
+    from pytest_specgate.evidence._writer import intoto_statement
 
     manifest = json.loads((bundle / MANIFEST_NAME).read_text())
-    judged = judged_documents([json.loads((bundle / f"{ac}.json").read_text()) for ac in ("AC-1", "AC-2")])
+    records = [AcRecord.from_json(json.loads((bundle / f"{ac}.json").read_text()), f"{ac}.json")
+               for ac in ("AC-1", "AC-2")]
+    judged = [(record, judge(record)) for record in records]
     names = [ac_file_name(record.ac.id) for record, _ in judged]
     ac_files = {name: file_entry((bundle / name).read_bytes()) for name in names}
     statement = intoto_statement(judged, ac_files, judged[0][0].source.commit or FORGED_COMMIT)

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from pytest_specgate import __version__
 from pytest_specgate.contracts.errors import SpecgateInputError
-from pytest_specgate.contracts.hardware import HostProfile, RequirementError
-from pytest_specgate.contracts.host import HostFacts, HostFactsError, HostProvenance
+from pytest_specgate.contracts.hardware import HostProfile
+from pytest_specgate.contracts.host import HostFacts, HostProvenance
 from pytest_specgate.selection.hardware import evaluate_requirement, load_host_profiles
 from pytest_specgate.selection.host_probe import load_host_facts, probe_host
 
@@ -100,18 +100,14 @@ def _run_hosts(args: argparse.Namespace) -> int:
     if args.pyproject and not Path(args.pyproject).is_file():
         print(f"specgate hosts: --pyproject={args.pyproject}: no such file", file=sys.stderr)
         return 2
-    try:
-        if args.host_facts:
-            facts = load_host_facts(Path(args.host_facts))
-            provenance = HostProvenance("file", Path(args.host_facts).name)
-        else:
-            facts = probe_host()
-            provenance = HostProvenance("probe", None, facts.probed_with)
-        pyproject = Path(args.pyproject) if args.pyproject else find_pyproject(Path.cwd())
-        profiles = load_host_profiles(pyproject)
-    except (HostFactsError, RequirementError) as exc:
-        print(f"specgate hosts: {exc}", file=sys.stderr)
-        return 2
+    if args.host_facts:
+        facts = load_host_facts(Path(args.host_facts))
+        provenance = HostProvenance("file", Path(args.host_facts).name)
+    else:
+        facts = probe_host()
+        provenance = HostProvenance("probe", None, facts.probed_with)
+    pyproject = Path(args.pyproject) if args.pyproject else find_pyproject(Path.cwd())
+    profiles = load_host_profiles(pyproject)
     report = hosts_report(facts, profiles, provenance)
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else _format_hosts(report))
     return 0

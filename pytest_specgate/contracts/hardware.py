@@ -9,9 +9,10 @@ live in ``selection.hardware``; the evidence records and the gate read these val
 from __future__ import annotations
 
 from dataclasses import dataclass, fields
-from typing import Any, Final, final
+from typing import Any, final
 
 from pytest_specgate.contracts.errors import SpecgateInputError
+from pytest_specgate.contracts.host import OS_NAMES
 
 __all__ = [
     "OS_NAMES",
@@ -22,7 +23,6 @@ __all__ = [
     "format_gb",
 ]
 
-OS_NAMES: Final = {"macos": "macOS", "linux": "Linux", "windows": "Windows"}
 
 
 class RequirementError(SpecgateInputError):

@@ -21,6 +21,7 @@ from pytest_specgate.contracts.errors import SpecgateInputError
 __all__ = [
     "GIB",
     "HOST_FACTS_SCHEMA",
+    "OS_NAMES",
     "SYSTEM_TOOL_DIRS",
     "GpuFacts",
     "HostFacts",
@@ -37,7 +38,8 @@ HOST_FACTS_SCHEMA: Final = "specgate.host-facts/v1"
 GIB: Final = 1024**3
 
 
-_KNOWN_OS: Final = frozenset({"linux", "macos", "windows"})
+OS_NAMES: Final = {"macos": "macOS", "linux": "Linux", "windows": "Windows"}
+"""Each OS a host-facts document may name, and how a reader sees it."""
 
 
 SYSTEM_TOOL_DIRS: Final = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
@@ -210,7 +212,7 @@ class HostFacts:
 
     def summary(self) -> str:
         """One line a user can compare with a requirement, e.g. in a skip reason."""
-        os_name = {"macos": "macOS", "linux": "Linux", "windows": "Windows"}.get(self.os, self.os)
+        os_name = OS_NAMES.get(self.os, self.os)
         if self.os == "macos" and self.os_version:
             os_name = f"macOS {self.os_version}"
         parts = [f"{os_name} {self.arch}"]
@@ -308,8 +310,8 @@ def host_facts_from_dict(data: Any, *, where: str = "host facts", source: str = 
     if schema != HOST_FACTS_SCHEMA:
         raise HostFactsError(f"{where}: field 'schema' must be {HOST_FACTS_SCHEMA!r}, got {schema!r}")
     os_name = _field(data, "os", str, where, required=True)
-    if os_name not in _KNOWN_OS:
-        raise HostFactsError(f"{where}: field 'os' must be one of {sorted(_KNOWN_OS)}, got {os_name!r}")
+    if os_name not in OS_NAMES:
+        raise HostFactsError(f"{where}: field 'os' must be one of {sorted(OS_NAMES)}, got {os_name!r}")
     apple_chip = _field(data, "apple_chip", str, where)
     if apple_chip is not None and not re.fullmatch(r"M\d+(?: (?:Pro|Max|Ultra))?", apple_chip):
         raise HostFactsError(

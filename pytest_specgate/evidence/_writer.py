@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
-from pytest_specgate.evidence._acrecord import READABLE_SCHEMA_IDS, SCHEMA_ID, AcRecord, RecordError
+from pytest_specgate.evidence._acrecord import AcRecord, RecordError
 from pytest_specgate.evidence._bundle import (
     MANIFEST_NAME,
     MARKDOWN_NAME,
@@ -93,35 +93,22 @@ def intoto_statement(
     }
 
 
-def judged_documents(documents: Sequence[Mapping[str, JsonValue]]) -> list[tuple[AcRecord, PolicyVerdict]]:
-    """Each AC record document read as a typed record and judged by the policy."""
-    judged = []
-    for document in documents:
-        record = AcRecord.from_json(document, ac_file_name(_ac_id(document)))
-        judged.append((record, judge(record)))
-    return judged
-
-
 def write_attachment(run_dir: Path, redactor: Redactor, relative: str, data: bytes) -> FileEntry:
     """One attachment into the bundle (before :func:`write_bundle`, which lists it)."""
     return file_entry(write_redacted(redactor, run_dir / relative, data))
 
 
 def write_record(path: Path, redactor: Redactor, record: Mapping[str, JsonValue]) -> tuple[bytes, AcRecord]:
-    """An AC record through the redactor, as written and as typed; validated at most once.
+    """An AC record through the redactor, as written and as typed.
 
     The collector builds records from parts redacted where their text entered, so the pass
     here normally changes nothing and the record, right by construction, needs no schema
     check. A record the pass did change is validated; if the schema refuses it, the repair of
     ``Redactor.valid_value`` runs, so redaction can never turn a valid record into one the
-    gate refuses. A record still invalid raises :class:`RecordError` before it is written.
-
-    Every record is written as ``specgate.evidence/v3`` (compact, by the C encoder), so
-    ``merge`` turns the v2 records it read into v3 ones.
+    gate refuses (validated once more after that repair). A record still invalid raises
+    :class:`RecordError` before it is written. Records are written compact, by the C encoder.
     """
     where = path.name
-    if record.get("schema") in READABLE_SCHEMA_IDS - {SCHEMA_ID}:
-        record = {**record, "schema": SCHEMA_ID}
     redacted = redactor.value(record)
     if redacted == record:
         typed = AcRecord.built(redacted)

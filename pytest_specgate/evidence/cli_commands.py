@@ -16,7 +16,7 @@ from pathlib import Path
 from pytest_specgate._version import __version__
 from pytest_specgate.contracts.gates import GateOrderError, parse_gate_name
 from pytest_specgate.contracts.jsonvalue import JsonValue
-from pytest_specgate.evidence._acrecord import AcRecord
+from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord
 from pytest_specgate.evidence._bundle import (
     MERGE_NAME,
     RECEIPT_SCHEMA_ID,
@@ -207,7 +207,8 @@ def run_merge(args: argparse.Namespace) -> int:
             output,
             redactor,
             run_id,
-            [choice.record.document for choice in choices],
+            # Records read from older bundles (v2) are written as this version's.
+            [{**choice.record.document, "schema": SCHEMA_ID} for choice in choices],
             attachments,
             lambda verdict, reasons: _merge_receipt(run_id, choices, verdict, reasons),
             commit,

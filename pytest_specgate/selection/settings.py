@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, final
 
 import pytest
 
-from pytest_specgate.contracts.gates import DeclaredGatesError, GateName, declared_gates
-from pytest_specgate.contracts.hardware import HostProfile, RequirementError
+from pytest_specgate.contracts.gates import GateName, declared_gates
+from pytest_specgate.contracts.hardware import HostProfile
 from pytest_specgate.contracts.markers import DEFAULT_BACKEND
 from pytest_specgate.contracts.runmode import REQUIRE_ALL, RunSettings
 from pytest_specgate.contracts.validation import (
@@ -83,21 +83,15 @@ def load_project_settings(pyproject: Path | None) -> ProjectSettings:
     try:
         table = specgate_table(pyproject)
         profiles = host_profiles_from_table(table.get("hosts", {}), pyproject)
-    except RequirementError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    redact = table.get("redact", {})
-    patterns = redact.get("patterns", []) if isinstance(redact, dict) else None
-    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
-        raise pytest.UsageError(
-            f"{pyproject}: [tool.specgate.redact] patterns must be a list of strings, got {patterns!r}"
-        )
-    try:
+        redact = table.get("redact", {})
+        patterns = redact.get("patterns", []) if isinstance(redact, dict) else None
+        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+            raise SpecgateInputError(
+                f"{pyproject}: [tool.specgate.redact] patterns must be a list of strings, got {patterns!r}"
+            )
         compiled_patterns(patterns, f"{pyproject}: [tool.specgate.redact]")
-    except SpecgateInputError as exc:
-        raise pytest.UsageError(str(exc)) from None
-    try:
         gates = declared_gates(table["gates"], str(pyproject)) if "gates" in table else ()
-    except DeclaredGatesError as exc:
+    except SpecgateInputError as exc:
         raise pytest.UsageError(str(exc)) from None
     return ProjectSettings(profiles=profiles, redact_patterns=tuple(patterns), gates=gates,
                            declared_in=str(pyproject))

@@ -30,7 +30,6 @@ __all__ = [
     "engine_config_for_node",
     "engine_config_from",
     "engine_workdir",
-    "freeze_option",
     "fresh_engines",
 ]
 

@@ -20,9 +20,9 @@ from pytest_specgate.engines.client import (
     telemetry_from_status,
 )
 from pytest_specgate.engines.config import EngineConfig
-from pytest_specgate.engines.endpoint_routes import normalized_url
 from pytest_specgate.engines.prometheus import MetricsParseError
 from pytest_specgate.engines.spec_decode_metrics import SpecDecodeTelemetry
+from pytest_specgate.selection.endpoint_routes import normalized_url
 
 __all__ = ["boot", "choose_telemetry", "served_model"]
 

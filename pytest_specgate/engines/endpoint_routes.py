@@ -17,15 +17,9 @@ from collections.abc import Sequence
 
 from pytest_specgate.contracts.engine_options import ENDPOINT_OPTIONS
 from pytest_specgate.engines.config import EngineConfig
-from pytest_specgate.selection.endpoint_routes import EndpointRoute, normalized_url, parse_endpoint_route
+from pytest_specgate.selection.endpoint_routes import EndpointRoute, normalized_url
 
-__all__ = [
-    "EndpointRoute",
-    "EndpointUnserved",
-    "normalized_url",
-    "parse_endpoint_route",
-    "route_endpoint",
-]
+__all__ = ["EndpointUnserved", "route_endpoint"]
 
 
 class EndpointUnserved(Exception):

@@ -21,14 +21,9 @@ from dataclasses import dataclass
 from pytest_specgate.contracts.validation import is_fraction
 
 
-def _check_alpha(alpha: float) -> None:
-    if not is_fraction(alpha):
-        raise ValueError(f"acceptance probability alpha must be in [0, 1], found {alpha!r}")
-
-
-def _check_rate(acceptance_rate: float) -> None:
-    if not is_fraction(acceptance_rate):
-        raise ValueError(f"acceptance rate must be in [0, 1], found {acceptance_rate!r}")
+def _check_fraction(what: str, value: float) -> None:
+    if not is_fraction(value):
+        raise ValueError(f"{what} must be in [0, 1], found {value!r}")
 
 
 def _check_gamma(gamma: int) -> None:
@@ -42,7 +37,7 @@ def expected_tokens_per_round(alpha: float, gamma: int) -> float:
     The sum form is the same value, exact at alpha = 1 (gamma + 1) and alpha = 0 (1),
     and free of the cancellation the quotient suffers near alpha = 1.
     """
-    _check_alpha(alpha)
+    _check_fraction("acceptance probability alpha", alpha)
     _check_gamma(gamma)
     return math.fsum(alpha**power for power in range(gamma + 1))
 
@@ -73,7 +68,7 @@ def expected_acceptance_rate(alpha: float, gamma: int) -> float:
 def alpha_from_acceptance_rate(acceptance_rate: float, gamma: int) -> float:
     """Invert :func:`expected_acceptance_rate`: the alpha that explains a measured counter ratio."""
     _check_gamma(gamma)
-    _check_rate(acceptance_rate)
+    _check_fraction("acceptance rate", acceptance_rate)
     if acceptance_rate in (0.0, 1.0):
         return acceptance_rate
     from scipy.optimize import brentq
@@ -120,7 +115,7 @@ def finite_horizon(alpha: float, gamma: int, max_tokens: int) -> FiniteHorizon:
     emits j + 1 tokens (the accepted prefix and the target's own token). With one
     token left it takes a plain target step.
     """
-    _check_alpha(alpha)
+    _check_fraction("acceptance probability alpha", alpha)
     _check_gamma(gamma)
     if max_tokens < 1:
         raise ValueError(f"token budget max_tokens must be >= 1, found {max_tokens!r}")
@@ -191,7 +186,7 @@ def _alpha_for_rate(acceptance_rate: float, gamma: int, max_tokens: int | None) 
     if max_tokens is None:
         return alpha_from_acceptance_rate(acceptance_rate, gamma)
     _check_gamma(gamma)
-    _check_rate(acceptance_rate)
+    _check_fraction("acceptance rate", acceptance_rate)
     if acceptance_rate in (0.0, 1.0) or max_tokens < 2:
         return acceptance_rate
     from scipy.optimize import brentq

@@ -12,13 +12,9 @@ from pytest_specgate.contracts.engine import EngineBootError
 from pytest_specgate.engines.client import OpenAIClient
 from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.endpoint import served_model
-from pytest_specgate.engines.endpoint_routes import (
-    EndpointRoute,
-    EndpointUnserved,
-    parse_endpoint_route,
-    route_endpoint,
-)
+from pytest_specgate.engines.endpoint_routes import EndpointUnserved, route_endpoint
 from pytest_specgate.engines.mock import MockEngine
+from pytest_specgate.selection.endpoint_routes import EndpointRoute, parse_endpoint_route
 from pytest_specgate.selection.settings import parse_endpoint_routes
 
 SPECULATIVE = EngineConfig(backend="endpoint", target="t", draft="d", num_draft_tokens=4,

@@ -67,9 +67,6 @@ class FaultSpec:
     seconds: float | None = None
     after_chunks: int = 2
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "kind", fault_kind(self.kind))
-
     def to_dict(self) -> dict[str, object]:
         return {
             "kind": self.kind.value,

@@ -138,18 +138,24 @@ class MockEngineApp:
         try:
             if behaviour.fault is None and not timed:
                 outcomes = [generation.run_sync(i) for i in range(generation.request.n)]
-            elif behaviour.ignores_cancel:
-                await behaviour.before_reply(request, state)
-                outcomes = [await generation.run_async(i) for i in range(generation.request.n)]
             else:
-                result = await _unless_disconnected(request.receive, self._timed_outcomes(generation))
-                if isinstance(result, _Disconnected):
+                await behaviour.before_reply(request, state)
+                awaited = await self._outcomes_or_disconnect(request, generation)
+                if awaited is None:
                     cancelled = True
                     return Response(status_code=499)
-                outcomes = result
+                outcomes = awaited
         finally:
             state.release_slot(cancelled)
         return behaviour.reply(dumps(completion_body(state, generation, outcomes)))
+
+    async def _outcomes_or_disconnect(self, request: Request,
+                                      generation: Generation) -> list[ChoiceOutcome] | None:
+        """Every choice's outcome; None when the client went away first (unless the fault ignores that)."""
+        if generation.fault_behaviour.ignores_cancel:
+            return [await generation.run_async(i) for i in range(generation.request.n)]
+        result = await _unless_disconnected(request.receive, self._timed_outcomes(generation))
+        return None if isinstance(result, _Disconnected) else result
 
     async def _timed_outcomes(self, generation: Generation) -> list[ChoiceOutcome]:
         await generation.fault_behaviour.before_work()

@@ -221,7 +221,7 @@ def eligibility(profile: EngineProfile, host: HostFacts) -> EligibilityVerdict:
     """Every reason this host cannot run ``profile``; eligible only when there are none.
 
     ``host`` is the session's host facts (a ``--specgate-host-facts`` file replaces the
-    probe); GPU memory and compute capability are matched by :mod:`pytest_specgate.hardware`,
+    probe); GPU memory and compute capability are matched by :mod:`pytest_specgate.selection.hardware`,
     the matcher every ``hardware`` marker uses.
     """
     reasons: list[EligibilityReason] = []

@@ -1,5 +1,0 @@
-"""Moved to pytest_specgate.selection.backends; this path works until pytest-specgate 0.3."""
-
-from pytest_specgate._moved import keep_old_path
-
-keep_old_path(__name__, 'pytest_specgate.selection.backends')

@@ -1,6 +1,0 @@
-"""Moved to pytest_specgate.contracts.hardware and pytest_specgate.selection.hardware;
-this path works until pytest-specgate 0.3."""
-
-from pytest_specgate._moved import keep_old_path
-
-keep_old_path(__name__, 'pytest_specgate.contracts.hardware', 'pytest_specgate.selection.hardware')

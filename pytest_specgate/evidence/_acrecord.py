@@ -149,11 +149,24 @@ class Selection:
 
 
 @dataclass(frozen=True)
+class CensusShare:
+    """The AC's share of the full collection of the configured testpaths (``contracts.census``)."""
+
+    testpaths: tuple[str, ...]
+    tests: tuple[str, ...]
+    errors: tuple[str, ...]
+    problem: str | None
+
+
+@dataclass(frozen=True)
 class Completeness:
+    """``collection``: None where the record holds no census (written before there was one)."""
+
     deselected: tuple[str, ...]
     not_reached: tuple[str, ...]
     skipped: tuple[str, ...]
     selection: Selection
+    collection: CensusShare | None = None
 
 
 @dataclass(frozen=True)
@@ -264,6 +277,13 @@ def _provenance(value: JsonValue) -> HostProvenance | None:
     )
 
 
+def _census_share(value: JsonValue) -> CensusShare | None:
+    if not isinstance(value, Mapping):
+        return None
+    return CensusShare(testpaths=tuple(value["testpaths"]), tests=tuple(value["tests"]),
+                       errors=tuple(value["errors"]), problem=value["problem"])
+
+
 def _record(data: Mapping[str, JsonValue]) -> AcRecord:
     source, run, completeness = data["source"], data["run"], data["completeness"]
     selection = completeness["selection"]
@@ -320,6 +340,7 @@ def _record(data: Mapping[str, JsonValue]) -> AcRecord:
             selection=Selection(
                 args=tuple(selection["args"]), keyword=selection["keyword"], markexpr=selection["markexpr"]
             ),
+            collection=_census_share(completeness.get("collection")),
         ),
         document=data,
     )

@@ -19,13 +19,14 @@ import secrets
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_specgate._version import __version__
+from pytest_specgate.contracts.census import Census
 from pytest_specgate.contracts.host import HostProvenance
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.payload import payload_of
@@ -59,6 +60,9 @@ from pytest_specgate.evidence._source import (
 )
 from pytest_specgate.evidence._writer import NOT_QUALIFIED, WrittenBundle, write_attachment, write_bundle
 
+FOREIGN_MODULES_KEY = "specgate_foreign_modules"
+"""``workeroutput`` key: the modules an xdist worker imported from outside the repository and
+every installed distribution (name -> where)."""
 SELECTION_WORKEROUTPUT = "specgate_selection"
 """The ``workeroutput`` key under which an xdist worker ships its :class:`SelectionFacts`."""
 WORKER_STAGING_KEY = "specgate_staging"
@@ -151,11 +155,16 @@ class EvidenceCollector:
         selection: SelectionFacts | None = None,
         environ: Mapping[str, str] | None = None,
         host_provenance: HostProvenance | Mapping[str, JsonValue] | None = None,
+        census: Callable[[], Census] | None = None,
+        run_provenance: Callable[[], Mapping[str, JsonValue]] | None = None,
     ) -> None:
         """``selection``: what collection selected and deselected (filled in by the plugin's hooks
         on this process, and merged from xdist workers in ``pytest_testnodedown``).
 
-        ``host_provenance`` defaults to an unedited probe that asked no tool.
+        ``host_provenance`` defaults to an unedited probe that asked no tool. ``census`` takes
+        the full collection of the configured testpaths at the session's end (None: no census,
+        so no AC is complete); ``run_provenance`` what shaped the run from outside the
+        repository (``_run_provenance``; None: unknown, so nothing qualifies).
         """
         self._environ = os.environ if environ is None else environ
         self.redactor: Redactor = build_redactor(rootdir, redact_patterns, self._environ)
@@ -175,6 +184,13 @@ class EvidenceCollector:
         self._allow_dirty = allow_dirty
         self._duration_scale = duration_scale
         self.selection = selection if selection is not None else SelectionFacts()
+        self._take_census = census
+        self.census: Census | None = None
+        """The full collection the records' completeness is judged against (None: not taken)."""
+        self._take_run_provenance = run_provenance
+        self.run_provenance: Mapping[str, JsonValue] | None = None
+        """Already redacted; xdist workers' foreign modules are merged in when they finish."""
+        self._worker_foreign: dict[str, JsonValue] = {}
         self._rootdir = rootdir
         self._source = probe_source(rootdir, exclude=self.evidence_dir)
         self._imported: set[Path] = set()
@@ -250,8 +266,17 @@ class EvidenceCollector:
             self.selection = self.selection.merged(SelectionFacts.from_json(shipped))
         imported = output.get(IMPORTED_FILES_KEY, [])
         self._imported.update(Path(path) for path in imported if isinstance(path, str))
+        foreign = output.get(FOREIGN_MODULES_KEY)
+        if isinstance(foreign, Mapping):
+            self._worker_foreign.update({str(name): self.redactor.text(str(path))
+                                         for name, path in foreign.items()})
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
+        # Before the imported files are listed: files only the census imported are bound too.
+        if self._take_census is not None:
+            self.census = self._take_census()
+        if self._take_run_provenance is not None:
+            self.run_provenance = self._take_run_provenance()
         if self._source.commit is not None:
             self._imported |= imported_source_files(sys.modules, [item.path for item in session.items],
                                                     self._rootdir)
@@ -326,12 +351,22 @@ class EvidenceCollector:
             host_provenance=self._host_provenance,
             selection=self.selection,
             host_label=self._host_label,
+            census=self.census,
+            run_provenance=self._merged_run_provenance(),
             versions={
                 "python": platform.python_version(),
                 "pytest": pytest.__version__,
                 "specgate": __version__,
             },
         )
+
+    def _merged_run_provenance(self) -> Mapping[str, JsonValue] | None:
+        provenance = self.run_provenance
+        if provenance is None or not self._worker_foreign:
+            return provenance
+        own = provenance.get("foreign_modules")
+        merged = {**self._worker_foreign, **(own if isinstance(own, Mapping) else {})}
+        return {**provenance, "foreign_modules": dict(sorted(merged.items()))}
 
     def write(self, interrupted: bool) -> WrittenBundle:
         """Copy each staged attachment into the bundle first, so that one that cannot be
@@ -438,6 +473,17 @@ def redacted_run_facts(run: RunFacts, redactor: Redactor) -> RunFacts:
             selected={redactor.text(nodeid): ac for nodeid, ac in selection.selected.items()},
             deselected={redactor.text(nodeid): ac for nodeid, ac in selection.deselected.items()},
         ),
+        census=None if run.census is None else redacted_census(run.census, redactor),
+    )
+
+
+def redacted_census(census: Census, redactor: Redactor) -> Census:
+    """The census with its node ids and paths redacted as the tests' own, so they still match."""
+    return Census(
+        testpaths=tuple(redactor.text(path) for path in census.testpaths),
+        carriers={redactor.text(nodeid): ac for nodeid, ac in census.carriers.items()},
+        errors=tuple(redactor.text(nodeid) for nodeid in census.errors),
+        problem=None if census.problem is None else redactor.text(census.problem),
     )
 
 

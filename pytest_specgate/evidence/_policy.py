@@ -66,6 +66,8 @@ def judge(record: AcRecord) -> PolicyVerdict:
         *_host_reasons(record),
         *_source_reasons(record),
         *_completeness_reasons(record),
+        *_census_reasons(record),
+        *_run_provenance_reasons(record),
         *waiver_reasons,
     ]
     for test in record.tests:
@@ -148,21 +150,65 @@ def _source_reasons(record: AcRecord) -> list[str]:
 def _complete(record: AcRecord) -> bool:
     completeness = record.completeness
     skipped = [test for test in record.tests if test.outcome in _NOT_RUN]
-    return not (completeness.deselected or completeness.not_reached or completeness.skipped or skipped)
+    return not (completeness.deselected or completeness.not_reached or completeness.skipped or skipped
+                or _census_reasons(record))
+
+
+def not_collected(census_tests: Iterable[str], reported: Iterable[str], deselected: Iterable[str],
+                  not_reached: Iterable[str]) -> list[str]:
+    """The AC's tests in the full collection that the run never collected: neither reported,
+    deselected nor left unreached (those have reasons of their own)."""
+    seen = {*reported, *deselected, *not_reached}
+    return sorted(nodeid for nodeid in census_tests if nodeid not in seen)
+
+
+def _census_reasons(record: AcRecord) -> list[str]:
+    """Tests of the AC that a full collection of the configured testpaths found and this run
+    did not collect (a path or node id on the command line, ``--ignore``, ``collect_ignore``,
+    ``addopts``): recomputed from the census, never read from ``not_collected``."""
+    census = record.completeness.collection
+    ac_id = record.ac.id
+    if census is None:
+        return [f"completeness unknown: the record holds no full collection of the testpaths, so "
+                f"which tests {ac_id} has is unknown"]
+    where = ", ".join(census.testpaths) or "the rootdir"
+    if census.problem is not None:
+        return [f"completeness unknown: the full collection of {where} failed: {census.problem}"]
+    reasons = []
+    if census.errors:
+        reasons.append(f"completeness unknown: the full collection of {where} could not collect "
+                       f"{', '.join(census.errors)}, so whether they hold tests of {ac_id} is unknown")
+    missing = not_collected(census.tests, (test.nodeid for test in record.tests),
+                            record.completeness.deselected, record.completeness.not_reached)
+    if missing:
+        reasons.append(f"incomplete: {len(missing)} test(s) of {ac_id} in {where} were not collected by "
+                       f"this run: {', '.join(missing)} ({_selection_used(record)})")
+    return reasons
+
+
+def _run_provenance_reasons(record: AcRecord) -> list[str]:
+    """What shaped the run from outside the repository and disqualifies (``_run_provenance``)."""
+    from pytest_specgate.evidence._run_provenance import run_provenance_reasons
+
+    return run_provenance_reasons(record.document.get("run_provenance"))
+
+
+def _selection_used(record: AcRecord) -> str:
+    selection = record.completeness.selection
+    used = [f"args {' '.join(selection.args)}" if selection.args else "no args"]
+    used += [f"-k {selection.keyword!r}"] if selection.keyword else []
+    used += [f"-m {selection.markexpr!r}"] if selection.markexpr else []
+    return f"selection: {'; '.join(used)}"
 
 
 def _completeness_reasons(record: AcRecord) -> list[str]:
     completeness = record.completeness
-    selection = completeness.selection
-    used = [f"args {' '.join(selection.args)}" if selection.args else "no args"]
-    used += [f"-k {selection.keyword!r}"] if selection.keyword else []
-    used += [f"-m {selection.markexpr!r}"] if selection.markexpr else []
     reasons = []
     for what, nodeids in (("deselected", completeness.deselected), ("not reached", completeness.not_reached)):
         if nodeids:
             reasons.append(
                 f"incomplete: {len(nodeids)} test(s) of {record.ac.id} {what}: {', '.join(nodeids)} "
-                f"(selection: {'; '.join(used)})"
+                f"({_selection_used(record)})"
             )
     return reasons
 
@@ -171,7 +217,11 @@ def _effective_waiver(record: AcRecord) -> tuple[Waiver | None, list[str]]:
     stated = {test.waiver for test in record.tests}
     if stated == {None}:
         return None, []
-    unseen = record.completeness.deselected + record.completeness.not_reached
+    census = record.completeness.collection
+    unseen = record.completeness.deselected + record.completeness.not_reached + tuple(
+        () if census is None else not_collected(census.tests, (test.nodeid for test in record.tests),
+                                                record.completeness.deselected,
+                                                record.completeness.not_reached))
     if unseen:
         return None, [
             f"waiver does not count: {len(unseen)} test(s) of {record.ac.id} did not run, so whether "

@@ -13,10 +13,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from pytest_specgate.contracts.census import Census, census_to_json
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.thresholds import threshold_verdict
 from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord
-from pytest_specgate.evidence._policy import POLICY_VERSION, ac_outcome, judge
+from pytest_specgate.evidence._policy import POLICY_VERSION, ac_outcome, judge, not_collected
 
 ExecutedOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed", "interrupted"]
 _NOT_RUN: frozenset[str] = frozenset({"skipped", "xfailed"})
@@ -103,6 +104,8 @@ class RunFacts:
     host_provenance: Mapping[str, JsonValue] | None = None
     selection: SelectionFacts = field(default_factory=SelectionFacts)
     host_label: str | None = None
+    census: Census | None = None
+    run_provenance: Mapping[str, JsonValue] | None = None
 
 
 @dataclass(frozen=True)
@@ -253,20 +256,29 @@ def _engines_of(result: ExecutedTest) -> list[JsonValue] | None:
 
 
 def completeness_of(
-    ac_id: str, results: Sequence[ExecutedTest], selection: SelectionFacts
+    ac_id: str, results: Sequence[ExecutedTest], selection: SelectionFacts, census: Census | None = None
 ) -> dict[str, JsonValue]:
-    """Which tests of the AC did not run to a verdict, and the selection that was used."""
+    """Which tests of the AC did not run to a verdict, and the selection that was used.
+
+    ``census``: the full collection of the configured testpaths; its tests of the AC that this
+    run neither reported, deselected nor left unreached were never collected (``not_collected``).
+    """
     reported = {result.nodeid for result in results}
     deselected = sorted(nodeid for nodeid, ac in selection.deselected.items() if ac == ac_id)
     not_reached = sorted(
         nodeid for nodeid, ac in selection.selected.items() if ac == ac_id and nodeid not in reported
     )
     skipped = sorted(result.nodeid for result in results if result.outcome in _NOT_RUN)
+    collection = None if census is None else census_to_json(census, ac_id)
+    missing = [] if census is None else not_collected(census.of(ac_id), reported, deselected, not_reached)
     return {
-        "complete": not (deselected or not_reached or skipped),
+        "complete": not (deselected or not_reached or skipped or missing) and census is not None
+        and census.problem is None and not census.errors,
         "deselected": deselected,
         "not_reached": not_reached,
+        "not_collected": missing,
         "skipped": skipped,
+        "collection": collection,
         "selection": {
             "args": list(selection.args),
             "keyword": selection.keyword,
@@ -353,7 +365,8 @@ def build_ac_record(
             "interrupted": run.interrupted,
             "duration_scale": run.duration_scale,
         },
-        "completeness": completeness_of(ac_id, ordered, run.selection),
+        "completeness": completeness_of(ac_id, ordered, run.selection, run.census),
+        "run_provenance": None if run.run_provenance is None else dict(run.run_provenance),
     }
     return with_verdict(facts)
 

@@ -33,7 +33,9 @@ from cryptography.hazmat.primitives.serialization import (
     load_ssh_public_key,
 )
 
+from pytest_specgate.contracts.host import HostFactsError, host_facts_from_dict
 from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import (
     SIGNATURE_NAME,
     STATEMENT_NAME,
@@ -287,6 +289,44 @@ def statement_to_sign(bundle_dir: Path) -> tuple[dict[str, JsonValue], SignedSta
         ],
     }
     return statement, SignedStatement(commit=commit, files=digests)
+
+
+WITNESS_IGNORED: frozenset[str] = frozenset({"thermal_state", "source"})
+"""Host-fact fields the signer's probe does not compare: the thermal state changes from one
+minute to the next, and ``source`` says how the facts were obtained (checked on its own)."""
+
+
+def _shown(value: JsonValue) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def witness_problems(records: Mapping[str, AcRecord], probed: Mapping[str, JsonValue]) -> list[str]:
+    """Why the signer's own probe of this host does not vouch for the records' host facts.
+
+    The facts must come from the run's unedited probe (a file, a hook or an edit is a simulation
+    the signer cannot witness) and equal, field by field, what the signer's probe found now
+    (``probed``: ``HostFacts.to_dict()``, redacted; the recorded facts are read into the same shape).
+    """
+    problems: list[str] = []
+    for ac_id, record in sorted(records.items()):
+        provenance = record.host.provenance
+        if provenance is None:
+            problems.append(f"{ac_id}: the record does not say where its host facts came from")
+        elif provenance.origin != "probe" or provenance.simulated:
+            detail = f" ({provenance.detail})" if provenance.detail else ""
+            problems.append(f"{ac_id}: host facts from {provenance.origin}{detail}, not the run's probe: "
+                            "a signer witnesses only what its own probe of this host finds")
+        try:
+            facts = host_facts_from_dict(record.host.facts, where=f"{ac_id} host facts").to_dict()
+        except HostFactsError as error:
+            problems.append(f"{ac_id}: the recorded host facts cannot be read: {error}")
+            continue
+        fields = sorted((set(facts) | set(probed)) - WITNESS_IGNORED)
+        differing = [f"{name}: recorded {_shown(facts.get(name))}, probed {_shown(probed.get(name))}"
+                     for name in fields if facts.get(name) != probed.get(name)]
+        if differing:
+            problems.append(f"{ac_id}: host facts differ from this host's own probe: {'; '.join(differing)}")
+    return list(dict.fromkeys(problems))
 
 
 @dataclass(frozen=True)

@@ -227,7 +227,10 @@ def configure_sign_parser(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Sign a bundle: its in-toto Statement, with the commit and every file as subjects, goes into "
         "a DSSE envelope (statement.intoto.dsse.json) signed with an Ed25519 key. Signing again with "
-        "another key adds a signature. The bundle digest and the PR body do not change."
+        "another key adds a signature. The bundle digest and the PR body do not change. Before "
+        "signing, specgate probes this host itself and refuses a bundle whose host facts were "
+        "simulated or differ from its own probe, naming the fields: run it on the host that ran the "
+        "specs, as the key's owner, after the run."
     )
     parser.add_argument("bundle", type=Path, help="a bundle directory (or an evidence dir holding one)")
     parser.add_argument(
@@ -237,12 +240,22 @@ def configure_sign_parser(parser: argparse.ArgumentParser) -> None:
 
 
 def run_sign(args: argparse.Namespace) -> int:
-    from pytest_specgate.evidence._signing import SigningError, load_signing_key, sign_bundle
+    from pytest_specgate.evidence._signing import (
+        SigningError,
+        load_signing_key,
+        sign_bundle,
+        witness_problems,
+    )
+    from pytest_specgate.selection.host_probe import probe_host
 
     try:
         bundle = only_bundle(args.bundle)
         key = load_signing_key(args.key, os.environ)
-        signed = sign_bundle(bundle.path, key, build_redactor(None))
+        redactor = build_redactor(None)
+        problems = witness_problems(_verified_records(bundle), redactor.value(probe_host().to_dict()))
+        if problems:
+            return _error("sign", f"{bundle.path}: refusing to sign: {'; '.join(problems)}")
+        signed = sign_bundle(bundle.path, key, redactor)
     except (BundleError, SigningError) as error:
         return _error("sign", str(error))
     print(

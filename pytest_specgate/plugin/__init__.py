@@ -132,11 +132,16 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None and config.stash[SETTINGS_KEY].evidence_dir is not None:
-        from pytest_specgate.evidence._source import IMPORTED_FILES_KEY, imported_source_files
+        from pytest_specgate.evidence._source import IMPORTED_FILES_KEY, git_top, imported_source_files
 
         imported = imported_source_files(sys.modules, [item.path for item in session.items],
                                          config.rootpath)
         workeroutput[IMPORTED_FILES_KEY] = sorted(str(path) for path in imported)
+        from pytest_specgate.evidence._collector import FOREIGN_MODULES_KEY
+        from pytest_specgate.evidence._run_provenance import foreign_modules, interpreter_locations
+
+        locations = interpreter_locations(git_top(config.rootpath.resolve()))
+        workeroutput[FOREIGN_MODULES_KEY] = foreign_modules(sys.modules, locations)
     key = config.stash.get(SIGNING_KEY, None)
     collector = config.stash.get(COLLECTOR_KEY, None)
     if key is None or collector is None or collector.bundle is None:
@@ -160,6 +165,8 @@ def _evidence_collector(config: pytest.Config, settings: SpecgateSettings,
                         evidence_dir: Path) -> EvidenceCollector:
     """The bundle writer of this run: created on the controller only, never on xdist workers."""
     from pytest_specgate.evidence import EvidenceCollector
+    from pytest_specgate.plugin.hookspecs import SpecgateHookSpecs
+    from pytest_specgate.selection.census import take_census
 
     facts = session_host_facts(config)
     provenance = session_host_provenance(config)
@@ -173,7 +180,37 @@ def _evidence_collector(config: pytest.Config, settings: SpecgateSettings,
         redact_patterns=config.stash[PROJECT_KEY].redact_patterns,
         host_summary=facts.summary(),
         duration_scale=settings.duration_scale,
+        census=lambda: take_census(config, SpecgateHookSpecs),
+        run_provenance=lambda: _run_provenance(config),
     )
+
+
+def _run_provenance(config: pytest.Config) -> dict[str, Any]:
+    """What shaped this run from outside the repository (``evidence._run_provenance``)."""
+    from importlib import metadata
+
+    from pytest_specgate.evidence._run_provenance import collect_run_provenance
+    from pytest_specgate.evidence._source import git_top
+    from pytest_specgate.selection.backends import ENTRY_POINT_GROUP
+
+    collector = config.stash[COLLECTOR_KEY]
+    return collect_run_provenance(
+        rootdir=config.rootpath,
+        repo=git_top(config.rootpath.resolve()),
+        distinfo=config.pluginmanager.list_plugin_distinfo(),
+        conftests=_conftest_files(config),
+        backends={entry.name: None if entry.dist is None else entry.dist.name
+                  for entry in metadata.entry_points(group=ENTRY_POINT_GROUP)},
+        environ=os.environ,
+        modules=sys.modules,
+        sys_path=sys.path,
+        redact=collector.redactor.text,
+    )
+
+
+def _conftest_files(config: pytest.Config) -> list[Path]:
+    files = (getattr(plugin, "__file__", None) for plugin in config.pluginmanager.get_plugins())
+    return [Path(where) for where in files if isinstance(where, str) and Path(where).name == "conftest.py"]
 
 
 def session_redactor(config: pytest.Config) -> Redactor:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from pytest_specgate.contracts.census import Census
 from pytest_specgate.contracts.payload import SPEC_PROPERTY
 from pytest_specgate.evidence import (
     MANIFEST_NAME,
@@ -102,6 +103,35 @@ def make_git_repo(tmp_path: Path) -> GitRepo:
     return GitRepo(path=repo, commit=_git(repo, "rev-parse", "HEAD"))
 
 
+CLEAN_RUN_PROVENANCE: Mapping[str, Any] = {
+    "plugins": [{"plugin": "pytest_specgate.plugin", "distribution": "pytest-specgate", "version": "0.1.0"}],
+    "environment": dict.fromkeys(("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONPATH", "PYTHONSTARTUP")),
+    "startup_files": [],
+    "sys_path_outside": [],
+    "conftests_above_rootdir": [],
+    "foreign_modules": {},
+    "specgate": {"distribution": "pytest-specgate", "version": "0.1.0", "install": "distribution",
+                 "location": "<site-packages>/pytest_specgate", "mismatched": []},
+    "backends": {},
+}
+"""What a run from a clean checkout with pytest-specgate installed from a wheel records."""
+
+
+def reasons_besides_this_checkout(record: Mapping[str, Any]) -> list[str]:
+    """A subprocess run's reasons, less the one naming this checkout's pytest_specgate as foreign.
+
+    A pytest run in a subprocess imports the plugin from this checkout (``$PYTHONPATH``), outside
+    the project under test and any distribution: rightly foreign there. The in-process runs have
+    ``tests/conftest.py`` set it aside; a subprocess run can only leave out that one reason,
+    and only when nothing but the plugin was foreign.
+    """
+    foreign = record["run_provenance"]["foreign_modules"]
+    if not all(name == "pytest_specgate" or name.startswith("pytest_specgate.") for name in foreign):
+        return list(record["not_qualifying_reasons"])
+    return [reason for reason in record["not_qualifying_reasons"]
+            if not reason.startswith("modules imported from outside the repository and every installed")]
+
+
 class SyntheticRun:
     """Drive an EvidenceCollector with hand-made reports, one test at a time."""
 
@@ -118,6 +148,8 @@ class SyntheticRun:
             host_summary="linux x86_64, 24 GB, no GPU",
             **options,
         )
+        self.carriers: dict[str, str] = {}
+        """The census of this synthetic project: every AC test it ran (so every AC is whole)."""
 
     def recorder(self, nodeid: str) -> EvidenceRecorder:
         return EvidenceRecorder(nodeid, self.collector.redactor, self.collector.staging)
@@ -153,6 +185,8 @@ class SyntheticRun:
         self.collector.pytest_runtest_logreport(report)
 
     def start(self, nodeid: str, ac: Mapping[str, Any] | None, mode: str = "default") -> None:
+        if ac is not None:
+            self.carriers[nodeid] = str(ac["id"])
         self.collector.pytest_runtest_logstart(nodeid=nodeid)
         self.report(nodeid, "setup", "passed", None, self.payload(nodeid, ac, None, None, mode))
 
@@ -168,6 +202,8 @@ class SyntheticRun:
         mode: str = "default",
     ) -> None:
         payload = self.payload(nodeid, ac, recorder, hardware, mode)
+        if ac is not None:
+            self.carriers[nodeid] = str(ac["id"])
         self.collector.pytest_runtest_logstart(nodeid=nodeid)
         if outcome == "skipped":
             self.report(nodeid, "setup", "skipped", (nodeid, 1, f"Skipped: {message}"), payload)
@@ -177,6 +213,10 @@ class SyntheticRun:
         self.report(nodeid, "teardown", "passed", None, payload)
 
     def finish(self, exitstatus: int = 0) -> WrittenBundle:
+        if self.collector.census is None:
+            self.collector.census = Census(("acceptance", "tests"), self.carriers)
+        if self.collector.run_provenance is None:
+            self.collector.run_provenance = CLEAN_RUN_PROVENANCE
         return self.collector.finish(exitstatus)
 
 

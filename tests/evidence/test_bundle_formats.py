@@ -15,9 +15,10 @@ import pytest
 from evidence_testkit import TEST_ENV, GitRepo, cli, gate, qualifying_bundle
 from test_evidence_signing import pem_key, write_policy
 
-from pytest_specgate.evidence import build_redactor, load_bundle, verify_bundle
+from pytest_specgate.evidence import build_redactor, judge, load_bundle, read_records, verify_bundle
 from pytest_specgate.evidence._jsonio import canonical_json, pretty_json
 from pytest_specgate.evidence._signing import load_signing_key, sign_bundle
+from pytest_specgate.evidence._trust import judge_bundle, load_trust_policy
 from pytest_specgate.evidence.cli_commands import (
     configure_merge_parser,
     configure_render_parser,
@@ -27,7 +28,8 @@ from pytest_specgate.evidence.cli_commands import (
 
 LEGACY = Path(__file__).parent / "legacy_bundles" / "evidence-v2"
 LEGACY_COMMIT = "96a656ad44caf042f266058f0794c5fc2bf014bc"
-ACCEPTED = ["specgate gate: accepted AC-10, AC-11"]
+NO_CENSUS = ("completeness unknown: the record holds no full collection of the testpaths, so which tests "
+             "AC-10 has is unknown")
 
 
 @pytest.fixture
@@ -59,22 +61,30 @@ def test_records_are_written_compact_and_every_other_file_indented(git_repo: Git
     assert written.markdown.startswith("## AC-10 evidence\n\n**Verdict: PASSED")
 
 
-def test_a_bundle_of_the_previous_format_is_still_verified_and_passes_the_gate(
+def test_a_bundle_of_the_previous_format_is_still_verified_and_judged_under_the_current_policy(
     legacy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """It verifies and reads, but it holds no census (nor run provenance), so it no longer
+    qualifies: its own evidence.md (which said it did) is not what its records render now."""
     record = (legacy / "AC-10.json").read_text()
     assert json.loads(record)["schema"] == "specgate.evidence/v2" and record.startswith("{\n  ")
     assert json.loads((legacy / "manifest.json").read_text())["schema"] == "specgate.manifest/v1"
-    assert verify_bundle(load_bundle(legacy)) == []
+    bundle = load_bundle(legacy)
+    assert verify_bundle(bundle) == []
+    verdict = judge(read_records(bundle)["AC-10"])
+    assert not verdict.qualifying and NO_CENSUS in verdict.reasons
     code, lines, err = gate(capsys, *_gate_args(legacy, tmp_path / "PR.md"))
-    assert (code, lines) == (0, ACCEPTED) and "signatures were not checked" in err
+    assert code == 1 and "evidence.md is not what its records render" in lines[0]
+    assert "signatures were not checked" in err
 
 
 def test_render_prints_the_markdown_of_a_bundle_of_the_previous_format(
     legacy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, out, err = cli(capsys, configure_render_parser, run_render, str(legacy))
-    assert (code, err) == (0, "") and out == (LEGACY / "evidence.md").read_text()
+    assert (code, err) == (0, "")
+    assert out.startswith("## AC-10 evidence\n\n**Verdict: INCOMPLETE · NOT QUALIFYING**")
+    assert NO_CENSUS in out
 
 
 def test_merge_reads_the_previous_format_and_writes_the_new_one(
@@ -90,7 +100,7 @@ def test_merge_reads_the_previous_format_and_writes_the_new_one(
         assert data == canonical_json({**old, "schema": "specgate.evidence/v3"}) + "\n"
     assert json.loads((merged / "manifest.json").read_text())["schema"] == "specgate.manifest/v2"
     code, lines, _ = gate(capsys, *_gate_args(merged, tmp_path / "PR.md"))
-    assert (code, lines) == (0, ACCEPTED)
+    assert code == 1 and any(line.startswith("AC-10: not qualifying") and NO_CENSUS in line for line in lines)
 
 
 def test_a_signature_over_a_bundle_of_the_previous_format_verifies_under_a_trust_policy(
@@ -99,11 +109,12 @@ def test_a_signature_over_a_bundle_of_the_previous_format_verifies_under_a_trust
     keys = tmp_path / "keys"
     keys.mkdir()
     desk, stranger = pem_key(keys, "desk-m4"), pem_key(keys, "stranger")
-    policy = write_policy(tmp_path, {"desk-m4": (desk, ["m4-16gb"])})
-    args = _gate_args(legacy, tmp_path / "PR.md", f"--trust-policy={policy}")
+    policy = load_trust_policy(write_policy(tmp_path, {"desk-m4": (desk, ["m4-16gb"])}))
+    assert policy is not None
     sign_bundle(legacy, load_signing_key(stranger.path, {}), build_redactor(None))
-    code, lines, _ = gate(capsys, *args)
-    assert code == 1 and lines[0].startswith("AC-10: hardware profile m4-16gb: signed only by unknown key")
+    assert judge_bundle(legacy, policy).problem == (
+        f"signed only by unknown key {load_signing_key(stranger.path, {}).keyid} (not in the trust policy)")
     sign_bundle(legacy, load_signing_key(desk.path, {}), build_redactor(None))
-    code, lines, err = gate(capsys, *args)
-    assert (code, lines) == (0, ACCEPTED) and "checked for a signature by an enrolled" in err
+    trust = judge_bundle(legacy, policy)
+    assert trust.problem is None and trust.commit == LEGACY_COMMIT
+    assert [signer.name for signer in trust.signers] == ["desk-m4"]

@@ -6,8 +6,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evidence_testkit import PROBED_HOST
+from evidence_testkit import CLEAN_RUN_PROVENANCE, PROBED_HOST
 
+from pytest_specgate.contracts.census import Census
 from pytest_specgate.evidence import LocalIdentity, build_redactor, schema_problems
 from pytest_specgate.evidence._policy import ac_outcome
 from pytest_specgate.evidence._records import (
@@ -92,6 +93,8 @@ def _run(**changes: Any) -> RunFacts:
         "host_provenance": PROBED_HOST,
         "host_summary": "linux x86_64",
         "versions": {"python": "3.11", "pytest": "9", "specgate": "0.1.0"},
+        "census": Census(("tests",), {"t.py::a": "AC-10"}),
+        "run_provenance": CLEAN_RUN_PROVENANCE,
     }
     base.update(changes)
     return RunFacts(**base)
@@ -199,8 +202,10 @@ def test_a_deselected_or_unreached_test_makes_the_ac_incomplete() -> None:
         "complete": False,
         "deselected": ["t.py::slow"],
         "not_reached": ["t.py::late"],
+        "not_collected": [],
         "skipped": [],
         "selection": {"args": ["tests"], "keyword": "speed", "markexpr": None},
+        "collection": {"testpaths": ["tests"], "tests": ["t.py::a"], "errors": [], "problem": None},
     }
     assert record["not_qualifying_reasons"] == [
         "incomplete: 1 test(s) of AC-10 deselected: t.py::slow (selection: args tests; -k 'speed')",

@@ -34,6 +34,7 @@ from evidence_testkit import (
 )
 
 from pytest_specgate.contracts.gates import declared_gates
+from pytest_specgate.contracts.host import host_facts_from_dict
 from pytest_specgate.evidence import WrittenBundle, build_redactor, evaluate_gate, load_bundle, verify_bundle
 from pytest_specgate.evidence._bundle import SIGNATURE_NAME
 from pytest_specgate.evidence._gate import CommitChoice
@@ -54,6 +55,7 @@ from pytest_specgate.evidence.cli_commands import (
     run_gate,
     run_sign,
 )
+from pytest_specgate.selection import host_probe
 
 M4_HARDWARE = {
     "requirement": {"apple": "M4", "min_memory_gb": 16, "profile": "m4-16gb"},
@@ -357,16 +359,20 @@ def test_policy_errors_name_the_file_and_signer(tmp_path: Path) -> None:
         load_trust_policy(empty)
 
 
-def test_sign_and_gate_commands(setup: Setup, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_sign_and_gate_commands(setup: Setup, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                monkeypatch: pytest.MonkeyPatch) -> None:
+    # The signer's own probe is the desk M4's (the bundle's facts): test_key_custody shows a
+    # signer refusing facts its probe does not find.
+    monkeypatch.setattr(host_probe, "probe_host", lambda: host_facts_from_dict(M4_HOST_FACTS, where="M4"))
     policy = str(setup.policy.source)
     gate_args = ["--pr-body", str(setup.pr_body), "--evidence", str(setup.repo.path / "out"),
                  "--require", "AC-10", "--commit", setup.repo.commit, f"--trust-policy={policy}"]
     code, out, err = cli(capsys, configure_gate_parser, run_gate, *gate_args)
     assert code == 1 and out.splitlines()[1].startswith("AC-10: hardware profile m4-16gb: unsigned")
     assert f"trust policy {policy} (2 signers)" in err
-    code, out, _ = cli(capsys, configure_sign_parser, run_sign, str(setup.repo.path / "out"),
+    code, out, err = cli(capsys, configure_sign_parser, run_sign, str(setup.repo.path / "out"),
                         f"--key={setup.desk_m4.path}")
-    assert code == 0
+    assert code == 0, err
     assert out.startswith(f"specgate sign: {setup.bundle.path / SIGNATURE_NAME} signed by SHA256:")
     assert f"commit {setup.repo.commit}" in out
     code, out, _ = cli(capsys, configure_gate_parser, run_gate, *gate_args)

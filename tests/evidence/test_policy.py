@@ -7,8 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from evidence_testkit import M4_HOST_FACTS, M4_MATCHED, PROBED_HOST, REAL_ENGINE
+from evidence_testkit import CLEAN_RUN_PROVENANCE, M4_HOST_FACTS, M4_MATCHED, PROBED_HOST, REAL_ENGINE
 
+from pytest_specgate.contracts.census import Census
 from pytest_specgate.evidence import POLICY_VERSION, AcRecord, RecordError, judge
 from pytest_specgate.evidence._acrecord import Waiver
 from pytest_specgate.evidence._records import (
@@ -54,6 +55,8 @@ def _honest_record(engines: list[Any] | None = None, hardware: Any = None) -> di
         host_summary="Apple M4, 16 GB",
         versions={"python": "3.11", "pytest": "9", "specgate": "0.1.0"},
         host_provenance=PROBED_HOST,
+        census=Census(("tests",), {test.nodeid: "AC-10"}),
+        run_provenance=CLEAN_RUN_PROVENANCE,
     )
     return build_ac_record("AC-10", [test], run)
 

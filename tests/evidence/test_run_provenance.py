@@ -1,0 +1,215 @@
+"""Run provenance: what shaped a run from outside the repository is recorded, and code that is
+neither the repository's nor an installed distribution's disqualifies the run."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+from importlib import metadata
+from pathlib import Path
+
+import pytest
+from evidence_testkit import CLEAN_RUN_PROVENANCE, git
+from provenance_testkit import commit_project, gate_rejection, only_record, run_passing
+
+from pytest_specgate.evidence._run_provenance import (
+    ENVIRONMENT_VARIABLES,
+    Locations,
+    foreign_modules,
+    run_provenance_reasons,
+    specgate_files,
+    startup_files,
+    unenrolled_backends,
+    used_backends,
+)
+
+SPEC_IMPORTING = """
+import pytest
+import outside_helper
+
+@pytest.mark.ac("AC-10", spec="SPEC-028", title="canary")
+def test_canary(evidence):
+    evidence.measure("median_speedup", outside_helper.SPEEDUP, "x", at_least=1.4)
+"""
+
+
+def _outside(tmp_path: Path, name: str, text: str) -> Path:
+    """A folder outside the project (and every distribution) holding one module."""
+    folder = tmp_path / "elsewhere"
+    folder.mkdir(exist_ok=True)
+    (folder / f"{name}.py").write_text(text)
+    return folder
+
+
+def test_a_clean_run_records_its_plugins_and_environment_and_qualifies(pytester: pytest.Pytester) -> None:
+    commit_project(pytester)
+    _, record = run_passing(pytester)
+    provenance = record["run_provenance"]
+    assert provenance["foreign_modules"] == {} and provenance["conftests_above_rootdir"] == []
+    assert "pytest-specgate" in {plugin["distribution"] for plugin in provenance["plugins"]}
+    assert set(provenance["environment"]) == set(ENVIRONMENT_VARIABLES)
+    assert provenance["specgate"]["distribution"] == "pytest-specgate"
+    assert record["qualifying"] is True, record["not_qualifying_reasons"]
+
+
+def test_a_module_imported_from_a_pythonpath_entry_disqualifies(
+    pytester: pytest.Pytester, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = _outside(tmp_path, "outside_helper", "SPEEDUP = 2.41\n")
+    pytester.syspathinsert(folder)
+    commit = commit_project(pytester, **{"test_spec.py": SPEC_IMPORTING})
+    bundle, record = run_passing(pytester)
+    [(name, where)] = record["run_provenance"]["foreign_modules"].items()
+    assert name == "outside_helper" and where.endswith("/elsewhere/outside_helper.py")
+    assert "/pytest-of-<USER>/" in where  # redacted like every other path
+    assert any(entry.endswith("/elsewhere") for entry in record["run_provenance"]["sys_path_outside"])
+    line = gate_rejection(bundle, commit, capsys)
+    assert ("modules imported from outside the repository and every installed distribution: "
+            f"outside_helper ({where})") in line
+
+
+def test_a_plugin_loaded_through_pytest_plugins_is_recorded_and_disqualifies(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _outside(tmp_path, "sneaky_plugin", "def pytest_configure(config):\n    pass\n")
+    pytester.syspathinsert(folder)
+    monkeypatch.setenv("PYTEST_PLUGINS", "sneaky_plugin")
+    commit_project(pytester)
+    _, record = run_passing(pytester)
+    provenance = record["run_provenance"]
+    assert provenance["environment"]["PYTEST_PLUGINS"] == "sneaky_plugin"
+    assert "sneaky_plugin" in provenance["foreign_modules"]
+    assert record["qualifying"] is False
+
+
+def test_a_conftest_above_the_rootdir_is_recorded_with_its_digest_and_disqualifies(
+    pytester: pytest.Pytester,
+) -> None:
+    above = "def pytest_configure(config):\n    pass\n"
+    (pytester.path / "conftest.py").write_text(above)
+    project = pytester.mkdir("project")
+    (project / "pyproject.toml").write_text("[tool.pytest.ini_options]\n")
+    (project / "test_spec.py").write_text('import pytest\n\n@pytest.mark.ac("AC-10")\n'
+                                          'def test_canary():\n    pass\n')
+    (project / ".gitignore").write_text("__pycache__/\nout/\n")
+    git(project, "init", "-q")
+    git(project, "add", ".")
+    git(project, "commit", "-q", "-m", "specs")
+    result = pytester.runpytest(f"--rootdir={project}", f"--confcutdir={pytester.path}", str(project),
+                                f"--specgate-evidence={project / 'out'}", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    _, record = only_record(project / "out")
+    [conftest] = record["run_provenance"]["conftests_above_rootdir"]
+    assert conftest["sha256"] == hashlib.sha256(above.encode()).hexdigest()
+    assert record["qualifying"] is False
+
+
+@pytest.mark.foreign_harness
+def test_the_plugin_itself_from_outside_the_project_and_any_distribution_disqualifies(
+    pytester: pytest.Pytester,
+) -> None:
+    """This suite imports pytest_specgate from its checkout, not from the pytester project nor
+    (under PYTHONPATH) from the installed distribution: the truth, which every other test here
+    sets aside."""
+    commit_project(pytester)
+    _, record = run_passing(pytester)
+    foreign = record["run_provenance"]["foreign_modules"]
+    if "pytest_specgate" not in foreign:
+        pytest.skip("pytest_specgate is imported from an installed distribution here")
+    assert record["qualifying"] is False
+    assert any(reason.startswith("modules imported from outside the repository")
+               and "pytest_specgate" in reason for reason in record["not_qualifying_reasons"])
+
+
+def _site(tmp_path: Path, files: dict[str, bytes], recorded: dict[str, bytes]) -> tuple[Path, Path]:
+    """A fake site directory with ``files`` and a pytest-specgate dist-info whose RECORD lists
+    ``recorded`` (path -> the bytes RECORD's digest is of)."""
+    site = tmp_path / "site-packages"
+    for name, data in files.items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_bytes(data)
+    info = site / "pytest_specgate-0.1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: pytest-specgate\nVersion: 0.1.0\n")
+    lines = [f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).decode().rstrip('=')},"
+             f"{len(data)}" for name, data in recorded.items()]
+    (info / "RECORD").write_text("\n".join([*lines, "pytest_specgate-0.1.0.dist-info/RECORD,,"]) + "\n")
+    return site, info
+
+
+def _locations(site: Path, repo: Path | None = None) -> Locations:
+    from pytest_specgate.evidence._run_provenance import installed_files
+
+    owned = installed_files([metadata.PathDistribution(path) for path in site.glob("*.dist-info")])
+    return Locations(repo=repo, stdlib=(), site=(site,), prefixes=(), owned=owned)
+
+
+def test_an_edited_installed_plugin_file_differs_from_its_record(tmp_path: Path) -> None:
+    original = {"pytest_specgate/__init__.py": b"", "pytest_specgate/_policy.py": b"STRICT = True\n"}
+    site, info = _site(tmp_path, {**original, "pytest_specgate/_policy.py": b"STRICT = False\n"}, original)
+    facts = specgate_files(metadata.PathDistribution(info), site / "pytest_specgate", _locations(site))
+    assert facts["install"] == "distribution" and facts["mismatched"] == ["pytest_specgate/_policy.py"]
+    assert run_provenance_reasons({**CLEAN_RUN_PROVENANCE, "specgate": facts}) == [
+        "installed pytest_specgate files differ from its distribution's RECORD: pytest_specgate/_policy.py"]
+    untouched = specgate_files(metadata.PathDistribution(info), site / "pytest_specgate",
+                               _locations(_site(tmp_path / "clean", original, original)[0]))
+    assert untouched["mismatched"] == [] or untouched["install"] != "distribution"
+
+
+def test_an_editable_install_must_live_in_the_repository(tmp_path: Path) -> None:
+    site, info = _site(tmp_path, {}, {})
+    repo = tmp_path / "repo"
+    (repo / "pytest_specgate").mkdir(parents=True)
+    inside = specgate_files(metadata.PathDistribution(info), repo / "pytest_specgate", _locations(site, repo))
+    assert (inside["install"], inside["location"]) == ("repository", "<repo>/pytest_specgate")
+    elsewhere = specgate_files(metadata.PathDistribution(info), tmp_path / "clone" / "pytest_specgate",
+                               _locations(site, repo))
+    assert elsewhere["install"] == "elsewhere"
+
+
+def test_a_module_in_site_packages_that_no_record_lists_is_foreign(tmp_path: Path) -> None:
+    import types
+
+    site, _ = _site(tmp_path, {"pytest_specgate/__init__.py": b"", "sitecustomize.py": b"import os\n"},
+                    {"pytest_specgate/__init__.py": b""})
+    modules = {name: types.SimpleNamespace(__file__=str(site / path))
+               for name, path in (("pytest_specgate", "pytest_specgate/__init__.py"),
+                                  ("sitecustomize", "sitecustomize.py"))}
+    where = _locations(site)
+    assert foreign_modules(modules, where) == {"sitecustomize": "<site-packages>/sitecustomize.py"}  # type: ignore[arg-type]
+    [startup] = startup_files(modules, where)  # type: ignore[arg-type]
+    assert startup["path"] == "<site-packages>/sitecustomize.py" and startup["distribution"] is None
+
+
+def test_a_pth_file_that_runs_code_and_belongs_to_no_distribution_disqualifies(tmp_path: Path) -> None:
+    pth = {"evil.pth": b"import os; os.environ['X'] = '1'\n", "paths.pth": b"/opt/lib\n"}
+    site, _ = _site(tmp_path, pth, {})
+    files = startup_files({}, _locations(site))
+    assert [(entry["path"], entry["executes"]) for entry in files] == [
+        ("<site-packages>/evil.pth", True), ("<site-packages>/paths.pth", False)]
+    assert run_provenance_reasons({**CLEAN_RUN_PROVENANCE, "startup_files": files}) == [
+        "start-up files that run code and belong to no installed distribution: <site-packages>/evil.pth"]
+
+
+def test_a_record_without_run_provenance_does_not_qualify() -> None:
+    assert run_provenance_reasons(None) == [
+        "run provenance unknown: the record does not say what shaped the run from outside the repository"]
+    assert run_provenance_reasons(dict(CLEAN_RUN_PROVENANCE)) == []
+
+
+def test_a_third_party_backend_qualifies_only_when_enrolled_by_name_and_distribution() -> None:
+    enrolled = {"sglang": "specgate-sglang"}
+    assert unenrolled_backends([("sglang", "specgate_sglang")], enrolled) == []
+    assert unenrolled_backends([("sglang", "evil-sglang")], enrolled) == [
+        "engine backend 'sglang' comes from evil-sglang, but the trusted configuration enrols it from "
+        "specgate-sglang"]
+    assert unenrolled_backends([("tgi", "specgate-tgi")], enrolled) == [
+        "engine backend 'tgi' (specgate-tgi) is not enrolled in the trusted [tool.specgate.trust.backends]"]
+
+
+def test_the_backends_a_record_used_are_paired_with_their_recorded_distribution() -> None:
+    engine = {"backend": "sglang", "model": "m", "simulated": False}
+    record = {"tests": [{"engines": [engine, {**engine, "backend": "mock"}]}, {"engines": None}],
+              "run_provenance": {**CLEAN_RUN_PROVENANCE, "backends": {"sglang": "specgate-sglang"}}}
+    assert used_backends(record) == [("sglang", "specgate-sglang")]
+    assert used_backends({**record, "run_provenance": None}) == [("sglang", None)]

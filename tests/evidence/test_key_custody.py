@@ -195,3 +195,27 @@ def test_fleet_round_trip_with_two_users(spec_user: str, tmp_path: Path) -> None
     finally:
         shutil.rmtree(work, ignore_errors=True)
         shutil.rmtree(keys, ignore_errors=True)
+
+
+def test_the_fleet_example_keeps_the_key_out_of_the_specs_reach() -> None:
+    """docs/examples/fleet.yml: a reviewer approves before the PR's code runs on an enrolled host;
+    the specs run as the spec user; the signer is the base branch's specgate, run as the key's
+    owner after the run; only bundle folders are uploaded."""
+    yaml = pytest.importorskip("yaml")
+    specs = yaml.safe_load((CHECKOUT / "docs" / "examples" / "fleet.yml").read_text())["jobs"]["specs"]
+    assert specs["environment"] == "enrolled-hosts"
+    steps = {step["name"]: step for step in specs["steps"]}
+    names = list(steps)
+    run_specs = steps["run the hardware specs as the spec user"]["run"]
+    assert run_specs.lstrip().startswith('sudo -u "$SPECS_USER" --') and "pytest" in run_specs
+    install = steps["install specgate from the base branch (the signer's, not the PR's)"]["run"]
+    assert "github.event.pull_request.base.sha" in install
+    assert 'pip" install --quiet "$RUNNER_TEMP/signer/base"' in install
+    sign = steps["sign and copy out only the bundle folders (as the key's owner)"]["run"]
+    assert '"$RUNNER_TEMP/signer/venv/bin/specgate" sign' in sign and "sudo" not in sign
+    assert "[0-9]*T[0-9]*Z-*" in sign
+    assert names.index("run the hardware specs as the spec user") < names.index(
+        "sign and copy out only the bundle folders (as the key's owner)")
+    upload = steps["upload the bundle"]
+    assert upload["with"]["path"] == "upload/"
+    assert not any("actions/checkout" in str(step.get("uses", "")) for step in specs["steps"])

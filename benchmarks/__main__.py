@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from benchmarks import (
     Row,
+    census,
     measurement_accuracy,
     mock_engine,
     overhead,
@@ -41,6 +42,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("overhead-no-evidence", overhead.run_without_evidence),
     Benchmark("startup-version", startup.run_version),
     Benchmark("startup-collect", startup.run_collect),
+    Benchmark("census", census.run),
     Benchmark("accuracy", measurement_accuracy.run),
     Benchmark("mock-throughput", mock_engine.run),
     Benchmark("xdist", xdist_scaling.run),

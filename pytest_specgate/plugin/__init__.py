@@ -33,6 +33,7 @@ from pytest_specgate.plugin.stash import (
     PROJECT_KEY,
     RECORDER_KEY,
     REDACTOR_KEY,
+    RUN_COLLECTION_KEY,
     SELECTION_KEY,
     SETTINGS_KEY,
     SIGNED_KEY,
@@ -180,7 +181,7 @@ def _evidence_collector(config: pytest.Config, settings: SpecgateSettings,
         redact_patterns=config.stash[PROJECT_KEY].redact_patterns,
         host_summary=facts.summary(),
         duration_scale=settings.duration_scale,
-        census=lambda: take_census(config, SpecgateHookSpecs),
+        census=lambda: take_census(config, SpecgateHookSpecs, config.stash.get(RUN_COLLECTION_KEY, None)),
         run_provenance=lambda: _run_provenance(config),
     )
 
@@ -460,6 +461,20 @@ def _check_required_present(required: frozenset[str], items: list[pytest.Item]) 
 def _item_ac_id(item: pytest.Item) -> str | None:
     marker = item.get_closest_marker("ac")
     return marker.args[0] if marker is not None and marker.args and isinstance(marker.args[0], str) else None
+
+
+def pytest_itemcollected(item: pytest.Item) -> None:
+    """Remember each collected test before any deselection: the census then collects only the
+    files this run left out (``selection.census``). Not on xdist workers, whose controller
+    takes a census of everything."""
+    config = item.config
+    if config.stash[SETTINGS_KEY].evidence_dir is None or hasattr(config, "workerinput"):
+        return
+    if RUN_COLLECTION_KEY not in config.stash:
+        from pytest_specgate.selection.census import RunCollection
+
+        config.stash[RUN_COLLECTION_KEY] = RunCollection()
+    config.stash[RUN_COLLECTION_KEY].add(item)
 
 
 def pytest_deselected(items: Sequence[pytest.Item]) -> None:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from pytest_specgate.evidence import EvidenceCollector, EvidenceRecorder, Redactor
     from pytest_specgate.evidence._records import SelectionFacts
     from pytest_specgate.evidence._signing import SignedBundle, SigningKey
+    from pytest_specgate.selection.census import RunCollection
     from pytest_specgate.selection.collection import SpecPlan
     from pytest_specgate.selection.settings import ProjectSettings, SpecgateSettings
 
@@ -40,6 +41,7 @@ SIGNING_KEY: Final[pytest.StashKey[SigningKey]] = pytest.StashKey()
 SIGNED_KEY: Final[pytest.StashKey[SignedBundle | str]] = pytest.StashKey()
 ENGINE_CONFIG_KEY: Final[pytest.StashKey[EngineConfig]] = pytest.StashKey()
 PLAN_KEY: Final[pytest.StashKey[SpecPlan]] = pytest.StashKey()
+RUN_COLLECTION_KEY: Final[pytest.StashKey[RunCollection]] = pytest.StashKey()
 CURRENT_ITEM_KEY: Final[pytest.StashKey[pytest.Item]] = pytest.StashKey()
 ITEM_ENGINES_KEY: Final[pytest.StashKey[list[tuple[Engine, dict[str, Any]]]]] = pytest.StashKey()
 

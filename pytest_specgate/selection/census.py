@@ -11,9 +11,10 @@ rootdir, ini file and import mode, the ini's ``testpaths`` (the rootdir without 
 ``collect_ignore``/``collect_ignore_glob`` and its ``pytest_ignore_collect`` hook are skipped
 too: they are the pull request's own claim about which of its tests count.
 
-Modules the run imported are reused from ``sys.modules``; only files the run did not collect
-are imported here, so the census costs the collection of what was left out, plus building one
-pytest configuration.
+Files the run itself collected whole (every file it collected but those named by a node id) are
+not collected again: their tests come from the run's own ``pytest_itemcollected`` (before any
+deselection), and the census collects only what the run left out, plus building one pytest
+configuration (``benchmarks/census.py`` measures it).
 """
 
 from __future__ import annotations
@@ -29,7 +30,27 @@ import pytest
 from pytest_specgate.contracts.census import Census
 from pytest_specgate.contracts.markers import MARKER_DOCS
 
-__all__ = ["census_arguments", "take_census"]
+__all__ = ["RunCollection", "census_arguments", "take_census"]
+
+
+class RunCollection:
+    """What the run's own collection found, item by item, before any deselection."""
+
+    def __init__(self) -> None:
+        self.files: set[Path] = set()
+        self.carriers: dict[str, str] = {}
+
+    def add(self, item: pytest.Item) -> None:
+        self.files.add(item.path)
+        marker = item.get_closest_marker("ac")
+        if marker is not None and marker.args and isinstance(marker.args[0], str):
+            self.carriers[item.nodeid] = marker.args[0]
+
+    def whole_files(self, config: pytest.Config) -> set[Path]:
+        """The files collected whole: those a node id on the command line named were collected in part."""
+        named = {(config.invocation_params.dir / arg.split("::", 1)[0]).resolve()
+                 for arg in config.args if "::" in arg}
+        return {path for path in self.files if path.resolve() not in named}
 
 _SELF_PLUGINS: Final = ("specgate", "pytest_specgate.plugin")
 """Names this plugin is loaded under: the census run must not write evidence or sign anything."""
@@ -62,10 +83,11 @@ class _Counter:
     """The census run's own plugin: registers the markers and this plugin's hooks (a conftest
     may implement them), overrides the ignore rules, counts."""
 
-    def __init__(self, hookspecs: type | None) -> None:
-        self.carriers: dict[str, str] = {}
+    def __init__(self, hookspecs: type | None, known: set[Path], carriers: dict[str, str]) -> None:
+        self.carriers = carriers
         self.errors: list[str] = []
         self._hookspecs = hookspecs
+        self._known = known
 
     def pytest_addhooks(self, pluginmanager: pytest.PytestPluginManager) -> None:
         if self._hookspecs is not None:
@@ -79,7 +101,7 @@ class _Counter:
     def pytest_ignore_collect(self, collection_path: Path, config: pytest.Config) -> bool:
         """pytest's own rules minus ``--ignore*`` and ``collect_ignore*``; being first with a
         non-None answer, no conftest's ``pytest_ignore_collect`` is asked either."""
-        if collection_path.name == "__pycache__":
+        if collection_path.name == "__pycache__" or collection_path in self._known:
             return True
         if not collection_path.is_dir():
             return False
@@ -104,16 +126,19 @@ def _dir_matches(pattern: str, path: Path) -> bool:
     return fnmatch.fnmatch(str(path), pattern if os.path.isabs(pattern) else f"*{os.sep}{pattern}")
 
 
-def take_census(config: pytest.Config, hookspecs: type | None = None) -> Census:
+def take_census(config: pytest.Config, hookspecs: type | None = None,
+                run: RunCollection | None = None) -> Census:
     """Collect the project's configured testpaths in a configuration of their own (see the
     module's docstring); any failure is the census's ``problem``, never an exception.
 
-    ``hookspecs``: the plugin's own hook specifications, which a conftest may implement.
+    ``hookspecs``: the plugin's own hook specifications, which a conftest may implement;
+    ``run``: what the run collected (None, as on an xdist controller: collect everything).
     """
     from _pytest.config import get_config
 
     args, shown = census_arguments(config)
-    counter = _Counter(hookspecs)
+    known = set() if run is None else run.whole_files(config)
+    counter = _Counter(hookspecs, known, {} if run is None else dict(run.carriers))
     census_config = None
     try:
         census_config = get_config(args, plugins=[counter])

@@ -131,3 +131,16 @@ def test_not_collected_is_what_the_run_neither_reported_deselected_nor_left_unre
     census = Census(("specs",), {"a": "AC-1", "b": "AC-1", "c": "AC-1", "d": "AC-1", "e": "AC-2"})
     assert not_collected(census.of("AC-1"), ["a"], ["b"], ["c"]) == ["d"]
     assert census.of("AC-2") == ["e"]
+
+
+def test_a_node_id_leaves_the_rest_of_its_own_file_uncollected(pytester: pytest.Pytester) -> None:
+    """The census reuses files the run collected whole; a file named by a node id was not."""
+    _project(pytester)
+    specs = pytester.path / "specs"
+    (specs / "test_a.py").write_text(SPEC_A + SPEC_B.replace("import pytest\n", "").replace(
+        "test_identity", "test_second"))
+    git(pytester.path, "commit", "-q", "-am", "two in one file")
+    pytester.runpytest("--specgate-evidence=out", "-p", "no:cacheprovider", "specs/test_a.py::test_speed",
+                       "specs/test_b.py").assert_outcomes(passed=2)
+    _, record = only_record(pytester.path / "out")
+    assert record["completeness"]["not_collected"] == ["specs/test_a.py::test_second"]

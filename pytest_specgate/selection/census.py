@@ -22,6 +22,7 @@ from __future__ import annotations
 import fnmatch
 import glob
 import os
+import warnings
 from pathlib import Path
 from typing import Final
 
@@ -71,7 +72,8 @@ def census_arguments(config: pytest.Config) -> tuple[list[str], list[str]]:
         paths += sorted(glob.iglob(str(root / pattern), recursive=True))
     paths = paths or [str(root)]
     shown = [Path(os.path.relpath(path, root)).as_posix() for path in paths]
-    args = [*paths, f"--rootdir={root}", "--capture=no", f"--import-mode={config.option.importmode}"]
+    args = [*paths, f"--rootdir={root}", "--capture=no", "--assert=plain",
+            f"--import-mode={config.option.importmode}"]
     if config.inipath is not None:
         args.append(f"--config-file={config.inipath}")
     for name in (*_SELF_PLUGINS, *_QUIET_PLUGINS):
@@ -134,11 +136,19 @@ def take_census(config: pytest.Config, hookspecs: type | None = None,
     ``hookspecs``: the plugin's own hook specifications, which a conftest may implement;
     ``run``: what the run collected (None, as on an xdist controller: collect everything).
     """
-    from _pytest.config import get_config
-
     args, shown = census_arguments(config)
     known = set() if run is None else run.whole_files(config)
     counter = _Counter(hookspecs, known, {} if run is None else dict(run.carriers))
+    # Warnings of a second collection (a test class with __init__, a module already imported)
+    # were the run's own to report, once.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _collect(args, shown, counter)
+
+
+def _collect(args: list[str], shown: list[str], counter: _Counter) -> Census:
+    from _pytest.config import get_config
+
     census_config = None
     try:
         census_config = get_config(args, plugins=[counter])

@@ -523,6 +523,9 @@ def gate_summary_markdown(verdict: GateVerdict) -> str:
         f"Policy {verdict.policy}; commit {verdict.commit.sha} (from {verdict.commit.source}); "
         f"gate {verdict.gate or 'none'}",
         "",
+        f"Trusted config {_summary_cell(verdict.trusted)}; signatures {_summary_cell(verdict.signatures)}",
+        "",
+        *(f"- {_summary_cell(problem)}" for problem in verdict.run_problems),
         "| AC | verdict | gate | problems |",
         "|---|---|---|---|",
     ]

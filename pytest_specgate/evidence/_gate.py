@@ -48,8 +48,9 @@ from pytest_specgate.evidence._trusted import UNTRUSTED, TrustedConfig
 
 GATE_RESULT_SCHEMA_ID = "specgate.gate-result/1"
 _FULL_COMMIT = re.compile(r"^[0-9a-fA-F]{40}$")
-PROJECT_CONFIG_FILES = frozenset({"pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg", "conftest.py"})
-"""Files at the repository root that shape every run: always harness when they change."""
+PROJECT_CONFIG_FILES = frozenset({"pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg"})
+"""pytest's configuration files at the repository root: harness for every AC when they change (the
+root conftest.py is harness already, as a conftest above every spec)."""
 GIT_TIMEOUT_S = 30.0
 
 

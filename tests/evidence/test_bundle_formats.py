@@ -7,18 +7,19 @@ m4-16gb host with a measurement and an attachment, AC-11 without hardware), kept
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import shutil
 from pathlib import Path
 
 import pytest
 from evidence_testkit import TEST_ENV, GitRepo, cli, gate, qualifying_bundle
-from test_evidence_signing import pem_key, write_policy
+from test_evidence_signing import load_policy, pem_key, write_policy
 
 from pytest_specgate.evidence import build_redactor, judge, load_bundle, read_records, verify_bundle
 from pytest_specgate.evidence._jsonio import canonical_json, pretty_json
 from pytest_specgate.evidence._signing import load_signing_key, sign_bundle
-from pytest_specgate.evidence._trust import judge_bundle, load_trust_policy
+from pytest_specgate.evidence._trust import judge_bundle
 from pytest_specgate.evidence.cli_commands import (
     configure_merge_parser,
     configure_render_parser,
@@ -28,6 +29,7 @@ from pytest_specgate.evidence.cli_commands import (
 
 LEGACY = Path(__file__).parent / "legacy_bundles" / "evidence-v2"
 LEGACY_COMMIT = "96a656ad44caf042f266058f0794c5fc2bf014bc"
+NOW = dt.datetime(2026, 12, 3, tzinfo=dt.UTC)
 NO_CENSUS = ("completeness unknown: the record holds no full collection of the testpaths, so which tests "
              "AC-10 has is unknown")
 
@@ -39,10 +41,20 @@ def legacy(tmp_path: Path) -> Path:
     return copy
 
 
-def _gate_args(bundle: Path, body: Path, *extra: str) -> list[str]:
+ENGINE_FREE_AC10 = '[tool.specgate.acs."AC-10"]\nengine = false\n'
+"""The legacy bundle's AC-10 ran on hardware without recording an engine (written before engines
+were recorded): the trusted config must declare it engine-free for it to pass."""
+
+
+def _gate_args(bundle: Path, body: Path, trusted: Path | None = None) -> list[str]:
     body.write_text("## Summary\n\n" + (bundle / "evidence.md").read_text())
+    if trusted is None:
+        trusted = body.with_name("trusted.toml")
+        trusted.write_text(ENGINE_FREE_AC10)
+    else:
+        trusted.write_text(trusted.read_text() + "\n" + ENGINE_FREE_AC10)
     return [f"--commit={LEGACY_COMMIT}", f"--pr-body={body}", f"--evidence={bundle}",
-            "--require=AC-10", "--require=AC-11", *extra]
+            "--require=AC-10", "--require=AC-11", f"--trusted-config={trusted}"]
 
 
 def test_records_are_written_compact_and_every_other_file_indented(git_repo: GitRepo) -> None:
@@ -75,7 +87,7 @@ def test_a_bundle_of_the_previous_format_is_still_verified_and_judged_under_the_
     assert not verdict.qualifying and NO_CENSUS in verdict.reasons
     code, lines, err = gate(capsys, *_gate_args(legacy, tmp_path / "PR.md"))
     assert code == 1 and "evidence.md is not what its records render" in lines[0]
-    assert "signatures were not checked" in err
+    assert "signatures not checked: no trust policy" in err
 
 
 def test_render_prints_the_markdown_of_a_bundle_of_the_previous_format(
@@ -109,12 +121,12 @@ def test_a_signature_over_a_bundle_of_the_previous_format_verifies_under_a_trust
     keys = tmp_path / "keys"
     keys.mkdir()
     desk, stranger = pem_key(keys, "desk-m4"), pem_key(keys, "stranger")
-    policy = load_trust_policy(write_policy(tmp_path, {"desk-m4": (desk, ["m4-16gb"])}))
+    policy = load_policy(write_policy(tmp_path, {"desk-m4": (desk, ["m4-16gb"])})).trust
     assert policy is not None
     sign_bundle(legacy, load_signing_key(stranger.path, {}), build_redactor(None))
-    assert judge_bundle(legacy, policy).problem == (
+    assert judge_bundle(legacy, policy, NOW).problem == (
         f"signed only by unknown key {load_signing_key(stranger.path, {}).keyid} (not in the trust policy)")
     sign_bundle(legacy, load_signing_key(desk.path, {}), build_redactor(None))
-    trust = judge_bundle(legacy, policy)
+    trust = judge_bundle(legacy, policy, NOW)
     assert trust.problem is None and trust.commit == LEGACY_COMMIT
     assert [signer.name for signer in trust.signers] == ["desk-m4"]

@@ -8,6 +8,7 @@ skips elsewhere), which cannot read the signing key; the key's owner signs in a 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import pwd
@@ -24,14 +25,14 @@ from typing import Any
 
 import pytest
 from evidence_testkit import M4_HOST_FACTS, TEST_ENV, GitRepo, SyntheticRun, cli, reseal_bundle
-from test_evidence_signing import pem_key, write_policy
+from test_evidence_signing import load_policy, pem_key, write_policy
 
 from pytest_specgate.contracts.host import HostProvenance
 from pytest_specgate.evidence import load_bundle, read_records
 from pytest_specgate.evidence._bundle import SIGNATURE_NAME
 from pytest_specgate.evidence._redact import build_redactor
 from pytest_specgate.evidence._signing import witness_problems
-from pytest_specgate.evidence._trust import judge_bundle, load_trust_policy
+from pytest_specgate.evidence._trust import judge_bundle
 from pytest_specgate.evidence.cli_commands import configure_sign_parser, run_sign
 from pytest_specgate.examples import host_examples_dir
 from pytest_specgate.selection import host_probe
@@ -167,9 +168,9 @@ def test_fleet_round_trip_with_two_users(spec_user: str, tmp_path: Path) -> None
         signed = subprocess.run(signer, capture_output=True, text=True, check=False,
                                 env={**os.environ, "PYTHONPATH": str(CHECKOUT)})
         assert signed.returncode == 0, signed.stderr
-        policy = load_trust_policy(write_policy(tmp_path, {"desk": (key, [])}))
+        policy = load_policy(write_policy(tmp_path, {"desk": (key, [])})).trust
         assert policy is not None
-        trust = judge_bundle(bundle, policy)
+        trust = judge_bundle(bundle, policy, dt.datetime.now(dt.UTC))
         assert trust.problem is None and [s.name for s in trust.signers] == ["desk"]
 
         # Step 3: host facts changed after the run (re-manifested as an author could): refused.

@@ -43,6 +43,7 @@ from pytest_specgate.evidence._markdown import (
     render_markdown,
 )
 from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, engine_requirement_reasons, judge
+from pytest_specgate.evidence._run_provenance import unenrolled_backends, used_backends
 from pytest_specgate.evidence._trust import NO_PROFILES, TrustCheck, profile_needs
 from pytest_specgate.evidence._trusted import UNTRUSTED, TrustedConfig
 
@@ -319,6 +320,7 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
     if not verdict.qualifying:
         problems.append(f"not qualifying under {verdict.policy}: {'; '.join(verdict.reasons)}")
     engine = engine_requirement_reasons(record, trusted.engine_free(ac_id))
+    engine += unenrolled_backends(used_backends(record.document), trusted.backends)
     problems += [f"not qualifying under the trusted config ({trusted.source}): {reason}" for reason in engine]
     return AcJudgement(ac_id, verdict, tuple(problems), harness_changed=harness)
 

@@ -345,14 +345,14 @@ def unenrolled_backends(backends: Iterable[tuple[str, str | None]],
 
     ``backends``: (backend name, distribution providing it) as recorded; ``enrolled``: backend
     name -> distribution name from the trusted configuration (the base branch's
-    ``[tool.specgate.trust.backends]``). A backend qualifies only when enrolled by both.
+    ``[tool.specgate.backends]``). A backend qualifies only when enrolled by both.
     """
     reasons = []
     for name, distribution in sorted(set(backends), key=lambda pair: (pair[0], pair[1] or "")):
         wanted = enrolled.get(name)
         if wanted is None:
             reasons.append(f"engine backend {name!r} ({distribution or 'unknown distribution'}) is not "
-                           "enrolled in the trusted [tool.specgate.trust.backends]")
+                           "enrolled in the trusted [tool.specgate.backends]")
         elif distribution is None or _canonical(distribution) != _canonical(wanted):
             reasons.append(f"engine backend {name!r} comes from {distribution or 'an unknown distribution'}, "
                            f"but the trusted configuration enrols it from {wanted}")

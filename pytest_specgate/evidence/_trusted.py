@@ -32,6 +32,7 @@ _REF = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./@{}~^+-]*$")
 """What a ref may look like here: no leading ``-`` (an option), no ``:`` (it would change the path
 ``git show`` reads), no whitespace; git itself then says whether it names a commit."""
 ACS_TABLE = "[tool.specgate.acs]"
+BACKENDS_TABLE = "[tool.specgate.backends]"
 _AC_FIELDS = frozenset({"engine"})
 
 
@@ -57,6 +58,8 @@ class TrustedConfig:
     trust: TrustPolicy | None = None
     acs: Mapping[str, AcSettings] = field(default_factory=dict)
     base_commit: str | None = None
+    backends: Mapping[str, str] = field(default_factory=dict)
+    """Engine backends enrolled to qualify: name -> the distribution that must provide it."""
 
     def engine_free(self, ac_id: str) -> bool:
         settings = self.acs.get(ac_id)
@@ -155,7 +158,17 @@ def trusted_config_from_table(
         trust=trust,
         acs=_ac_settings(table.get("acs", {}), source),
         base_commit=base_commit,
+        backends=_enrolled_backends(table.get("backends", {}), source),
     )
+
+
+def _enrolled_backends(table: object, source: str) -> dict[str, str]:
+    """``[tool.specgate.backends]``: ``name = "distribution"`` for each non-built-in engine
+    backend whose evidence may qualify (``_run_provenance.unenrolled_backends``)."""
+    if not isinstance(table, dict) or not all(isinstance(value, str) for value in table.values()):
+        raise TrustedConfigError(f'{source}: {BACKENDS_TABLE} must map backend names to distribution '
+                                 'names, e.g. sglang = "specgate-sglang"')
+    return dict(table)
 
 
 def _ac_settings(table: object, source: str) -> dict[str, AcSettings]:

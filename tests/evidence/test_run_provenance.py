@@ -9,7 +9,16 @@ from importlib import metadata
 from pathlib import Path
 
 import pytest
-from evidence_testkit import CLEAN_RUN_PROVENANCE, git
+from evidence_testkit import (
+    AC10,
+    CLEAN_RUN_PROVENANCE,
+    REAL_ENGINE,
+    TEST_ENV,
+    GitRepo,
+    SyntheticRun,
+    gate,
+    git,
+)
 from provenance_testkit import commit_project, gate_rejection, only_record, run_passing
 
 from pytest_specgate.evidence._run_provenance import (
@@ -204,7 +213,7 @@ def test_a_third_party_backend_qualifies_only_when_enrolled_by_name_and_distribu
         "engine backend 'sglang' comes from evil-sglang, but the trusted configuration enrols it from "
         "specgate-sglang"]
     assert unenrolled_backends([("tgi", "specgate-tgi")], enrolled) == [
-        "engine backend 'tgi' (specgate-tgi) is not enrolled in the trusted [tool.specgate.trust.backends]"]
+        "engine backend 'tgi' (specgate-tgi) is not enrolled in the trusted [tool.specgate.backends]"]
 
 
 def test_the_backends_a_record_used_are_paired_with_their_recorded_distribution() -> None:
@@ -213,3 +222,28 @@ def test_the_backends_a_record_used_are_paired_with_their_recorded_distribution(
               "run_provenance": {**CLEAN_RUN_PROVENANCE, "backends": {"sglang": "specgate-sglang"}}}
     assert used_backends(record) == [("sglang", "specgate-sglang")]
     assert used_backends({**record, "run_provenance": None}) == [("sglang", None)]
+
+
+def test_the_gate_refuses_a_third_party_backend_the_trusted_config_does_not_enrol(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
+    recorder.note_engine({**REAL_ENGINE, "backend": "sglang", "config": "sglang model=tiny-target"})
+    recorder.measure("median_speedup", 1.52, "x", at_least=1.4)
+    run.run_test("acceptance/test_ac10.py::test_speedup", AC10, recorder=recorder)
+    run.collector.run_provenance = {**CLEAN_RUN_PROVENANCE, "backends": {"sglang": "specgate-sglang"}}
+    bundle = run.finish()
+    body = tmp_path / "PR.md"
+    body.write_text(bundle.markdown)
+    args = [f"--pr-body={body}", f"--evidence={bundle.path}", f"--commit={git_repo.commit}",
+            "--require=AC-10"]
+    plain = tmp_path / "plain.toml"
+    plain.write_text("[tool.specgate]\n")
+    code, lines, _ = gate(capsys, *args, f"--trusted-config={plain}")
+    assert (code, lines) == (1, [
+        f"AC-10: not qualifying under the trusted config ({plain}): engine backend 'sglang' "
+        "(specgate-sglang) is not enrolled in the trusted [tool.specgate.backends]"])
+    enrolled = tmp_path / "enrolled.toml"
+    enrolled.write_text('[tool.specgate.backends]\nsglang = "specgate-sglang"\n')
+    assert gate(capsys, *args, f"--trusted-config={enrolled}")[0] == 0

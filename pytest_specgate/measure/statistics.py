@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from pytest_specgate.contracts.engine import acceptance_rate_of
+from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL
 from pytest_specgate.measure.samples import RequestSample, SamplePair
 
-DEFAULT_CONFIDENCE_LEVEL = 0.95
 DEFAULT_RESAMPLES = 9999
 DEFAULT_BOOTSTRAP_SEED = 20230518
 
@@ -87,6 +87,11 @@ class SpeedupEstimate:
     method: str
     n_resamples: int
     seed: int
+
+    @property
+    def point(self) -> float:
+        """The median: what ``evidence.measure`` records as the value beside the interval."""
+        return self.median
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL
 from pytest_specgate.measure.paired import (
     PromptRunner,
     ScheduledPair,
@@ -30,8 +31,10 @@ from pytest_specgate.measure.samples import ARMS, Arm, Prompt, SamplePair
 from pytest_specgate.measure.statistics import (
     AcceptanceMeasurement,
     IdentityReport,
+    SpeedupEstimate,
     TelemetryLike,
     identity_report,
+    median_speedup,
 )
 
 if TYPE_CHECKING:
@@ -137,6 +140,14 @@ class SustainedRun:
     @property
     def last_window_speedup(self) -> float:
         return median_pair_speedup(self.last_window())
+
+    def last_window_estimate(
+        self, *, confidence_level: float = DEFAULT_CONFIDENCE_LEVEL
+    ) -> SpeedupEstimate:
+        """The last window's median pair speedup with a bootstrap interval over its pairs, so a
+        bound on it is passed, failed or inconclusive rather than decided by one noisy median."""
+        return median_speedup([pair.speedup for pair in self.last_window()],
+                              confidence_level=confidence_level)
 
     def series(self, arm: Arm) -> tuple[ThroughputPoint, ...]:
         return throughput_series(self.pairs, arm)

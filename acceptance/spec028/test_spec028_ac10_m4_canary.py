@@ -56,8 +56,8 @@ from pytest_specgate.measure import (
     position_acceptance,
     run_paired,
     run_sustained,
-    write_sustained_artifacts,
     write_position_plot,
+    write_sustained_artifacts,
 )
 
 MIN_MEDIAN_SPEEDUP = 1.4

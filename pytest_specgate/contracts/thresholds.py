@@ -25,6 +25,7 @@ __all__ = [
     "ThresholdVerdict",
     "Verdict",
     "check_confidence_level",
+    "is_inconclusive_failure",
     "three_way_verdict",
     "threshold_verdict",
 ]
@@ -39,6 +40,13 @@ Verdict = Literal["passed", "failed", "inconclusive"]
 INCONCLUSIVE_FAILURE_PREFIX = "inconclusive: "
 """How the failure of a test whose only soft-check misses are inconclusive measurements begins,
 so the policy can tell "not shown either way" from "shown to miss"."""
+
+
+def is_inconclusive_failure(message: str | None) -> bool:
+    """Whether a test's failure message is that of inconclusive measurements only (pytest puts
+    ``Failed: `` in front of the message ``pytest.fail`` was given)."""
+    text = (message or "").removeprefix("Failed: ")
+    return text.startswith(INCONCLUSIVE_FAILURE_PREFIX)
 
 
 class IntervalEstimate(Protocol):

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
-from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, INCONCLUSIVE_FAILURE_PREFIX
+from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, is_inconclusive_failure
 from pytest_specgate.evidence._acrecord import (
     AcOutcome,
     AcRecord,
@@ -113,7 +113,7 @@ def measurement_reasons(record: AcRecord) -> list[str]:
 def measured_outcome(outcome: AcOutcome, record: AcRecord) -> AcOutcome:
     """The AC's outcome once its figures are judged again: a figure shown to miss fails it; one
     that is undecided makes it ``inconclusive`` when nothing else failed (tests that failed only
-    on inconclusive figures say so at the start of their message, ``INCONCLUSIVE_FAILURE_PREFIX``)."""
+    on inconclusive figures say so at the start of their message, :func:`is_inconclusive_failure`)."""
     verdicts = {row.verdict().verdict for row in record.measurements}
     if "failed" in verdicts:
         return "failed" if outcome == "passed" else outcome
@@ -123,7 +123,7 @@ def measured_outcome(outcome: AcOutcome, record: AcRecord) -> AcOutcome:
         return "inconclusive"
     failing = [test for test in record.tests if test.outcome in _FAILING]
     if outcome == "failed" and all(
-        test.outcome == "failed" and (test.message or "").startswith(INCONCLUSIVE_FAILURE_PREFIX)
+        test.outcome == "failed" and is_inconclusive_failure(test.message)
         for test in failing
     ):
         return "inconclusive"

@@ -14,7 +14,7 @@ import pytest
 from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun, gate
 
 from pytest_specgate.contracts.thresholds import three_way_verdict
-from pytest_specgate.evidence import AcRecord, judge
+from pytest_specgate.evidence import AcRecord, EvidenceRecorder, judge
 from pytest_specgate.evidence._recorder import soft_failure_message
 from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 from pytest_specgate.measure import median_speedup
@@ -136,3 +136,62 @@ def test_an_interval_below_the_qualifying_level_never_qualifies(git_repo: GitRep
     record = json.loads((run.finish().path / "AC-10.json").read_text())
     assert any("at confidence level 0.5, below the 0.95 that qualifies" in why
                for why in record["not_qualifying_reasons"])
+
+
+INCONCLUSIVE_SPEC = """
+import pytest
+from pytest_specgate.measure import median_speedup
+
+SPEEDUPS = [1.31, 1.38, 1.41, 1.44, 1.52, 1.36, 1.47, 1.40, 1.43]
+
+@pytest.mark.ac("AC-10", spec="SPEC-028", title="canary")
+def test_bound_at_its_own_median(evidence, confidence_level):
+    estimate = median_speedup(SPEEDUPS, confidence_level=confidence_level)
+    evidence.measure("median_speedup", estimate, "x", at_least=estimate.median)
+
+@pytest.mark.ac("AC-11")
+def test_point_rule(evidence, confidence_level):
+    estimate = median_speedup(SPEEDUPS, confidence_level=confidence_level)
+    evidence.measure("median_speedup", estimate, "x", at_least=estimate.median, decide="point")
+"""
+
+
+def test_through_the_plugin_the_test_and_its_ac_are_inconclusive(pytester: pytest.Pytester) -> None:
+    from pytest_specgate.evidence import find_bundles
+
+    pytester.makepyfile(test_inconclusive=INCONCLUSIVE_SPEC)
+    result = pytester.runpytest("--specgate-evidence=out", "--specgate-allow-dirty", "-rf",
+                                "--specgate-confidence-level=0.99", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*inconclusive: AC-10: test_inconclusive.py::test_bound_at_its_own_median: "
+                                 "measurement median_speedup = 1.41 x has an interval * that straddles "
+                                 "at_least=1.41*"])
+    (bundle,) = find_bundles(pytester.path / "out")
+    ac10 = json.loads((bundle.path / "AC-10.json").read_text())
+    ac11 = json.loads((bundle.path / "AC-11.json").read_text())
+    assert ac10["outcome"] == "inconclusive"
+    assert ac10["measurements"][0]["confidence_level"] == 0.99
+    assert (ac11["outcome"], ac11["measurements"][0]["decide"]) == ("passed", "point")
+
+
+def test_a_bad_confidence_level_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_inconclusive=INCONCLUSIVE_SPEC)
+    result = pytester.runpytest("--specgate-confidence-level=95", "-p", "no:cacheprovider")
+    result.stderr.fnmatch_lines(["*--specgate-confidence-level: expected a number between 0 and 1 "
+                                 "(e.g. 0.95), got '95'*"])
+
+
+def test_decide_interval_needs_an_estimate(git_repo: GitRepo) -> None:
+    recorder = SyntheticRun(git_repo.path, TEST_ENV).recorder("t.py::t")
+    with pytest.raises(ValueError, match="decide='interval' needs an estimate"):
+        recorder.measure("x", 1.0, at_least=1.0, decide="interval")
+    with pytest.raises(ValueError, match="decide must be one of interval, point"):
+        recorder.measure("x", median_speedup(SPEEDUPS), decide="mean")  # type: ignore[arg-type]
+
+
+def test_an_estimate_below_the_runs_level_is_a_soft_check_miss(git_repo: GitRepo) -> None:
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    recorder = EvidenceRecorder("t.py::t", run.collector.redactor, None, confidence_level=0.99)
+    recorder.measure("x", median_speedup(SPEEDUPS), at_least=1.0)
+    assert recorder.misses == ("measurement x: its interval has confidence level 0.95, below the "
+                               "run's 0.99 (--specgate-confidence-level)",)

@@ -148,6 +148,10 @@ def test_ac10_paired_speedup_and_acceptance(
     if paired.sequential is not None:
         evidence.note("sequential_stop", paired.sequential.to_dict())
         evidence.measure("paired_rounds", paired.sequential.rounds_run, "rounds")
+    drift = paired.drift()
+    if drift is not None:
+        evidence.note("speedup_drift", drift.to_dict())
+        evidence.measure("speedup_drift_beyond_interval", int(drift.flagged))
     _positions(evidence, acceptance, gamma, tmp_path)
     _latencies(evidence, paired, confidence_level)
     evidence.check(rate is not None, "no acceptance rate could be measured on the "

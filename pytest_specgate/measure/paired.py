@@ -123,6 +123,45 @@ def running_speedup(pairs: Sequence[SamplePair]) -> float | None:
 
 
 @dataclass(frozen=True)
+class SpeedupDrift:
+    """Median pair speedup of the first and the last third of the rounds, against the width of
+    the run's interval: a run whose speedup moved by more than its own uncertainty measured a
+    machine that changed under it (heat, a neighbour's load), whatever its verdict says."""
+
+    first_median: float
+    last_median: float
+    interval_width: float | None
+    rounds_each: int
+
+    @property
+    def flagged(self) -> bool:
+        moved = abs(self.last_median - self.first_median)
+        return self.interval_width is not None and moved > self.interval_width
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "first_rounds_median": self.first_median,
+            "last_rounds_median": self.last_median,
+            "interval_width": self.interval_width,
+            "rounds_each": self.rounds_each,
+            "flagged": self.flagged,
+        }
+
+
+def speedup_drift(pairs: Sequence[SamplePair], ci_low: float | None, ci_high: float | None
+                  ) -> SpeedupDrift | None:
+    """The drift of a run of at least two rounds (None for one round: nothing to compare)."""
+    rounds = sorted({pair.round_index for pair in pairs})
+    if len(rounds) < 2:
+        return None
+    each = max(1, len(rounds) // 3)
+    first = [pair.speedup for pair in pairs if pair.round_index in rounds[:each]]
+    last = [pair.speedup for pair in pairs if pair.round_index in rounds[-each:]]
+    width = None if ci_low is None or ci_high is None else ci_high - ci_low
+    return SpeedupDrift(statistics.median(first), statistics.median(last), width, each)
+
+
+@dataclass(frozen=True)
 class PairedRun:
     """The measured (non-warm-up) pairs of a paired run and what telemetry said about them."""
 
@@ -136,6 +175,11 @@ class PairedRun:
 
     def per_prompt(self) -> tuple[PromptSpeedup, ...]:
         return per_prompt_speedups(self.pairs)
+
+    def drift(self) -> SpeedupDrift | None:
+        """First rounds against last rounds, measured against this run's speedup interval."""
+        estimate = self.speedup()
+        return speedup_drift(self.pairs, estimate.ci_low, estimate.ci_high)
 
     def speedup(self, *, seed: int = DEFAULT_BOOTSTRAP_SEED) -> SpeedupEstimate | SequentialEstimate:
         """Median over prompts of each prompt's speedup, with a bootstrap interval over prompts.

@@ -84,3 +84,15 @@ def test_until_needs_max_rounds(clock: FakeClock) -> None:
 def test_a_threshold_needs_a_bound() -> None:
     with pytest.raises(ValueError, match="give at_least, at_most or both"):
         Threshold()
+
+
+def test_a_speedup_that_moves_more_than_its_interval_is_flagged(clock: FakeClock) -> None:
+    ratios = itertools.chain([2.0] * 6, [1.2] * 6, itertools.repeat(1.2))
+    baseline, candidate = _ratio_arms(clock, ratios)  # type: ignore[arg-type]
+    run = run_paired(baseline, candidate, make_prompts(2), rounds=6, warmup=0, clock=clock)
+    drift = run.drift()
+    assert drift is not None and drift.flagged
+    assert (drift.first_median, drift.last_median, drift.rounds_each) == (2.0, 1.2, 2)
+    steady, steady_candidate = _ratio_arms(clock, itertools.cycle([1.9, 2.1]))
+    calm = run_paired(steady, steady_candidate, make_prompts(2), rounds=6, warmup=0, clock=clock).drift()
+    assert calm is not None and not calm.flagged

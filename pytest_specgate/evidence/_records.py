@@ -201,11 +201,12 @@ def measurement_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValu
                 "unit": item.get("unit"),
                 "at_least": _float_or_none(item.get("at_least")),
                 "at_most": _float_or_none(item.get("at_most")),
-                "ci_low": _float_or_none(item.get("ci_low")),
-                "ci_high": _float_or_none(item.get("ci_high")),
-                "confidence_level": _float_or_none(item.get("confidence_level")),
                 "decide": _decide_of(item.get("decide")),
             }
+            level = _float_or_none(item.get("confidence_level"))
+            if level is not None:
+                row |= {"ci_low": _float_or_none(item.get("ci_low")),
+                        "ci_high": _float_or_none(item.get("ci_high")), "confidence_level": level}
             verdict = measurement_verdict(row)
             row["passed"] = verdict.passed
             row["verdict"] = verdict.verdict

@@ -91,7 +91,7 @@ def test_figure_without_bounds_always_passes() -> None:
     ("call", "message"),
     [
         (lambda r: r.measure("", 1.0), "name must be a non-empty string"),
-        (lambda r: r.measure("x", "1.0"), r"value must be a real number \(or an estimate .*\), found '1.0'"),
+        (lambda r: r.measure("x", "1.0"), "value must be a real number, found '1.0'"),
         (lambda r: r.measure("x", True), "value must be a real number, found True"),
         (lambda r: r.measure("x", 1.0, at_least="2"), "at_least must be a real number"),
         (lambda r: r.measure("x", 1.0, unit=3), "unit must be a string"),

@@ -150,6 +150,8 @@ class RunInfo:
     diagnostic: bool
     interrupted: bool
     duration_scale: float | None
+    boot_start: str | None = None
+    boot_end: str | None = None
 
 
 @dataclass(frozen=True)
@@ -327,6 +329,8 @@ def _record(data: Mapping[str, JsonValue]) -> AcRecord:
             diagnostic=run["diagnostic"],
             interrupted=run["interrupted"],
             duration_scale=_number(run["duration_scale"]),
+            boot_start=(run.get("boot_session") or {}).get("start"),
+            boot_end=(run.get("boot_session") or {}).get("end"),
         ),
         completeness=Completeness(
             deselected=tuple(completeness["deselected"]),

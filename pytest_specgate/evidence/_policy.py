@@ -64,6 +64,7 @@ def judge(record: AcRecord) -> PolicyVerdict:
     waiver, waiver_reasons = _effective_waiver(record)
     reasons = [
         *_run_reasons(record, mode),
+        *boot_session_reasons(record),
         *_host_reasons(record),
         *_source_reasons(record),
         *_completeness_reasons(record),
@@ -128,6 +129,15 @@ def measured_outcome(outcome: AcOutcome, record: AcRecord) -> AcOutcome:
     ):
         return "inconclusive"
     return outcome
+
+
+def boot_session_reasons(record: AcRecord) -> list[str]:
+    """A host that booted again during the run (a reboot, a kernel panic) disqualifies every AC
+    of it: what was measured before and after ran on two different sessions of the machine."""
+    start, end = record.run.boot_start, record.run.boot_end
+    if start is not None and end is not None and start != end:
+        return [f"the host rebooted during the run (boot session {start} at the start, {end} at the end)"]
+    return []
 
 
 def _mode(record: AcRecord) -> str:

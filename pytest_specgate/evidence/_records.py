@@ -103,6 +103,8 @@ class RunFacts:
     host_provenance: Mapping[str, JsonValue] | None = None
     selection: SelectionFacts = field(default_factory=SelectionFacts)
     host_label: str | None = None
+    boot_session: tuple[str | None, str | None] = (None, None)
+    """The host's boot identity at the start and at the end of the run (None: unreadable)."""
 
 
 @dataclass(frozen=True)
@@ -368,6 +370,7 @@ def build_ac_record(
             "diagnostic": run.diagnostic,
             "interrupted": run.interrupted,
             "duration_scale": run.duration_scale,
+            "boot_session": {"start": run.boot_session[0], "end": run.boot_session[1]},
         },
         "completeness": completeness_of(ac_id, ordered, run.selection),
     }

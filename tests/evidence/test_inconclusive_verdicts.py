@@ -195,3 +195,13 @@ def test_an_estimate_below_the_runs_level_is_a_soft_check_miss(git_repo: GitRepo
     recorder.measure("x", median_speedup(SPEEDUPS), at_least=1.0)
     assert recorder.misses == ("measurement x: its interval has confidence level 0.95, below the "
                                "run's 0.99 (--specgate-confidence-level)",)
+
+
+def test_a_test_reported_passed_with_an_undecided_figure_is_inconclusive(git_repo: GitRepo) -> None:
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
+    estimate = median_speedup(SPEEDUPS)
+    recorder.measure("median_speedup", estimate, "x", at_least=estimate.median)
+    run.run_test("acceptance/test_ac10.py::test_speedup", AC10, recorder=recorder)  # claims passed
+    record = json.loads((run.finish().path / "AC-10.json").read_text())
+    assert (record["tests"][0]["outcome"], record["outcome"]) == ("passed", "inconclusive")

@@ -62,7 +62,11 @@ class Telemetry:
     does not count them (mlx-lm), never zeros."""
 
     def to_dict(self) -> dict[str, object]:
-        return dataclasses.asdict(self)
+        """JSON-ready: the per-position counts as a list."""
+        fields = dataclasses.asdict(self)
+        positions = self.accepted_per_position
+        fields["accepted_per_position"] = None if positions is None else list(positions)
+        return fields
 
     @classmethod
     def unavailable(

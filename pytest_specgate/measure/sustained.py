@@ -43,6 +43,8 @@ if TYPE_CHECKING:
 DEFAULT_DURATION_S = 300.0
 DEFAULT_LAST_WINDOW_S = 60.0
 SUSTAINED_SCHEMA = "specgate.sustained/v1"
+MIN_JUDGED_PAIRS = 8
+"""The fewest pairs the last-window estimate is taken over (reaching back before the window)."""
 
 
 @dataclass(frozen=True)
@@ -141,12 +143,18 @@ class SustainedRun:
     def last_window_speedup(self) -> float:
         return median_pair_speedup(self.last_window())
 
+    def judged_pairs(self) -> tuple[SamplePair, ...]:
+        """The last window's pairs, or the last :data:`MIN_JUDGED_PAIRS` pairs when the window
+        holds fewer (a shortened or slow run): an interval over three pairs decides nothing."""
+        window = self.last_window()
+        return window if len(window) >= MIN_JUDGED_PAIRS else self.pairs[-MIN_JUDGED_PAIRS:]
+
     def last_window_estimate(
         self, *, confidence_level: float = DEFAULT_CONFIDENCE_LEVEL
     ) -> SpeedupEstimate:
-        """The last window's median pair speedup with a bootstrap interval over its pairs, so a
-        bound on it is passed, failed or inconclusive rather than decided by one noisy median."""
-        return median_speedup([pair.speedup for pair in self.last_window()],
+        """The median pair speedup of :meth:`judged_pairs` with a bootstrap interval over them, so
+        a bound on it is passed, failed or inconclusive rather than decided by one noisy median."""
+        return median_speedup([pair.speedup for pair in self.judged_pairs()],
                               confidence_level=confidence_level)
 
     def series(self, arm: Arm) -> tuple[ThroughputPoint, ...]:
@@ -163,6 +171,7 @@ class SustainedRun:
             "warmup_pairs_discarded": self.warmup_pairs_discarded,
             "pairs_measured": len(self.pairs),
             "pairs_in_last_window": len(self.last_window()),
+            "pairs_judged": len(self.judged_pairs()),
             "window_start_s": self.window_start_s,
             "window_end_s": self.elapsed_s,
             "whole_run_speedup": self.whole_run_speedup,

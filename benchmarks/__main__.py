@@ -39,6 +39,7 @@ class Benchmark:
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("overhead", overhead.run_with_evidence),
     Benchmark("overhead-no-evidence", overhead.run_without_evidence),
+    Benchmark("evidence-vs-junitxml", overhead.run_evidence_over_junitxml),
     Benchmark("startup-version", startup.run_version),
     Benchmark("startup-collect", startup.run_collect),
     Benchmark("accuracy", measurement_accuracy.run),

@@ -200,3 +200,16 @@ def test_the_readers_accept_the_pristine_inputs(pristine: Path, tmp_path: Path) 
         completed = run_reader(command, work)
         assert completed.returncode in (0, 1), (command.name, completed.stderr)
         assert "error" not in completed.stderr.lower(), (command.name, completed.stderr)
+
+
+def test_a_wrong_field_of_a_large_host_facts_file_is_one_short_line(tmp_path: Path) -> None:
+    """Read whole (under the limit) and refused by its shape: the message shows the value cut short."""
+    from pytest_specgate.contracts.host import HostFactsError
+    from pytest_specgate.selection.host_probe import load_host_facts
+
+    facts = tmp_path / "facts.json"
+    facts.write_text(json.dumps({"os": "linux", "arch": "x86_64", "extra": list(range(1_000_000))}))
+    with pytest.raises(HostFactsError) as refused:
+        load_host_facts(facts)
+    assert str(refused.value).endswith("field 'extra' must be dict, got list [0, 1, 2, 3, 4, 5, ...]")
+    assert len(str(refused.value)) < 200 + len(str(facts))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -152,6 +153,8 @@ def _merge_receipt(
 
 
 def _unwritable_merge(output: Path, error: OSError) -> int:
+    """The half-written output goes (merge refuses an existing ``-o``, so all of it is ours)."""
+    shutil.rmtree(output, ignore_errors=True)
     return _error("merge", f"-o {output}: cannot write the merged bundle: {error.strerror or error}")
 
 

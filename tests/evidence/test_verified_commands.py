@@ -145,3 +145,24 @@ def test_a_record_symlinked_from_outside_is_refused(
 
     assert code == 2, out + err
     assert err.count("\n") == 1 and f"{RECORD}: bundle file is a symbolic link" in err, err
+
+
+def test_a_merge_that_cannot_be_written_leaves_no_output(
+    git_repo: GitRepo, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A full disk half way through the merged bundle: one line, and no half bundle left behind."""
+    import errno
+    import os
+
+    import pytest_specgate.evidence._writer as writer_module
+
+    def disk_full(*_args: object) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    bundle = qualifying_bundle(git_repo.path, TEST_ENV).path
+    monkeypatch.setattr(writer_module, "write_unlisted", disk_full)
+
+    code, _, err = _run(capsys, ["merge", str(bundle), "-o", str(tmp_path / "merged")])
+
+    assert code == 2 and err.endswith("cannot write the merged bundle: No space left on device\n"), err
+    assert not (tmp_path / "merged").exists()

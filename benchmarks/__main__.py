@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from benchmarks import (
     Row,
     census,
+    large_inputs,
     measurement_accuracy,
     mock_engine,
     overhead,
@@ -41,6 +42,8 @@ class Benchmark:
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("overhead", overhead.run_with_evidence),
     Benchmark("overhead-no-evidence", overhead.run_without_evidence),
+    Benchmark("evidence-vs-junitxml", overhead.run_evidence_over_junitxml),
+    Benchmark("large-inputs", large_inputs.run),
     Benchmark("startup-version", startup.run_version),
     Benchmark("startup-collect", startup.run_collect),
     Benchmark("census", census.run),

@@ -27,6 +27,7 @@ from evidence_testkit import TEST_ENV, make_git_repo, qualifying_bundle
 
 from pytest_specgate.contracts.safe_read import MAX_DOCUMENT_BYTES
 from pytest_specgate.evidence._bundle import MANIFEST_NAME
+from pytest_specgate.selection.host_probe import probe_host
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 HOST_FACTS = REPO_ROOT / "fixtures" / "hosts" / "linux-x86_64-24gb-nogpu.json"
@@ -143,7 +144,8 @@ def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A verified bundle, its PR body, a signing key, a host-facts file and an event payload."""
     root = tmp_path_factory.mktemp("pristine")
     repo = make_git_repo(root)
-    written = qualifying_bundle(repo.path, TEST_ENV)
+    # This host's own facts: `specgate sign` re-probes the host and refuses any others.
+    written = qualifying_bundle(repo.path, TEST_ENV, host_facts=probe_host().to_dict())
     shutil.copytree(written.path, root / "bundle")
     (root / "pr.md").write_text(written.markdown)
     key = Ed25519PrivateKey.generate().private_bytes(Encoding.PEM, PrivateFormat.PKCS8, NoEncryption())

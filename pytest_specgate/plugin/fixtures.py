@@ -19,7 +19,7 @@ from pytest_specgate.plugin.stash import (
     AC_KEY,
     COLLECTOR_KEY,
     CURRENT_ITEM_KEY,
-    ENGINE_CONFIG_KEY,
+    ENGINE_CHOICE_KEY,
     ENGINE_RECORDS_KEY,
     ITEM_ENGINES_KEY,
     RECORDER_KEY,
@@ -98,15 +98,22 @@ def tiny_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> EngineConfig:
     """The engine this test asks for: ``@pytest.mark.engine`` over the command line."""
-    from pytest_specgate.engines.config import engine_config_for_node
-    from pytest_specgate.selection.backends import backend_named
+    from pytest_specgate.contracts.errors import SpecgateInputError
+    from pytest_specgate.engines.backends import backend_named
+    from pytest_specgate.engines.config import engine_choice_for_node
 
     settings = request.config.stash[SETTINGS_KEY]
     node = request.node
     assert isinstance(node, pytest.Item)
-    config = node.stash.get(ENGINE_CONFIG_KEY, None) or engine_config_for_node(
-        node, {"engine": settings.engine, "endpoint": settings.endpoint})
-    if backend_named(config.backend, node.nodeid).builds_tiny_models and config.option("model_cache") is None:
+    choice = node.stash.get(ENGINE_CHOICE_KEY, None)
+    if choice is None:
+        try:
+            choice = node.stash[ENGINE_CHOICE_KEY] = engine_choice_for_node(node, settings.engines)
+        except SpecgateInputError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    config = choice.config
+    builds_tiny_models = backend_named(config.backend, node.nodeid).definition().builds_tiny_models
+    if builds_tiny_models and config.option("model_cache") is None:
         config = config.with_options(model_cache=str(tiny_model_cache))
     if config.backend == "vllm" and settings.vllm_python and config.option("python") is None:
         config = config.with_options(python=settings.vllm_python)
@@ -171,10 +178,14 @@ def engine_entries(item: pytest.Item) -> list[dict[str, Any]]:
         return []
     from pytest_specgate.engines.client import ClientEngine
 
+    choice = item.stash.get(ENGINE_CHOICE_KEY, None)
     entries = []
     for engine, record in used:
         fingerprint = engine.client.system_fingerprint if isinstance(engine, ClientEngine) else None
-        entries.append({**record, "identity": {**record["identity"], "system_fingerprint": fingerprint}})
+        entry = {**record, "identity": {**record["identity"], "system_fingerprint": fingerprint}}
+        if choice is not None and engine.backend == choice.config.backend:
+            entry["selected_by"] = choice.reason()
+        entries.append(entry)
     return entries
 
 

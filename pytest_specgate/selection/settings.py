@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, final
 
 import pytest
 
+from pytest_specgate.contracts.engine_config import RunEngineOptions
 from pytest_specgate.contracts.gates import GateName, declared_gates
 from pytest_specgate.contracts.hardware import HostProfile
-from pytest_specgate.contracts.markers import DEFAULT_BACKEND
 from pytest_specgate.contracts.runmode import REQUIRE_ALL, RunSettings
 from pytest_specgate.contracts.validation import (
     InputError,
@@ -26,7 +26,6 @@ from pytest_specgate.contracts.validation import (
     is_finite_positive,
     parse_json,
 )
-from pytest_specgate.selection.backends import backend_named
 from pytest_specgate.selection.hardware import host_profiles_from_table, specgate_table
 
 if TYPE_CHECKING:
@@ -49,7 +48,7 @@ class SpecgateSettings:
     host_facts_file: Path | None
     evidence_dir: Path | None
     allow_dirty: bool
-    engine: str
+    engine: str | None
     endpoint: str | None
     duration_scale: float
     vllm_python: str | None
@@ -57,6 +56,12 @@ class SpecgateSettings:
     sign_key: Path | None = None
     endpoint_routes: tuple[EndpointRoute, ...] = ()
     record_reference_dir: Path | None = None
+
+    @property
+    def engines(self) -> RunEngineOptions:
+        """What the run asks of every engine; the backend name is checked where backends are
+        known (``engines.backends``, at configure)."""
+        return RunEngineOptions(self.engine, self.endpoint, self.engine_options)
 
     @property
     def wants_payload(self) -> bool:
@@ -139,11 +144,7 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         )
     diagnostic = bool(config.getoption("specgate_diagnostic"))
     endpoint = config.getoption("specgate_endpoint") or _ini_or(config, "specgate_endpoint")
-    engine = backend_named(
-        config.getoption("specgate_engine") or _ini_or(config, "specgate_engine")
-        or ("endpoint" if endpoint else DEFAULT_BACKEND),
-        "--specgate-engine",
-    ).name
+    engine = config.getoption("specgate_engine") or _ini_or(config, "specgate_engine")
     if engine == "endpoint" and not endpoint:
         raise pytest.UsageError("--specgate-engine endpoint needs --specgate-endpoint URL")
     scale_text = config.getoption("specgate_duration_scale") or _ini_or(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from openai.types.chat import ChatCompletionUserMessageParam
 
-from pytest_specgate.engines.config import EngineConfig
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.engines.mock import DEFAULT_DRAFT, DEFAULT_TARGET, MockEngine
 from pytest_specgate.engines.mock.model import DraftModel, TargetModel, vocabulary_named
 

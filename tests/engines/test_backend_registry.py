@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
 import subprocess
 import sys
-import zipfile
 from importlib import metadata
 from pathlib import Path
 
 import pytest
+from engines_testkit import build_wheel
 
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.markers import BUILTIN_BACKEND_NAMES, ENGINE_HELP
@@ -137,26 +135,10 @@ def test_chosen_on_the_command_line(engine):
 """
 
 
-def _record_line(path: str, data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{path},sha256={digest},{len(data)}"
-
-
 def build_echo_wheel(directory: Path) -> Path:
     """A real wheel of the ``specgate-echo`` distribution declaring its backend entry point."""
-    info = "specgate_echo-1.0.dist-info"
-    files = {
-        "specgate_echo.py": ECHO_BACKEND.encode(),
-        f"{info}/METADATA": b"Metadata-Version: 2.1\nName: specgate-echo\nVersion: 1.0\n",
-        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        f"{info}/entry_points.txt": f"[{ENTRY_POINT_GROUP}]\necho = specgate_echo:boot\n".encode(),
-    }
-    record = "\n".join([*(_record_line(path, data) for path, data in files.items()), f"{info}/RECORD,,"])
-    wheel = directory / "specgate_echo-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, data in {**files, f"{info}/RECORD": (record + "\n").encode()}.items():
-            archive.writestr(path, data)
-    return wheel
+    return build_wheel(directory, "specgate-echo", "1.0", {"specgate_echo.py": ECHO_BACKEND.encode()},
+                       {ENTRY_POINT_GROUP: {"echo": "specgate_echo:boot"}})
 
 
 def test_a_pip_installed_backend_package_runs_specs_by_its_entry_point(

@@ -39,7 +39,8 @@ CONFORMANCE_AC = "FR-0"
 FR-0 record names the backend that ran (``tests[].engines``) and whether it conformed."""
 
 pytestmark = [
-    pytest.mark.ac(CONFORMANCE_AC, spec="ENGINE-CONFORMANCE", title="the engine conforms to the Engine protocol"),
+    pytest.mark.ac(CONFORMANCE_AC, spec="ENGINE-CONFORMANCE",
+                   title="the engine conforms to the Engine protocol"),
     pytest.mark.engine(target="tiny:target", draft="tiny:draft", num_draft_tokens=GAMMA),
 ]
 

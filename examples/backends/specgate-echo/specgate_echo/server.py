@@ -109,7 +109,8 @@ def main() -> None:
     parser.add_argument("--delay-ms", type=float, default=0.0)
     parser.add_argument("--num-draft-tokens", type=int, default=None)
     arguments = parser.parse_args()
-    handler = make_handler(arguments.model, arguments.delay_ms / 1000, arguments.num_draft_tokens, _Counters())
+    handler = make_handler(arguments.model, arguments.delay_ms / 1000, arguments.num_draft_tokens,
+                           _Counters())
     server = ThreadingHTTPServer(("127.0.0.1", arguments.port), handler)
     print(f"specgate-echo serving {arguments.model} on 127.0.0.1:{arguments.port}", flush=True)
     server.serve_forever()

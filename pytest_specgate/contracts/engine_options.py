@@ -165,7 +165,7 @@ _T = OptionType
 _BOOT_TIMEOUT = _O("boot_timeout_s", _T.POSITIVE, "seconds to wait for the engine to become healthy")
 _REQUEST_TIMEOUT = _O("request_timeout_s", _T.POSITIVE, "seconds one HTTP request may take")
 _MODEL_CACHE = _O("model_cache", _T.STRING,
-                  "folder where tiny:<role> and local-pair:<role> models are built (set by the plugin)")
+                  "folder where the tiny: and local-pair: models are built (set by the plugin)")
 
 MOCK_OPTIONS: Final = option_table([
     _O("alpha", _T.FRACTION, "the draft's agreement with the target at each position"),

@@ -17,6 +17,7 @@ import pytest
 from pytest_specgate.contracts.engine_config import RunEngineOptions
 from pytest_specgate.contracts.gates import GateName, declared_gates
 from pytest_specgate.contracts.hardware import HostProfile
+from pytest_specgate.contracts.project_keys import check_known_keys
 from pytest_specgate.contracts.runmode import REQUIRE_ALL, RunSettings
 from pytest_specgate.contracts.validation import (
     InputError,
@@ -82,11 +83,13 @@ class ProjectSettings:
 
 
 def load_project_settings(pyproject: Path | None) -> ProjectSettings:
-    """Host profiles, redaction patterns and merge gates; a bad table is a UsageError naming it."""
+    """Host profiles, redaction patterns and merge gates; a bad table or an unknown key is a
+    UsageError naming it (and the key meant, when one is close)."""
     if pyproject is None:
         return ProjectSettings(profiles={}, redact_patterns=())
     try:
         table = specgate_table(pyproject)
+        check_known_keys(table, where=str(pyproject))
         profiles = host_profiles_from_table(table.get("hosts", {}), pyproject)
         redact = table.get("redact", {})
         patterns = redact.get("patterns", []) if isinstance(redact, dict) else None

@@ -45,7 +45,8 @@ def _parse_sample(line: str, line_no: int) -> Sample:
         samples = [sample for family in text_string_to_metric_families(line + "\n")
                    for sample in family.samples]
     except ValueError as error:
-        raise MetricsParseError(f"/metrics line {line_no}: {str(error) or 'not a sample'} in {line!r}") from None
+        problem = str(error) or "not a sample"
+        raise MetricsParseError(f"/metrics line {line_no}: {problem} in {line!r}") from None
     if len(samples) != 1:
         raise MetricsParseError(f"/metrics line {line_no}: expected one sample in {line!r}")
     (sample,) = samples

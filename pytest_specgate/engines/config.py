@@ -11,7 +11,7 @@ warns, and the evidence records which backend ran and why (``selected_by``).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, Protocol, final
@@ -212,9 +212,12 @@ class EnginePool:
     """
 
     def __init__(self, boot: BootFunction | None = None,
-                 on_handout: Callable[[EngineConfig, Engine], None] | None = None) -> None:
-        """``on_handout`` sees every engine ``get`` returns, however the caller reached the pool."""
+                 on_handout: Callable[[EngineConfig, Engine], None] | None = None,
+                 watch_boot: BootWatch | None = None) -> None:
+        """``on_handout`` sees every engine ``get`` returns, however the caller reached the pool;
+        ``watch_boot`` wraps each boot (the plugin shows progress while a slow one runs)."""
         self._boot = boot
+        self._watch_boot = watch_boot
         self._on_handout = on_handout
         self._engines: dict[EngineConfig, Engine] = {}
         self._failures: dict[EngineConfig, str] = {}
@@ -235,7 +238,8 @@ class EnginePool:
         boot = self._boot or boot_function(config.backend)
         workdir.mkdir(parents=True, exist_ok=True)
         try:
-            engine = boot(config, workdir)
+            with _watched(self._watch_boot, config):
+                engine = boot(config, workdir)
         except Exception as exc:
             self._failures[config] = _remembered_failure(config, exc, requested_by)
             raise
@@ -279,8 +283,17 @@ def close_in_reverse(engines: Sequence[Engine], failure: str) -> None:
         raise ExceptionGroup(failure, errors)
 
 
+BootWatch = Callable[[str], AbstractContextManager[object]]
+"""``watch(label)``: a context manager around one engine boot."""
+
+
+def _watched(watch: BootWatch | None, config: EngineConfig) -> AbstractContextManager[object]:
+    return nullcontext() if watch is None else watch(f"engine boot ({config.describe()})")
+
+
 @contextmanager
-def fresh_engines(workdir_for: Callable[[str], Path]) -> Iterator[Callable[[EngineConfig], Engine]]:
+def fresh_engines(workdir_for: Callable[[str], Path], *,
+                  watch_boot: BootWatch | None = None) -> Iterator[Callable[[EngineConfig], Engine]]:
     """``boot(config)`` boots a new, unshared engine; all are closed at exit.
 
     For specs that need a second engine (a baseline next to the speculative one),
@@ -289,7 +302,8 @@ def fresh_engines(workdir_for: Callable[[str], Path]) -> Iterator[Callable[[Engi
     booted: list[Engine] = []
 
     def boot(config: EngineConfig) -> Engine:
-        engine = boot_function(config.backend)(config, workdir_for(config.backend))
+        with _watched(watch_boot, config):
+            engine = boot_function(config.backend)(config, workdir_for(config.backend))
         booted.append(engine)
         return engine
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from pytest_specgate.contracts.progress import progress_for
 from pytest_specgate.measure.progress import ProgressSink
 from pytest_specgate.measure.samples import Arm, Prompt, RequestSample, SamplePair, TimedSample
 from pytest_specgate.measure.statistics import (
@@ -174,6 +175,7 @@ def run_paired(
     final reading alone covers the measured pairs.
     """
     schedule = paired_schedule(prompts, rounds, warmup)
+    progress = progress if progress is not None else progress_for("paired rounds")
     run_started = clock()
     measured: list[SamplePair] = []
     before: TelemetryLike | None = None

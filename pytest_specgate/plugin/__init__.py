@@ -592,10 +592,15 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
-    """Remember the running test, so an engine handed out by the pool is recorded for it."""
+    """Remember the running test, so an engine handed out by the pool is recorded for it, and
+    let its long steps (engine boot, paired rounds, sustained window) show progress."""
+    from pytest_specgate.contracts.progress import reporting_progress
+    from pytest_specgate.plugin.terminal import progress_factory
+
     item.config.stash[CURRENT_ITEM_KEY] = item
     try:
-        return (yield)
+        with reporting_progress(progress_factory(item)):
+            return (yield)
     finally:
         del item.config.stash[CURRENT_ITEM_KEY]
 

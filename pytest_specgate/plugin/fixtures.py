@@ -80,9 +80,11 @@ def specgate_engine_pool(pytestconfig: pytest.Config) -> Iterator[EnginePool]:
     Every engine it hands out is recorded for the running test, fixture or not.
     """
     from pytest_specgate.engines.config import EnginePool
+    from pytest_specgate.measure.progress import progress_ticker
 
     pool = EnginePool(on_handout=lambda config, engine: _record_engine(pytestconfig, config, engine,
-                                                                       pooled=True))
+                                                                       pooled=True),
+                      watch_boot=progress_ticker)
     try:
         yield pool
     finally:
@@ -245,9 +247,10 @@ def boot_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
     an engine a spec may break, or one that must not boot before a budget is priced.
     """
     from pytest_specgate.engines.config import fresh_engines
+    from pytest_specgate.measure.progress import progress_ticker
 
     routes = pytestconfig.stash[SETTINGS_KEY].endpoint_routes
-    with fresh_engines(tmp_path_factory.mktemp) as boot:
+    with fresh_engines(tmp_path_factory.mktemp, watch_boot=progress_ticker) as boot:
 
         def boot_and_record(**changes: object) -> Engine:
             config = _served_config(engine_config, changes, routes, "boot_engine")

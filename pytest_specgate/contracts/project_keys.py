@@ -31,12 +31,14 @@ class KeyTable:
 
 
 SPECGATE_KEYS: Final = KeyTable({
+    "acs": None,
     "gates": None,
     "hosts": None,
     "redact": KeyTable({"patterns": None}),
     "trust": None,
 })
-"""``[tool.specgate]``: merge gates in order, host profiles, redaction patterns, the trust policy."""
+"""``[tool.specgate]``: per-AC settings, merge gates in order, host profiles, redaction patterns,
+the trust policy."""
 
 
 def check_known_keys(table: Mapping[str, object], schema: KeyTable = SPECGATE_KEYS, *,

@@ -36,7 +36,12 @@ if TYPE_CHECKING:
     from pytest_specgate.contracts.engine_config import EngineConfig
     from pytest_specgate.contracts.engine_options import EngineOption, OptionType
     from pytest_specgate.engines.boot import ServerProcess, start_server
-    from pytest_specgate.engines.client import ClientEngine, OpenAIClient, telemetry_from_status
+    from pytest_specgate.engines.client import (
+        ClientEngine,
+        EngineHTTPError,
+        OpenAIClient,
+        telemetry_from_status,
+    )
     from pytest_specgate.evidence._recorder import EvidenceRecorder, Measurement
     from pytest_specgate.examples import host_example_names, host_examples_dir
     from pytest_specgate.fetching.tiny_models import TinyModelPair, TinyModelSpec, tiny_model_pair
@@ -76,7 +81,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("BootFunction", "EngineBackend"), "contracts.engine_backend"),
     **dict.fromkeys(("EngineOption", "OptionType"), "contracts.engine_options"),
     **dict.fromkeys(("ServerProcess", "start_server"), "engines.boot"),
-    **dict.fromkeys(("ClientEngine", "OpenAIClient", "telemetry_from_status"), "engines.client"),
+    **dict.fromkeys(("ClientEngine", "EngineHTTPError", "OpenAIClient", "telemetry_from_status"),
+                    "engines.client"),
     "EngineStartupRefused": "contracts.engine",
     "StreamResult": "contracts.engine",
     "Telemetry": "contracts.engine",
@@ -129,6 +135,7 @@ __all__ = [
     "EngineBackend",
     "EngineBootError",
     "EngineConfig",
+    "EngineHTTPError",
     "EngineOption",
     "EngineProcess",
     "EngineStartupRefused",

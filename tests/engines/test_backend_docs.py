@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+import pytest_specgate
 from pytest_specgate.contracts.engine_options import ENDPOINT_OPTIONS, MLX_OPTIONS, MOCK_OPTIONS, VLLM_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,3 +36,17 @@ def test_the_engines_page_lists_each_declared_option(backend: str, declared: dic
     rows = {row for row in _documented_rows() if row[0] == backend}
     assert rows == {(backend, option.name, option.expected(), option.meaning)  # type: ignore[attr-defined]
                     for option in declared.values()}
+
+
+def test_every_name_the_guide_documents_imports_from_the_package() -> None:
+    text = (ROOT / "docs" / "backends.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"^### `(\w+)", text, re.MULTILINE))
+    named |= set(re.findall(r"\*\*`(\w+)\(", text))
+    named |= {"Engine", "BootFunction", "EngineBootError", "EngineStartupRefused", "EngineHTTPError",
+              "MissingCapability", "TelemetryReset", "FaultInjection", "WarmSwap", "EngineProcess",
+              "RawStatus", "ServerProcess", "OptionType", "acceptance_rate_of", "telemetry_from_status"}
+    assert {"EngineBackend", "EngineOption", "ChatResult", "StreamResult", "Telemetry", "Capabilities",
+            "start_server", "OpenAIClient", "ClientEngine"} <= named
+    missing = sorted(name for name in named if name not in pytest_specgate.__all__)
+    assert missing == []
+    assert all(getattr(pytest_specgate, name) is not None for name in named)

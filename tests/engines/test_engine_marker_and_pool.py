@@ -126,3 +126,20 @@ def test_every_later_test_errors_with_the_remembered_failure(pytester: pytest.Py
         "test_pooled.py::test_first and is not booted again: EngineStartupRefused: "
         "draft_model_capacity_shortfall: memory budget 1.00 GB" in line)]
     assert len(remembered) == 2, result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("alpha=high", "option alpha of the mock backend must be a number within [[]0, 1[]], got 'high' *"),
+        ("gama=3", "option gama: the mock backend has no option gama; it takes alpha, *"),
+    ],
+)
+def test_a_bad_engine_option_on_the_command_line_is_one_line_at_start(
+    pytester: pytest.Pytester, option: str, message: str
+) -> None:
+    pytester.makepyfile(test_fine="def test_fine():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--specgate-engine-option={option}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --specgate-engine-option: {message}"])
+    assert len([line for line in result.stderr.lines if line.strip()]) == 1, result.stderr.str()

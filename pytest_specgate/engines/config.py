@@ -69,7 +69,7 @@ class EngineChoice:
         return {
             BY_MARKER: f"{BY_MARKER}: @pytest.mark.engine names {self.config.backend}",
             BY_OPTION: f"{BY_OPTION}={self.config.backend}",
-            BY_ENDPOINT: f"{BY_ENDPOINT} (implies the endpoint backend)",
+            BY_ENDPOINT: f"{BY_ENDPOINT}: implies the endpoint backend",
         }.get(self.selected_by, f"{BY_DEFAULT}: no marker or option names a backend; {DEFAULT_BACKEND}")
 
     def conflict(self) -> str | None:

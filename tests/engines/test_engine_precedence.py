@@ -31,7 +31,7 @@ def test_unpinned(engine, evidence):
         ({}, (), RunEngineOptions(), "mock", "default: no marker or option names a backend; mock"),
         ({}, (), RunEngineOptions("vllm"), "vllm", "--specgate-engine=vllm"),
         ({}, (), RunEngineOptions(endpoint="http://127.0.0.1:9"), "endpoint",
-         "--specgate-endpoint (implies the endpoint backend)"),
+         "--specgate-endpoint: implies the endpoint backend"),
         ({}, ("mlx",), RunEngineOptions(), "mlx", "marker: @pytest.mark.engine names mlx"),
         ({}, ("mlx",), RunEngineOptions("mlx"), "mlx", "marker: @pytest.mark.engine names mlx"),
         ({"backend": "mock"}, (), RunEngineOptions("vllm"), "mock",

@@ -197,7 +197,8 @@ MLX_OPTIONS: Final = option_table([
     _O("max_tokens", _T.POSITIVE, "mlx_lm.server --max-tokens"),
     _O("memory_limit_bytes", _T.POSITIVE, "memory the pre-boot check budgets against (default: the host's)"),
     _MODEL_CACHE,
-    _O("prompt_cache_size", _T.NON_NEGATIVE_INTEGER, "mlx_lm.server --prompt-cache-size, 0 turns the cache off"),
+    _O("prompt_cache_size", _T.NON_NEGATIVE_INTEGER,
+       "mlx_lm.server --prompt-cache-size, 0 turns the cache off"),
     _REQUEST_TIMEOUT,
 ])
 VLLM_OPTIONS: Final = option_table([

@@ -54,8 +54,8 @@ BY_DEFAULT: Final = "default"
 @dataclass(frozen=True)
 class EngineChoice:
     """The engine a test gets and why: ``selected_by`` is ``marker``, ``--specgate-engine``,
-    ``--specgate-endpoint`` or ``default``; ``overridden`` is the backend the command line
-    asked for when the marker pinned another one."""
+    ``--specgate-endpoint`` or ``default``; ``overridden`` is the option that asked for another
+    backend when the marker pinned this one (``--specgate-engine=vllm``)."""
 
     config: EngineConfig
     selected_by: str
@@ -65,7 +65,7 @@ class EngineChoice:
         """One line for the evidence: which backend ran and why."""
         if self.overridden is not None:
             return (f"{BY_MARKER}: @pytest.mark.engine names {self.config.backend}, which wins over "
-                    f"--specgate-engine={self.overridden}")
+                    f"{self.overridden}")
         return {
             BY_MARKER: f"{BY_MARKER}: @pytest.mark.engine names {self.config.backend}",
             BY_OPTION: f"{BY_OPTION}={self.config.backend}",
@@ -77,7 +77,7 @@ class EngineChoice:
         if self.overridden is None:
             return None
         return (f"@pytest.mark.engine names {self.config.backend!r}, so this test runs on "
-                f"{self.config.backend}, not on --specgate-engine={self.overridden} (a marker that names "
+                f"{self.config.backend}, not on {self.overridden} (a marker that names "
                 "a backend pins it; drop the backend from the marker to let the command line choose)")
 
 
@@ -132,7 +132,8 @@ def engine_choice_from(
     if marked:
         backend = backend_named(marked, where)
         selected_by = BY_MARKER
-        overridden = asked if asked is not None and asked != backend.name else None
+        moved = asked is not None and asked != backend.name
+        overridden = (f"{BY_OPTION}={asked}" if run.engine else BY_ENDPOINT) if moved else None
     elif asked:
         backend, selected_by, overridden = backend_named(asked, where), run.source(), None
     else:

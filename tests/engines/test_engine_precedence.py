@@ -36,6 +36,8 @@ def test_unpinned(engine, evidence):
         ({}, ("mlx",), RunEngineOptions("mlx"), "mlx", "marker: @pytest.mark.engine names mlx"),
         ({"backend": "mock"}, (), RunEngineOptions("vllm"), "mock",
          "marker: @pytest.mark.engine names mock, which wins over --specgate-engine=vllm"),
+        ({"backend": "mock"}, (), RunEngineOptions(endpoint="http://127.0.0.1:9"), "mock",
+         "marker: @pytest.mark.engine names mock, which wins over --specgate-endpoint"),
     ],
 )
 def test_one_rule_decides_the_backend_and_says_why(

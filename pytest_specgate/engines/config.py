@@ -10,6 +10,7 @@ warns, and the evidence records which backend ran and why (``selected_by``).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
@@ -289,7 +290,9 @@ BootWatch = Callable[[str], AbstractContextManager[object]]
 
 
 def _watched(watch: BootWatch | None, config: EngineConfig) -> AbstractContextManager[object]:
-    return nullcontext() if watch is None else watch(f"engine boot ({config.describe()})")
+    if watch is None:
+        return nullcontext()
+    return watch(f"engine boot ({dataclasses.replace(config, options=()).describe()})")
 
 
 @contextmanager

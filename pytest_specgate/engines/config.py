@@ -22,6 +22,7 @@ from pytest_specgate.selection.backends import BootFunction, backend_named, boot
 
 if TYPE_CHECKING:
     from pytest_specgate.contracts.engine import Engine
+    from pytest_specgate.engines.hygiene import MemoryLedger
 
 __all__ = [
     "EngineConfig",
@@ -212,9 +213,12 @@ class EnginePool:
     """
 
     def __init__(self, boot: BootFunction | None = None,
-                 on_handout: Callable[[EngineConfig, Engine], None] | None = None) -> None:
-        """``on_handout`` sees every engine ``get`` returns, however the caller reached the pool."""
+                 on_handout: Callable[[EngineConfig, Engine], None] | None = None,
+                 ledger: MemoryLedger | None = None) -> None:
+        """``on_handout`` sees every engine ``get`` returns, however the caller reached the pool;
+        ``ledger`` reads free memory before each boot and after each close."""
         self._boot = boot
+        self._ledger = ledger
         self._on_handout = on_handout
         self._engines: dict[EngineConfig, Engine] = {}
         self._failures: dict[EngineConfig, str] = {}
@@ -235,7 +239,7 @@ class EnginePool:
         boot = self._boot or boot_function(config.backend)
         workdir.mkdir(parents=True, exist_ok=True)
         try:
-            engine = boot(config, workdir)
+            engine = _boot_watched(boot, config, workdir, self._ledger)
         except Exception as exc:
             self._failures[config] = _remembered_failure(config, exc, requested_by)
             raise
@@ -251,7 +255,7 @@ class EnginePool:
     def close_all(self) -> None:
         engines = list(self._engines.values())
         self._engines.clear()
-        close_in_reverse(engines, "closing engines failed")
+        close_in_reverse(engines, "closing engines failed", self._ledger)
 
 
 def _remembered_failure(config: EngineConfig, exc: Exception, requested_by: str | None) -> str:
@@ -264,10 +268,22 @@ def _remembered_failure(config: EngineConfig, exc: Exception, requested_by: str 
     )
 
 
-def close_in_reverse(engines: Sequence[Engine], failure: str) -> None:
+def _boot_watched(boot: BootFunction, config: EngineConfig, workdir: Path,
+                  ledger: MemoryLedger | None) -> Engine:
+    """``boot(config, workdir)``, with free memory read just before it when there is a ledger."""
+    if ledger is None:
+        return boot(config, workdir)
+    before = ledger.before_boot()
+    engine = boot(config, workdir)
+    ledger.booted(engine, before)
+    return engine
+
+
+def close_in_reverse(engines: Sequence[Engine], failure: str, ledger: MemoryLedger | None = None) -> None:
     """Close the last-booted engine first; every one is closed even if some fail.
 
-    The failures are raised together as an ExceptionGroup titled ``failure``.
+    The failures are raised together as an ExceptionGroup titled ``failure``. With a ``ledger``,
+    free memory is read after each close (after a failed one too: what it kept is the question).
     """
     errors: list[Exception] = []
     for engine in reversed(engines):
@@ -275,12 +291,15 @@ def close_in_reverse(engines: Sequence[Engine], failure: str) -> None:
             engine.close()
         except Exception as exc:
             errors.append(exc)
+        if ledger is not None:
+            ledger.closed(engine)
     if errors:
         raise ExceptionGroup(failure, errors)
 
 
 @contextmanager
-def fresh_engines(workdir_for: Callable[[str], Path]) -> Iterator[Callable[[EngineConfig], Engine]]:
+def fresh_engines(workdir_for: Callable[[str], Path],
+                  ledger: MemoryLedger | None = None) -> Iterator[Callable[[EngineConfig], Engine]]:
     """``boot(config)`` boots a new, unshared engine; all are closed at exit.
 
     For specs that need a second engine (a baseline next to the speculative one),
@@ -289,11 +308,11 @@ def fresh_engines(workdir_for: Callable[[str], Path]) -> Iterator[Callable[[Engi
     booted: list[Engine] = []
 
     def boot(config: EngineConfig) -> Engine:
-        engine = boot_function(config.backend)(config, workdir_for(config.backend))
+        engine = _boot_watched(boot_function(config.backend), config, workdir_for(config.backend), ledger)
         booted.append(engine)
         return engine
 
     try:
         yield boot
     finally:
-        close_in_reverse(booted, "closing engines booted by boot_engine failed")
+        close_in_reverse(booted, "closing engines booted by boot_engine failed", ledger)

@@ -22,6 +22,7 @@ from pytest_specgate.plugin.stash import (
     ENGINE_CONFIG_KEY,
     ENGINE_RECORDS_KEY,
     ITEM_ENGINES_KEY,
+    MEMORY_LEDGER_KEY,
     RECORDER_KEY,
     SETTINGS_KEY,
 )
@@ -29,6 +30,7 @@ from pytest_specgate.plugin.stash import (
 if TYPE_CHECKING:
     from pytest_specgate.contracts.engine import Engine
     from pytest_specgate.engines import EngineConfig, EnginePool
+    from pytest_specgate.engines.hygiene import MemoryLedger
     from pytest_specgate.evidence import EvidenceRecorder
     from pytest_specgate.qualification import QualificationFactory
     from pytest_specgate.selection.endpoint_routes import EndpointRoute
@@ -91,7 +93,8 @@ def specgate_engine_pool(pytestconfig: pytest.Config) -> Iterator[EnginePool]:
     from pytest_specgate.engines.config import EnginePool
 
     pool = EnginePool(on_handout=lambda config, engine: _record_engine(pytestconfig, config, engine,
-                                                                       pooled=True))
+                                                                       pooled=True),
+                      ledger=memory_ledger(pytestconfig))
     try:
         yield pool
     finally:
@@ -136,6 +139,16 @@ def specgate_host_facts_file(pytestconfig: pytest.Config, tmp_path_factory: pyte
     return path
 
 
+def memory_ledger(config: pytest.Config) -> MemoryLedger:
+    """This session's record of free memory before each boot and after each close."""
+    ledger = config.stash.get(MEMORY_LEDGER_KEY, None)
+    if ledger is None:
+        from pytest_specgate.engines.hygiene import MemoryLedger
+
+        ledger = config.stash[MEMORY_LEDGER_KEY] = MemoryLedger()
+    return ledger
+
+
 def engine_record(engine: Engine, config: EngineConfig) -> dict[str, Any]:
     """What evidence says about an engine: what was booted and what the server says it is."""
     from contextlib import closing
@@ -174,16 +187,21 @@ def _record_engine(pytestconfig: pytest.Config, config: EngineConfig, engine: En
 
 
 def engine_entries(item: pytest.Item) -> list[dict[str, Any]]:
-    """This test's engines, each with the ``system_fingerprint`` its server has answered with."""
+    """This test's engines, each with the ``system_fingerprint`` its server has answered with and
+    whether its memory came back (``torn_down`` false: still up when the test's record was taken,
+    as a pooled engine is until the session's last test)."""
     used = item.stash.get(ITEM_ENGINES_KEY, [])
     if not used:
         return []
     from pytest_specgate.engines.client import ClientEngine
 
+    ledger = memory_ledger(item.config)
     entries = []
     for engine, record in used:
         fingerprint = engine.client.system_fingerprint if isinstance(engine, ClientEngine) else None
-        entries.append({**record, "identity": {**record["identity"], "system_fingerprint": fingerprint}})
+        memory = ledger.of(engine)
+        entries.append({**record, "identity": {**record["identity"], "system_fingerprint": fingerprint},
+                        "memory_returned": None if memory is None else memory.to_dict()})
     return entries
 
 
@@ -245,7 +263,7 @@ def boot_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
     from pytest_specgate.engines.config import fresh_engines
 
     routes = pytestconfig.stash[SETTINGS_KEY].endpoint_routes
-    with fresh_engines(tmp_path_factory.mktemp) as boot:
+    with fresh_engines(tmp_path_factory.mktemp, memory_ledger(pytestconfig)) as boot:
 
         def boot_and_record(**changes: object) -> Engine:
             config = _served_config(engine_config, changes, routes, "boot_engine")

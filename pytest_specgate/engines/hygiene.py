@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_specgate.selection.host_probe import nvml_session
+
 __all__ = [
     "GPU_TOLERANCE_BYTES",
     "HOST_TOLERANCE_BYTES",
@@ -82,24 +84,15 @@ def _host_available() -> int | None:
 
 def _gpu_free() -> int | None:
     """Free bytes over every NVIDIA GPU through NVML; None without pynvml, a driver or a GPU."""
-    try:
-        pynvml = importlib.import_module("pynvml")
-    except ImportError:
-        return None
-    try:
-        pynvml.nvmlInit()
-    except Exception:
-        return None
-    try:
-        count = pynvml.nvmlDeviceGetCount()
-        if not count:
+    with nvml_session() as pynvml:
+        if pynvml is None:
             return None
-        return sum(int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(index)).free)
-                   for index in range(count))
-    except Exception:
-        return None
-    finally:
-        pynvml.nvmlShutdown()
+        try:
+            count = pynvml.nvmlDeviceGetCount()
+            return sum(int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(index)).free)
+                       for index in range(count)) if count else None
+        except Exception:
+            return None
 
 
 def read_memory() -> MemoryReading:

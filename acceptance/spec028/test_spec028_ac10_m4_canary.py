@@ -38,6 +38,7 @@ from pytest_specgate.engines import Engine
 from pytest_specgate.evidence import EvidenceRecorder
 from pytest_specgate.measure import (
     AcceptanceMeasurement,
+    CacheSettings,
     IdentityCheck,
     ModelPair,
     PairedRun,
@@ -47,6 +48,7 @@ from pytest_specgate.measure import (
     PromptSet,
     SustainedSettings,
     Threshold,
+    arm_caching,
     compare_to_expected,
     engine_arm,
     engine_telemetry,
@@ -76,6 +78,7 @@ class Ac10Arms:
     plan: Ac10Plan
     candidate: Engine
     arms: tuple[PromptRunner, PromptRunner]
+    caching: tuple[CacheSettings, CacheSettings]
 
     @property
     def prompts(self) -> tuple[Prompt, ...]:
@@ -105,7 +108,8 @@ def ac10_arms(spec028: BackendProfile, boot_engine: Callable[..., Engine], evide
     baseline = boot_engine(**plan.baseline)
     arms = (engine_arm(baseline, max_tokens=plan.max_tokens),
             engine_arm(candidate, max_tokens=plan.max_tokens))
-    return Ac10Arms(pair=pair, prompt_set=prompt_set, plan=plan, candidate=candidate, arms=arms)
+    return Ac10Arms(pair=pair, prompt_set=prompt_set, plan=plan, candidate=candidate, arms=arms,
+                    caching=(arm_caching(baseline), arm_caching(candidate)))
 
 
 def _greedy_identity(evidence: EvidenceRecorder, mismatches: Sequence[IdentityCheck]) -> None:
@@ -128,6 +132,7 @@ def test_ac10_paired_speedup_and_acceptance(
         confidence_level=confidence_level,
         progress=ProgressReporter(terminal_lines, label="AC-10 paired"),
         candidate_telemetry=engine_telemetry(candidate),
+        caching=ac10_arms.caching,
     )
     evidence.attach("ac10-paired.json", _json(paired.to_dict()))
 

@@ -157,6 +157,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if collector is not None:
         del config.stash[COLLECTOR_KEY]
         config.pluginmanager.unregister(collector)
+        collector.close()
 
 
 def _evidence_collector(config: pytest.Config, settings: SpecgateSettings,

@@ -298,7 +298,7 @@ def close_in_reverse(engines: Sequence[Engine], failure: str, ledger: MemoryLedg
 
 
 @contextmanager
-def fresh_engines(workdir_for: Callable[[str], Path],
+def fresh_engines(workdir_for: Callable[[str], Path], *,
                   ledger: MemoryLedger | None = None) -> Iterator[Callable[[EngineConfig], Engine]]:
     """``boot(config)`` boots a new, unshared engine; all are closed at exit.
 

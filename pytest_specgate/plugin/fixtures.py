@@ -263,7 +263,7 @@ def boot_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
     from pytest_specgate.engines.config import fresh_engines
 
     routes = pytestconfig.stash[SETTINGS_KEY].endpoint_routes
-    with fresh_engines(tmp_path_factory.mktemp, memory_ledger(pytestconfig)) as boot:
+    with fresh_engines(tmp_path_factory.mktemp, ledger=memory_ledger(pytestconfig)) as boot:
 
         def boot_and_record(**changes: object) -> Engine:
             config = _served_config(engine_config, changes, routes, "boot_engine")

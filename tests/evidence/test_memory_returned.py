@@ -103,7 +103,7 @@ def test_boot_engine_closes_through_the_ledger(monkeypatch: pytest.MonkeyPatch, 
     log: list[str] = []
     engine = _Engine("x", log)
     monkeypatch.setattr("pytest_specgate.engines.config.boot_function", lambda backend: lambda c, w: engine)
-    with fresh_engines(lambda name: tmp_path, ledger) as boot:
+    with fresh_engines(lambda name: tmp_path, ledger=ledger) as boot:
         assert boot(EngineConfig(backend="mock")) is engine
     assert log == ["close x"] and ledger.of(engine).returned is True  # type: ignore[union-attr]
 

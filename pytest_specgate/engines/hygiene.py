@@ -162,3 +162,9 @@ class MemoryLedger:
     def of(self, engine: object) -> MemoryReturn | None:
         entry = self._entries.get(id(engine))
         return None if entry is None else entry[1]
+
+    def entry(self, engine: object, *, on_this_host: bool) -> dict[str, Any] | None:
+        """The record's ``memory_returned`` for ``engine``: None for one it did not boot or one
+        on another host (this host's memory says nothing about that one's)."""
+        memory = self.of(engine)
+        return None if memory is None or not on_this_host else memory.to_dict()

@@ -199,9 +199,8 @@ def engine_entries(item: pytest.Item) -> list[dict[str, Any]]:
     entries = []
     for engine, record in used:
         fingerprint = engine.client.system_fingerprint if isinstance(engine, ClientEngine) else None
-        memory = ledger.of(engine)
         entries.append({**record, "identity": {**record["identity"], "system_fingerprint": fingerprint},
-                        "memory_returned": None if memory is None else memory.to_dict()})
+                        "memory_returned": ledger.entry(engine, on_this_host=record.get("loopback") is True)})
     return entries
 
 

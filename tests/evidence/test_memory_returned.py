@@ -106,6 +106,9 @@ def test_boot_engine_closes_through_the_ledger(monkeypatch: pytest.MonkeyPatch, 
     with fresh_engines(lambda name: tmp_path, ledger=ledger) as boot:
         assert boot(EngineConfig(backend="mock")) is engine
     assert log == ["close x"] and ledger.of(engine).returned is True  # type: ignore[union-attr]
+    assert ledger.entry(engine, on_this_host=True)["returned"] is True  # type: ignore[index]
+    assert ledger.entry(engine, on_this_host=False) is None
+    assert ledger.entry(object(), on_this_host=True) is None
 
 
 def test_a_short_return_is_a_reason_unknown_is_not() -> None:

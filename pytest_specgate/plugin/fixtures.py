@@ -22,6 +22,7 @@ from pytest_specgate.plugin.stash import (
     ENGINE_CHOICE_KEY,
     ENGINE_RECORDS_KEY,
     ITEM_ENGINES_KEY,
+    MEMORY_LEDGER_KEY,
     RECORDER_KEY,
     SETTINGS_KEY,
 )
@@ -29,6 +30,7 @@ from pytest_specgate.plugin.stash import (
 if TYPE_CHECKING:
     from pytest_specgate.contracts.engine import Engine
     from pytest_specgate.engines import EngineConfig, EnginePool
+    from pytest_specgate.engines.hygiene import MemoryLedger
     from pytest_specgate.evidence import EvidenceRecorder
     from pytest_specgate.qualification import QualificationFactory
     from pytest_specgate.selection.endpoint_routes import EndpointRoute
@@ -93,7 +95,7 @@ def specgate_engine_pool(pytestconfig: pytest.Config) -> Iterator[EnginePool]:
 
     pool = EnginePool(on_handout=lambda config, engine: _record_engine(pytestconfig, config, engine,
                                                                        pooled=True),
-                      watch_boot=progress_ticker)
+                      watch_boot=progress_ticker, ledger=memory_ledger(pytestconfig))
     try:
         yield pool
     finally:
@@ -145,6 +147,16 @@ def specgate_host_facts_file(pytestconfig: pytest.Config, tmp_path_factory: pyte
     return path
 
 
+def memory_ledger(config: pytest.Config) -> MemoryLedger:
+    """This session's record of free memory before each boot and after each close."""
+    ledger = config.stash.get(MEMORY_LEDGER_KEY, None)
+    if ledger is None:
+        from pytest_specgate.engines.hygiene import MemoryLedger
+
+        ledger = config.stash[MEMORY_LEDGER_KEY] = MemoryLedger()
+    return ledger
+
+
 def engine_record(engine: Engine, config: EngineConfig) -> dict[str, Any]:
     """What evidence says about an engine: what was booted and what the server says it is."""
     from contextlib import closing
@@ -183,17 +195,21 @@ def _record_engine(pytestconfig: pytest.Config, config: EngineConfig, engine: En
 
 
 def engine_entries(item: pytest.Item) -> list[dict[str, Any]]:
-    """This test's engines, each with the ``system_fingerprint`` its server has answered with."""
+    """This test's engines, each with the ``system_fingerprint`` its server has answered with and
+    whether its memory came back (``torn_down`` false: still up when the test's record was taken,
+    as a pooled engine is until the session's last test)."""
     used = item.stash.get(ITEM_ENGINES_KEY, [])
     if not used:
         return []
     from pytest_specgate.engines.client import ClientEngine
 
     choice = item.stash.get(ENGINE_CHOICE_KEY, None)
+    ledger = memory_ledger(item.config)
     entries = []
     for engine, record in used:
         fingerprint = engine.client.system_fingerprint if isinstance(engine, ClientEngine) else None
-        entry = {**record, "identity": {**record["identity"], "system_fingerprint": fingerprint}}
+        entry = {**record, "identity": {**record["identity"], "system_fingerprint": fingerprint},
+                 "memory_returned": ledger.entry(engine, on_this_host=record.get("loopback") is True)}
         if choice is not None and engine.backend == choice.config.backend:
             entry["selected_by"] = choice.reason()
         entries.append(entry)
@@ -259,7 +275,8 @@ def boot_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
     from pytest_specgate.measure.progress import progress_ticker
 
     routes = pytestconfig.stash[SETTINGS_KEY].endpoint_routes
-    with fresh_engines(tmp_path_factory.mktemp, watch_boot=progress_ticker) as boot:
+    with fresh_engines(tmp_path_factory.mktemp, watch_boot=progress_ticker,
+                       ledger=memory_ledger(pytestconfig)) as boot:
 
         def boot_and_record(**changes: object) -> Engine:
             config = _served_config(engine_config, changes, routes, "boot_engine")

@@ -205,9 +205,9 @@ def _run_provenance(config: pytest.Config) -> dict[str, Any]:
     """What shaped this run from outside the repository (``evidence._run_provenance``)."""
     from importlib import metadata
 
+    from pytest_specgate.contracts.markers import ENTRY_POINT_GROUP
     from pytest_specgate.evidence._run_provenance import collect_run_provenance
     from pytest_specgate.evidence._source import git_top
-    from pytest_specgate.selection.backends import ENTRY_POINT_GROUP
 
     collector = config.stash[COLLECTOR_KEY]
     return collect_run_provenance(

@@ -37,6 +37,7 @@ from pytest_specgate.evidence._jsonio import pretty_json, replace_atomically, to
 from pytest_specgate.evidence._payloads import container_redaction, text_form
 from pytest_specgate.evidence._secret_rules import (
     CONTEXT_FORMATS,
+    ENCODED_PREFIXES,
     TOKEN_FORMATS,
     TOKEN_SPLIT,
     ContextFormat,
@@ -131,6 +132,9 @@ _IPV6_CANDIDATE = re.compile(
 the ``::`` of a node id (``test_x.py::Class::test``) and ``HH:MM:SS`` never reach the rule pass."""
 _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})|\\(/)|%([0-9A-Fa-f]{2})")
 _WORD = re.compile(r"\S*")
+_FOLLOWING_WORD = re.compile(rf"(?:[ \t]++|{TOKEN_SPLIT})\S+")
+"""The word after an escaped one: the value of an escaped key (``"api\u005fkey": "v"``), or,
+on the next line, the end of a token a line break cut."""
 _UNIT_SEPARATOR = "\n<REDACTED>\n"
 """Escaped words are redacted as one text, kept apart by a placeholder no rule can cross."""
 _UP_TO_LAST_SPACE = re.compile(r"[\s\S]*\s")
@@ -326,25 +330,29 @@ def _directory_rules(directory: str, inside: str, itself: str, name: str) -> lis
     ]
 
 
+_NOT_A_KEY = r"(?![a-z_]++[ \t]*[:=])"
+"""A line that starts with a lower-case name and ``=`` or ``:`` starts a key of its own
+(``token: s.x`` after a variable-length token that ended the line before), not a token's
+continuation."""
+
+
 def _token_pattern(token: TokenFormat) -> str:
     """``prefix`` then the body, whole or cut by one line break (the cut form first: it can only
-    match a body shorter than a whole token, so a whole token at a line end stays one; and what
-    follows the break is no key of its own, ``token:`` on the next line keeps its value's
-    context)."""
+    match a body shorter than a whole token, so a whole token at a line end stays one)."""
     first, rest = token.prefix[0], token.prefix[1:]
     if not first.isalnum():
         raise ValueError(f"{token.rule_id}: a token prefix starts with a letter or digit, not {first!r}")
     guard = f"(?<!{token.boundary}{re.escape(first)})" if token.boundary else ""
     body = token.body
-    cut = f"{body}{{4,{token.longest - 1}}}+{TOKEN_SPLIT}{body}++(?![ \t]*[:=])|" if token.longest > 4 else ""
+    cut = f"{body}{{1,{token.longest - 1}}}+{TOKEN_SPLIT}{_NOT_A_KEY}{body}++|" if token.longest > 1 else ""
     return f"{re.escape(first)}{guard}{rest}(?:{cut}{body}{{{token.shortest},}}+)"
 
 
-def _encoded_patterns(token: TokenFormat) -> list[str]:
-    """The token base64- or hex-encoded whole (gitleaks' ``jwt-base64`` idea, for every
-    prefix): the encoded prefix starts a run of the encoding's characters."""
+def _encoded_patterns(literals: Iterable[str]) -> list[str]:
+    """Tokens base64- or hex-encoded whole (gitleaks' ``jwt-base64`` idea, for every prefix):
+    the encoded prefix starts a run of the encoding's characters."""
     patterns = []
-    for literal in token.encodable:
+    for literal in literals:
         raw = literal.encode()
         b64 = base64.b64encode(raw).decode()[: 4 * (len(raw) // 3)]
         if len(b64) >= 4:
@@ -437,7 +445,8 @@ def catalogue_rules() -> list[RedactionRule]:
         RedactionRule(token.rule_id, re.compile(_token_pattern(token)), token.placeholder)
         for token in TOKEN_FORMATS
     ]
-    encoded = "|".join(pattern for token in TOKEN_FORMATS for pattern in _encoded_patterns(token))
+    literals = [literal for token in TOKEN_FORMATS for literal in token.encodable] + list(ENCODED_PREFIXES)
+    encoded = "|".join(_encoded_patterns(literals))
     rules.append(RedactionRule("encoded-token", re.compile(encoded), "<SECRET>"))
     return rules + [_context_rule(context) for context in CONTEXT_FORMATS]
 
@@ -722,26 +731,39 @@ def _replaced(text: str, claims: Iterable[Claim]) -> str:
 
 
 def _escaped_units(text: str) -> list[tuple[int, int]]:
-    """Spans of the words holding an escape, each with the word before it (units that touch
-    merge); linear in ``text``: no search looks back past the previous escaped word."""
+    """Spans of the words holding an escape, each with the word before it and the word after
+    it (:data:`_FOLLOWING_WORD`); units that touch merge; linear in ``text``: no search looks
+    back past the previous escaped word, and an escape in a unit's last word only adds the
+    word after that one."""
     units: list[tuple[int, int]] = []
-    floor = 0
+    floor = last_word = 0
     for escape in _ESCAPE.finditer(text):
         if units and escape.start() < units[-1][1]:
+            if escape.start() >= last_word:
+                last_word, end = _with_following_word(text, units[-1][1])
+                units[-1] = (units[-1][0], end)
             continue
         word = _word_start(text, floor, escape.start())
         start = before = word
-        while before > floor and text[before - 1] in " \t":
+        while before > floor and text[before - 1] in " \t\r\n":
             before -= 1
         if floor < before < word:
             start = _word_start(text, floor, before)
-        end = _WORD.match(text, escape.end()).end()  # type: ignore[union-attr]
+        last_word, end = _with_following_word(text, _WORD.match(text, escape.end()).end())  # type: ignore[union-attr]
         if units and start < units[-1][1]:
             units[-1] = (units[-1][0], end)
         else:
             units.append((start, end))
         floor = word
     return units
+
+
+def _with_following_word(text: str, end: int) -> tuple[int, int]:
+    """Where the word after ``end`` starts (``end`` when there is none) and where it ends."""
+    following = _FOLLOWING_WORD.match(text, end)
+    if following is None:
+        return end, end
+    return following.end() - len(following.group(0).lstrip()), following.end()
 
 
 def _word_start(text: str, floor: int, position: int) -> int:

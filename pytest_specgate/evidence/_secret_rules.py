@@ -67,7 +67,8 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
     TokenFormat("openai-api-key, anthropic-api-key", GITLEAKS + "/openai.go, anthropic.go",
                 "sk-", "[A-Za-z0-9_-]", 20, 200, boundary="[A-Za-z0-9_]"),
     TokenFormat("aws-access-token", GITLEAKS + "/aws.go; " + DETECT_SECRETS + " AWSKeyDetector",
-                "A(?:3T[A-Z0-9]|KIA|SIA|BIA|CCA)", "[A-Z0-9]", 16, 16, literals=("AKIA", "ASIA")),
+                "A(?:3T[A-Z0-9]|KIA|SIA|BIA|CCA)", "[A-Z0-9]", 16, 16,
+                literals=("AKIA", "ASIA", "ABIA", "ACCA")),
     TokenFormat("aws-amazon-bedrock-api-key-long-lived", GITLEAKS + "/aws.go",
                 "ABSK", "[A-Za-z0-9+/=]", 100, 272),
     TokenFormat("github-pat, github-oauth, github-app-token, github-refresh-token",
@@ -125,6 +126,11 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
 )
 
 
+ENCODED_PREFIXES = ("eyJ", "-----BEGIN")
+"""Starts of context formats (a JWT's header, a PEM block) whose base64 or hex form marks an
+encoded credential too, beside the token prefixes."""
+
+
 @dataclass(frozen=True)
 class ContextFormat:
     """A credential found by its shape or by what surrounds it: ``pattern`` (group
@@ -139,7 +145,10 @@ class ContextFormat:
     check: str = ""
 
 
-_JWT_PART = rf"[A-Za-z0-9_-]++(?:{TOKEN_SPLIT}[A-Za-z0-9_-]++)?"
+_JWT_PART = rf"[A-Za-z0-9_-]*+(?:{TOKEN_SPLIT}[A-Za-z0-9_-]++)?"
+_JWT_DOT = rf"(?:{TOKEN_SPLIT})?\.(?:{TOKEN_SPLIT})?"
+"""A JWT's segments, each possibly cut by a line break, and the dots between them, with a
+break on either side."""
 _KEY_NAME = (
     r"(?:[_.-][A-Za-z0-9_.-]{0,23}|[A-Z][A-Za-z0-9_.-]{0,23})?"
     r"[\"'\]]{0,2}[ \t]{0,4}(?:=|:(?!:))=?[ \t]{0,4}[\"'`]?"
@@ -165,8 +174,8 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
     ContextFormat(
         "jwt",
         GITLEAKS + "/jwt.go; " + DETECT_SECRETS + " JwtTokenDetector",
-        rf"e(?<![A-Za-z0-9_-]e)y{_JWT_PART}\.(?:{TOKEN_SPLIT})?ey{_JWT_PART}"
-        rf"(?:\.(?:{TOKEN_SPLIT})?(?:[A-Za-z0-9_+/-]++(?:{TOKEN_SPLIT}[A-Za-z0-9_+/-]++)?)?=*)?",
+        rf"e(?<![A-Za-z0-9_-]e)y{_JWT_PART}{_JWT_DOT}e(?:{TOKEN_SPLIT})?y{_JWT_PART}"
+        rf"(?:{_JWT_DOT}(?:[A-Za-z0-9_+/-]++(?:{TOKEN_SPLIT}[A-Za-z0-9_+/-]++)?)?=*)?",
         placeholder="<TOKEN>",
         check="jwt",
     ),
@@ -177,7 +186,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         r"[?&;](?i:x-amz-(?:signature|credential|security-token)|x-goog-(?:signature|credential)"
         r"|awsaccesskeyid|signature|sig|key|api[_-]?key|apikey|access[_-]?token|id[_-]?token"
         r"|refresh[_-]?token|token|auth|code|client[_-]?secret|secret|password|pwd|session|t)="
-        r"([^&#\s\"'`<>]{4,})",
+        r"([^&#;,()\[\]{}\s\"'`<>]{4,})",
         group=1,
     ),
     ContextFormat(

@@ -399,7 +399,7 @@ def _starts_a_name(text: str, start: int) -> bool:
     if start == 0:
         return True
     before, first = text[start - 1], text[start]
-    return not before.isalnum() or (first.isupper() and before.islower())
+    return not _alphanumeric(before) or (first.isupper() and before.islower())
 
 
 def _keyword_random(match: re.Match[str]) -> bool:
@@ -408,7 +408,7 @@ def _keyword_random(match: re.Match[str]) -> bool:
 
 def _env_name(match: re.Match[str]) -> bool:
     start = match.start()
-    return start == 0 or match.string[start - 1] == "_" or not match.string[start - 1].isalnum()
+    return start == 0 or match.string[start - 1] == "_" or not _alphanumeric(match.string[start - 1])
 
 
 def _jwt(match: re.Match[str]) -> bool:

@@ -159,10 +159,10 @@ _KEY_NAME = (
 
 CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
     ContextFormat(
-        "private-key",
+        "private-key",  # gitleaks' label class without "-", so an END line never runs into the next BEGIN
         GITLEAKS + "/privatekey.go; " + DETECT_SECRETS + " PrivateKeyDetector",
-        r"-----BEGIN[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----(?:[^-]|-(?!----))*+"
-        r"(?:-----END[ A-Z0-9_-]{0,100}PRIVATE KEY(?: BLOCK)?-----)?",
+        r"-----BEGIN[ A-Z0-9_]{0,100}PRIVATE KEY(?: BLOCK)?-----(?:[^-]|-(?!----))*+"
+        r"(?:-----END[ A-Z0-9_]{0,100}PRIVATE KEY(?: BLOCK)?-----)?",
     ),
     ContextFormat(
         "pem-body",

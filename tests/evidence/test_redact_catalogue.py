@@ -32,6 +32,7 @@ REDACTOR = build_redactor(Path("/srv/checkouts/specgate"), [], {}, IDENTITY)
 
 
 PEM_LINE = "QUJDREVGR0hJSktMTU5PUFFSU1RVVldYWVphYmNkZWZnaGlqa2xtbm9wcXJzdHV2"
+PEM_BLOCK = f"-----BEGIN RSA PRIVATE KEY-----\n{PEM_LINE}\n-----END RSA PRIVATE KEY-----"
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
 
 
@@ -60,6 +61,7 @@ def test_no_published_example_survives(entry: dict[str, Any]) -> None:
          "<SECRET>\nnext"),
         ("pasted body\n" + (PEM_LINE + "\n") * 2 + "ab==", "pasted body\n<SECRET>"),
         (f"id {JWT} end", "id <TOKEN> end"),
+        (f"{PEM_BLOCK}  {PEM_BLOCK}", "<SECRET>  <SECRET>"),
         ("ghp_" + "aB3dE" * 7 + "a", "<SECRET>"),
         ("xoxb-263594206564-2343594206574-FGqddMF8t08v8N7Oq4i57vs1MBS", "<SECRET>"),
         ("post https://hooks.slack.com/services/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 now",
@@ -69,6 +71,8 @@ def test_no_published_example_survives(entry: dict[str, Any]) -> None:
         ('{"client_secret_b64": "c2VjcmV0LXZhbHVlLTEyMzQ1Njc4OQ==", "sessionHex": "8b1118b376c313ed420e"}',
          '{"client_secret_b64": "<SECRET>", "sessionHex": "<SECRET>"}'),
         ("on ip-10-0-1-23.ec2.internal", "on <HOST>"),
+        ('{"session\\u005fkey": "8b1118b376c313ed420e"}', '{"session_key": "<SECRET>"}'),
+        ("ghp\\u005f0123456789abcdef\n0123456789abcdefABCD end", "<SECRET> end"),
         ("Z2hwX2ExQjJjM0Q0ZTVhMUIyYzNENGU1YTFCMmMzRDRlNWFiY2RlZg== and 68665f616263646566676869717273747576",
          "<SECRET> and <SECRET>"),
     ],
@@ -136,6 +140,7 @@ def test_short_and_non_credential_variables_leave_the_text_alone() -> None:
     [
         ("export GH_PAT=ghx-not-a-known-format", "export GH_PAT=<SECRET>"),
         ("JWT: opaque-session-value", "JWT: <SECRET>"),
+        ("éJWT=00000000", "éJWT=<SECRET>"),
         ("SLACK_WEBHOOK_URL='https://chat.example/x/y'", "SLACK_WEBHOOK_URL='<SECRET>'"),
         ("AWS_ACCESS_KEY_ID=notreallyakey", "AWS_ACCESS_KEY_ID=<SECRET>"),
         ("MY_SERVICE_CREDENTIALS=user:pw", "MY_SERVICE_CREDENTIALS=<SECRET>"),

@@ -330,6 +330,7 @@ def _directory_rules(directory: str, inside: str, itself: str, name: str) -> lis
     ]
 
 
+_HAS_DIGIT = r"(?=[^\s0-9]*+[0-9])"
 _NOT_A_KEY = r"(?![a-z_]++[ \t]*[:=])"
 """A line that starts with a lower-case name and ``=`` or ``:`` starts a key of its own
 (``token: s.x`` after a variable-length token that ended the line before), not a token's
@@ -337,15 +338,20 @@ continuation."""
 
 
 def _token_pattern(token: TokenFormat) -> str:
-    """``prefix`` then the body, whole or cut by one line break (the cut form first: it can only
-    match a body shorter than a whole token, so a whole token at a line end stays one)."""
+    """``prefix`` then the body, whole or cut by one line break. A first line too short for a
+    whole token must go on; one long enough to be whole goes on only into a word with a digit
+    (a random tail has one, ``Bearer`` or ``Starting`` on the next line has not); a whole
+    token at a line end stays one (the possessive counts cannot reach the break)."""
     first, rest = token.prefix[0], token.prefix[1:]
     if not first.isalnum():
         raise ValueError(f"{token.rule_id}: a token prefix starts with a letter or digit, not {first!r}")
     guard = f"(?<!{token.boundary}{re.escape(first)})" if token.boundary else ""
-    body = token.body
-    cut = f"{body}{{1,{token.longest - 1}}}+{TOKEN_SPLIT}{_NOT_A_KEY}{body}++|" if token.longest > 1 else ""
-    return f"{re.escape(first)}{guard}{rest}(?:{cut}{body}{{{token.shortest},}}+)"
+    body, shortest, longest = token.body, token.shortest, token.longest
+    tail = f"{TOKEN_SPLIT}{_NOT_A_KEY}{body}++"
+    cuts = [f"{body}{{1,{shortest - 1}}}+{tail}"] if shortest > 1 else []
+    if longest > shortest:
+        cuts.append(f"{body}{{{shortest},{longest - 1}}}+{TOKEN_SPLIT}{_HAS_DIGIT}{_NOT_A_KEY}{body}++")
+    return f"{re.escape(first)}{guard}{rest}(?:{'|'.join([*cuts, f'{body}{{{shortest},}}+'])})"
 
 
 def _encoded_patterns(literals: Iterable[str]) -> list[str]:

@@ -37,7 +37,8 @@ class TokenFormat:
     ``prefix`` starts with one literal character (the regex engine skips ahead to it, and a
     look-behind on it keeps the match from starting inside a longer word); ``shortest`` body
     characters make a token, and a body cut by a line break before ``longest`` characters
-    continues on the next line.
+    continues on the next line. A body has no ``=``: base64 padding ends a token, so
+    ``…MA====Bearer x`` keeps its ``Bearer``.
     """
 
     rule_id: str
@@ -70,11 +71,11 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
                 "A(?:3T[A-Z0-9]|KIA|SIA|BIA|CCA)", "[A-Z0-9]", 16, 16,
                 literals=("AKIA", "ASIA", "ABIA", "ACCA")),
     TokenFormat("aws-amazon-bedrock-api-key-long-lived", GITLEAKS + "/aws.go",
-                "ABSK", "[A-Za-z0-9+/=]", 100, 272),
+                "ABSK", "[A-Za-z0-9+/]", 100, 272),
     TokenFormat("github-pat, github-oauth, github-app-token, github-refresh-token",
                 GITLEAKS + "/github.go; " + DETECT_SECRETS + " GitHubTokenDetector",
-                "gh[pousr]_", "[A-Za-z0-9_]", 20, 36, literals=("ghp_", "gho_", "ghs_", "ghu_", "ghr_")),
-    TokenFormat("github-fine-grained-pat", GITLEAKS + "/github.go", "github_pat_", r"\w", 22, 82),
+                "gh[pousr]_", "[A-Za-z0-9_]", 36, 36, literals=("ghp_", "gho_", "ghs_", "ghu_", "ghr_")),
+    TokenFormat("github-fine-grained-pat", GITLEAKS + "/github.go", "github_pat_", r"\w", 82, 82),
     TokenFormat("gitlab-pat, gitlab-deploy-token, gitlab-*-token", GITLEAKS + "/gitlab.go; "
                 + DETECT_SECRETS + " GitLabTokenDetector",
                 "gl(?:pat|dt|ft|rt|ptt|oas|imt|cbt|ffct|agent|soat)-", r"[\w-]", 20, 64),
@@ -92,7 +93,7 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
     TokenFormat("gitlab-rrt", GITLEAKS + "/gitlab.go; " + DETECT_SECRETS + " GitLabTokenDetector",
                 "GR1348941", r"[\w-]", 16, 80),
     TokenFormat("aws-amazon-bedrock-api-key-short-lived", GITLEAKS + "/aws.go",
-                "bedrock-api-key-", "[A-Za-z0-9+/=]", 20, 2000),
+                "bedrock-api-key-", "[A-Za-z0-9+/]", 20, 2000),
     TokenFormat("twilio-api-key", GITLEAKS + "/twilio.go; " + DETECT_SECRETS + " TwilioKeyDetector",
                 "SK", "[0-9a-fA-F]", 32, 32),
     TokenFormat("databricks-api-token", GITLEAKS + "/databricks.go", "dapi", "[a-f0-9-]", 32, 34),
@@ -113,16 +114,16 @@ TOKEN_FORMATS: tuple[TokenFormat, ...] = (
     TokenFormat("digitalocean-pat, -access-token, -refresh-token", GITLEAKS + "/digitalocean.go",
                 "do[opr]_v1_", "[a-f0-9]", 64, 64),
     TokenFormat("shopify-*-token", GITLEAKS + "/shopify.go", "shp(?:ss|at|ca|pa)_", "[a-fA-F0-9]", 32, 32),
-    TokenFormat("grafana-cloud-api-token", GITLEAKS + "/grafana.go", "glc_", "[A-Za-z0-9+/=]", 32, 400),
+    TokenFormat("grafana-cloud-api-token", GITLEAKS + "/grafana.go", "glc_", "[A-Za-z0-9+/]", 32, 400),
     TokenFormat("grafana-service-account-token", GITLEAKS + "/grafana.go", "glsa_", "[A-Za-z0-9_]", 40, 41),
-    TokenFormat("grafana-api-key", GITLEAKS + "/grafana.go", "eyJrIjoi", "[A-Za-z0-9=]", 70, 400),
+    TokenFormat("grafana-api-key", GITLEAKS + "/grafana.go", "eyJrIjoi", "[A-Za-z0-9]", 70, 400),
     TokenFormat("vault-service-token, vault-batch-token", GITLEAKS + "/hashicorp_vault.go",
                 "hv[sb]\\.", r"[\w-]", 90, 300),
     TokenFormat("linear-api-key", GITLEAKS + "/linear.go", "lin_api_", "[A-Za-z0-9]", 40, 40),
     TokenFormat("doppler-api-token", GITLEAKS + "/doppler.go", "dp\\.pt\\.", "[A-Za-z0-9]", 43, 43),
     TokenFormat("age-secret-key", GITLEAKS + "/age.go", "AGE-SECRET-KEY-1",
                 "[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]", 58, 58),
-    TokenFormat("jwt-base64", GITLEAKS + "/jwt.go", "ZXlK", "[A-Za-z0-9+/=_-]", 40, 2000),
+    TokenFormat("jwt-base64", GITLEAKS + "/jwt.go", "ZXlK", "[A-Za-z0-9+/_-]", 40, 2000),
 )
 
 
@@ -175,7 +176,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         "jwt",
         GITLEAKS + "/jwt.go; " + DETECT_SECRETS + " JwtTokenDetector",
         rf"e(?<![A-Za-z0-9_-]e)y{_JWT_PART}{_JWT_DOT}e(?:{TOKEN_SPLIT})?y{_JWT_PART}"
-        rf"(?:{_JWT_DOT}(?:[A-Za-z0-9_+/-]++(?:{TOKEN_SPLIT}[A-Za-z0-9_+/-]++)?)?=*)?",
+        rf"(?:{_JWT_DOT}(?:[A-Za-z0-9_+/-]++(?:{TOKEN_SPLIT}(?=[^\s0-9]*+[0-9])[A-Za-z0-9_+/-]++)?)?=*)?",
         placeholder="<TOKEN>",
         check="jwt",
     ),

@@ -90,7 +90,7 @@ def planted_secrets(index: int) -> tuple[tuple[str, str], ...]:
         (f"encoded hf%5F{tag}QwErTyUiOpAsDfGhJkLzXcVbNm99", f"{tag}QwErTyUiOpAsDfGhJkLzXcVbNm99"),
         (f"from 203.0.{index % 250}.{index % 200 + 1}", f"203.0.{index % 250}.{index % 200 + 1}"),
         (f"AKIA{tag}QWERTYUIOPA", f"AKIA{tag}QWERTYUIOPA"),
-        (f"ghp_{tag}aBcDeFgHiJkLmNoPqRsTuVwXyZ0", f"{tag}aBcDeFgHiJkLmNoPqRsTuVwXyZ0"),
+        (f"ghp_{tag}aBcDeFgHiJkLmNoPqRsTuVwXyZ01234", f"{tag}aBcDeFgHiJkLmNoPqRsTuVwXyZ01234"),
         (f"ghp_aBcDeFgHiJ\n{tag}kLmNoPqRsTuVwXyZ1", f"{tag}kLmNoPqRsTuVwXyZ1"),
         (f"xoxb-{tag}36542736-2364535789652-GkwFDQoHqzXD", f"{tag}36542736-2364535789652"),
         (f"eyJhbGciOi{tag}JIUzI1NiJ9.eyJzdWIiOiIxMjM0{tag}.dozjgNryP4J3jVmNHl0w5N", f"eyJzdWIiOiIxMjM0{tag}"),

@@ -62,6 +62,10 @@ class EvidenceBlock:
     line: int
     verdict_text: str | None = None
     verdict_line: int | None = None
+    body: tuple[tuple[int, str], ...] = ()
+    """``(line number, visible text)`` of every line after the heading, as a reviewer sees it
+    (quote markers and HTML comments taken out, code hidden): what the gate compares with the
+    block it re-renders from the bound record."""
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,21 @@ def _threshold(row: MeasurementRow) -> str:
     if row.at_most is not None:
         bounds.append(f"≤ {_cell(row.at_most)}")
     return ", ".join(bounds) or "—"
+
+
+_RESULT_CELLS = {"passed": "pass", "failed": "FAIL", "inconclusive": "INCONCLUSIVE"}
+
+
+def _value_cell(row: MeasurementRow) -> str:
+    """The value, then its interval and level when it has one, and ``(point)`` when the spec chose
+    to be judged on the point value although an interval exists."""
+    if row.ci_low is None and row.ci_high is None and row.confidence_level is None:
+        return _cell(row.value)
+    low = "-inf" if row.ci_low is None else _cell(row.ci_low)
+    high = "+inf" if row.ci_high is None else _cell(row.ci_high)
+    level = "" if row.confidence_level is None else f" {row.confidence_level:.0%}"
+    rule = " (judged on the point)" if row.decide == "point" else ""
+    return f"{_cell(row.value)} [{low}, {high}]{level}{rule}"
 
 
 def _test_counts(record: AcRecord) -> str:
@@ -147,8 +166,8 @@ def render_ac_block(record: AcRecord, verdict: PolicyVerdict, ac_sha256: str, bu
     if record.measurements:
         lines += ["", "| measurement | value | unit | threshold | result |", "|---|---|---|---|---|"]
         lines += [
-            f"| {_cell(row.name)} | {_cell(row.value)} | {_cell(row.unit)} | "
-            f"{_threshold(row)} | {'FAIL' if row.miss() else 'pass'} |"
+            f"| {_cell(row.name)} | {_value_cell(row)} | {_cell(row.unit)} | "
+            f"{_threshold(row)} | {_RESULT_CELLS[row.verdict().verdict]} |"
             for row in record.measurements
         ]
     lines += ["", f"`{digest_line(record.ac.id, ac_sha256, bundle_sha256)}`", ""]
@@ -337,4 +356,5 @@ def _parse_block(ac_id: str, heading: _Line, body: Sequence[_Line], source: str)
         line=heading.number,
         verdict_text=verdicts[0][1].group("text") if verdicts else None,
         verdict_line=verdicts[0][0].number if verdicts else None,
+        body=tuple((row.number, row.visible) for row in body),
     )

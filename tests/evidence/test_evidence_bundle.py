@@ -54,7 +54,7 @@ def test_bundle_layout_manifest_and_schema(git_repo: GitRepo) -> None:
     assert set(manifest["files"]) == set(names) - {MANIFEST_NAME}
     assert verify_bundle(load_bundle(written.path)) == []
     assert load_bundle(written.path).digest == written.digest == manifest["bundle_sha256"]
-    assert not any((git_repo.path / "out" / ".staging").iterdir())
+    assert not (git_repo.path / "out" / ".staging").exists()
 
 
 def test_every_ac_file_validates_against_the_packaged_schema(git_repo: GitRepo) -> None:
@@ -85,6 +85,8 @@ def test_ac_record_carries_the_issue_fields(git_repo: GitRepo) -> None:
         "at_least": 1.4,
         "at_most": None,
         "passed": True,
+        "decide": "point",
+        "verdict": "passed",
     }
     assert {a["name"] for a in record["attachments"]} == {"server.log", "trace.bin"}
     assert record["source"] == {
@@ -97,7 +99,7 @@ def test_ac_record_carries_the_issue_fields(git_repo: GitRepo) -> None:
     assert record["policy"] == "specgate.policy/1" and record["schema"] == "specgate.evidence/v3"
     assert record["completeness"]["complete"] is True
     assert set(record["versions"]) == {"python", "pytest", "specgate"}
-    assert record["host"]["facts"] == {"arch": "x86_64", "memory_gb": 24, "os": "linux"}
+    assert record["host"]["facts"] == {"arch": "x86_64", "memory_bytes": 24 * 1024**3, "os": "linux"}
     assert record["run"]["id"] == written.path.name and record["run"]["started_at"].endswith("Z")
     assert record["tests"][1]["notes"] == {"engine": {"name": "mock", "version": "0.1.0"}}
 

@@ -38,6 +38,7 @@ from pytest_specgate.evidence._payloads import container_redaction, text_form
 from pytest_specgate.evidence._secret_rules import (
     CONTEXT_FORMATS,
     ENCODED_PREFIXES,
+    RANDOM_TAIL,
     TOKEN_FORMATS,
     TOKEN_SPLIT,
     ContextFormat,
@@ -330,7 +331,6 @@ def _directory_rules(directory: str, inside: str, itself: str, name: str) -> lis
     ]
 
 
-_HAS_DIGIT = r"(?=[^\s0-9]*+[0-9])"
 _NOT_A_KEY = r"(?![a-z_]++[ \t]*[:=])"
 """A line that starts with a lower-case name and ``=`` or ``:`` starts a key of its own
 (``token: s.x`` after a variable-length token that ended the line before), not a token's
@@ -339,9 +339,9 @@ continuation."""
 
 def _token_pattern(token: TokenFormat) -> str:
     """``prefix`` then the body, whole or cut by one line break. A first line too short for a
-    whole token must go on; one long enough to be whole goes on only into a word with a digit
-    (a random tail has one, ``Bearer`` or ``Starting`` on the next line has not); a whole
-    token at a line end stays one (the possessive counts cannot reach the break)."""
+    whole token must go on; one long enough to be whole goes on only into a word that reads
+    as a random tail (:data:`RANDOM_TAIL`); a whole token at a line end stays one (the
+    possessive counts cannot reach the break)."""
     first, rest = token.prefix[0], token.prefix[1:]
     if not first.isalnum():
         raise ValueError(f"{token.rule_id}: a token prefix starts with a letter or digit, not {first!r}")
@@ -350,7 +350,7 @@ def _token_pattern(token: TokenFormat) -> str:
     tail = f"{TOKEN_SPLIT}{_NOT_A_KEY}{body}++"
     cuts = [f"{body}{{1,{shortest - 1}}}+{tail}"] if shortest > 1 else []
     if longest > shortest:
-        cuts.append(f"{body}{{{shortest},{longest - 1}}}+{TOKEN_SPLIT}{_HAS_DIGIT}{_NOT_A_KEY}{body}++")
+        cuts.append(f"{body}{{{shortest},{longest - 1}}}+{TOKEN_SPLIT}{RANDOM_TAIL}{_NOT_A_KEY}{body}++")
     return f"{re.escape(first)}{guard}{rest}(?:{'|'.join([*cuts, f'{body}{{{shortest},}}+'])})"
 
 

@@ -28,6 +28,9 @@ DETECT_SECRETS = "detect-secrets 1.5 plugin"
 
 TOKEN_SPLIT = r"\r?\n[ \t]{0,8}"
 """A line break, with the indentation a wrapped line may get."""
+RANDOM_TAIL = r"(?=[^\s0-9]*+[0-9]|[^\sa-z]*+[a-z][^\sA-Z]*+[A-Z])"
+"""The next word has a digit, or a capital after a small letter (``vOxJQ``): the tail of a
+random token, not a word (``Bearer``, ``Starting``)."""
 
 
 @dataclass(frozen=True)
@@ -176,7 +179,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         "jwt",
         GITLEAKS + "/jwt.go; " + DETECT_SECRETS + " JwtTokenDetector",
         rf"e(?<![A-Za-z0-9_-]e)y{_JWT_PART}{_JWT_DOT}e(?:{TOKEN_SPLIT})?y{_JWT_PART}"
-        rf"(?:{_JWT_DOT}(?:[A-Za-z0-9_+/-]++(?:{TOKEN_SPLIT}(?=[^\s0-9]*+[0-9])[A-Za-z0-9_+/-]++)?)?=*)?",
+        rf"(?:{_JWT_DOT}(?:[A-Za-z0-9_+/-]++(?:{TOKEN_SPLIT}{RANDOM_TAIL}[A-Za-z0-9_+/-]++)?)?=*)?",
         placeholder="<TOKEN>",
         check="jwt",
     ),
@@ -214,7 +217,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         "CI secret naming (GitHub Actions, GitLab CI): NAME=value where NAME ends in a "
         "credential word",
         r"[KPJWSTCD](?:EY_ID|EY|AT|WT|EBHOOK_URL|EBHOOK|ECRET|OKEN|ASSWORD|ASSWD|REDENTIALS?|SN"
-        r"|IGNATURE)[\"']?[ \t]{0,4}(?:=|:(?!:))[ \t]{0,4}[\"']?([^\s\"'`,;<>]{4,})",
+        r"|IGNATURE)[\"']?[ \t]{0,4}(?:=|:(?!:))[ \t]{0,4}[\"']?([^\s\"'`,;<>()\[\]{}]{4,})",
         group=1,
         check="env-name",
     ),

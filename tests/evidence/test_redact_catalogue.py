@@ -109,6 +109,8 @@ def test_a_token_split_by_a_line_break_is_one_secret(token: str, where: float, i
     [
         (f"{SLACK}\nqY5pD end", "<SECRET> end"),
         (f"{SLACK}\nStarting the server", "<SECRET>\nStarting the server"),
+        (f"{SLACK}\nvOxJQRLRPbWhHdBqp end", "<SECRET> end"),
+        ("GH_PAT=00000000((Bearer 0000000/", "GH_PAT=<SECRET>((Bearer <TOKEN>"),
         ("hf_" + "0" * 30 + "\n Bearer 00000000", "<HF_TOKEN>\n Bearer <TOKEN>"),
         (f"{JWT}\nBearer 00000000", "<TOKEN>\nBearer <TOKEN>"),
         ("hvb." + "a1" * 80 + "\ntoken: s.ZC9Ecf4M5g9o34Q6RkzGsj0z", "<SECRET>\ntoken: <SECRET>"),

@@ -1,5 +1,8 @@
 """Redaction speed on adversarial text: every pattern must stay linear, whatever the input.
 
+The text covers the secret catalogue (pytest_specgate/evidence/_secret_rules.py) too: a run
+for each of its formats, and a planted example of each.
+
 One megabyte is built from the inputs that make regular expressions backtrack (long runs of
 e-mail, address, path, escape and token characters with the terminator missing), with real
 secrets of every kind planted between them. The figure is the CPU time of one redaction of
@@ -42,8 +45,36 @@ BACKTRACKING_RUNS: tuple[str, ...] = (
     "C:" * (_RUN // 2),
     "~" * _RUN,
     "user=" * (_RUN // 5),
+    "eyJ" + "a" * _RUN,
+    "eyJa." * (_RUN // 5),
+    "ey" * (_RUN // 2),
+    "-----BEGIN PRIVATE KEY-----" * (_RUN // 27),
+    "-----BEGIN RSA" + "-" * _RUN,
+    ("A" * 64 + "\n") * (_RUN // 65),
+    "AKIA" * (_RUN // 4),
+    "ghp_" * (_RUN // 4),
+    "ghp_abc\n" * (_RUN // 8),
+    "github_pat_" * (_RUN // 11),
+    "xoxb-1" * (_RUN // 6),
+    "hooks.slack.com/services/" * (_RUN // 25),
+    "?key=" * (_RUN // 5),
+    "&X-Amz-Signature" * (_RUN // 16),
+    "client_secret" + "_" * _RUN,
+    "secret_b64: " * (_RUN // 12),
+    "apiKey=" + "A1b2" * (_RUN // 4),
+    "aws key " * (_RUN // 8),
+    "GH_PAT" * (_RUN // 6),
+    "_KEY_ID=" * (_RUN // 8),
+    "ip-10-" * (_RUN // 6),
+    "ip-1-2-3-4." * (_RUN // 11),
+    "Z2hw" * (_RUN // 4),
+    "6768705f" * (_RUN // 8),
+    "\n " * (_RUN // 2),
 )
 """Each run is the worst case of at least one pattern: its start repeated, its end missing."""
+
+
+PEM_BEGIN, PEM_END = "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----"
 
 
 def planted_secrets(index: int) -> tuple[tuple[str, str], ...]:
@@ -58,6 +89,16 @@ def planted_secrets(index: int) -> tuple[tuple[str, str], ...]:
         (f"escaped ops{tag}\\u0040corp.example.org", f"ops{tag}"),
         (f"encoded hf%5F{tag}QwErTyUiOpAsDfGhJkLzXcVbNm99", f"{tag}QwErTyUiOpAsDfGhJkLzXcVbNm99"),
         (f"from 203.0.{index % 250}.{index % 200 + 1}", f"203.0.{index % 250}.{index % 200 + 1}"),
+        (f"AKIA{tag}QWERTYUIOPA", f"AKIA{tag}QWERTYUIOPA"),
+        (f"ghp_{tag}aBcDeFgHiJkLmNoPqRsTuVwXyZ01234", f"{tag}aBcDeFgHiJkLmNoPqRsTuVwXyZ01234"),
+        (f"ghp_aBcDeFgHiJ\n{tag}kLmNoPqRsTuVwXyZ1", f"{tag}kLmNoPqRsTuVwXyZ1"),
+        (f"xoxb-{tag}36542736-2364535789652-GkwFDQoHqzXD", f"{tag}36542736-2364535789652"),
+        (f"eyJhbGciOi{tag}JIUzI1NiJ9.eyJzdWIiOiIxMjM0{tag}.dozjgNryP4J3jVmNHl0w5N", f"eyJzdWIiOiIxMjM0{tag}"),
+        (f"{PEM_BEGIN}\nMIIEpQIBAAKCA{tag}n6/O8li+SX4m9\n{PEM_END}", f"MIIEpQIBAAKCA{tag}n6/O8li+SX4m9"),
+        (f"https://s3.example.com/o?X-Amz-Signature=fe5f80f77d5fa3be{tag}", f"fe5f80f77d5fa3be{tag}"),
+        (f'"session_key": "8b1118b376c313ed420e{tag}"', f"8b1118b376c313ed420e{tag}"),
+        (f"GH_PAT=pat-{tag}-value", f"pat-{tag}-value"),
+        (f"host ip-10-{index % 250}-{tag[-2:]}-7.ec2.internal", f"ip-10-{index % 250}-{tag[-2:]}-7"),
     )
 
 

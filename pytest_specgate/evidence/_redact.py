@@ -18,8 +18,10 @@ their redacted decoded form.
 
 from __future__ import annotations
 
+import base64
 import getpass
 import ipaddress
+import math
 import os
 import pwd
 import re
@@ -33,6 +35,15 @@ from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.validation import compiled_patterns
 from pytest_specgate.evidence._jsonio import pretty_json, replace_atomically, to_jsonable
 from pytest_specgate.evidence._payloads import container_redaction, text_form
+from pytest_specgate.evidence._secret_rules import (
+    CONTEXT_FORMATS,
+    ENCODED_PREFIXES,
+    RANDOM_TAIL,
+    TOKEN_FORMATS,
+    TOKEN_SPLIT,
+    ContextFormat,
+    TokenFormat,
+)
 
 PLACEHOLDERS = (
     "<REDACTED>",
@@ -66,10 +77,13 @@ _CACHED_TEXTS = 16_384
 _MAX_ROUNDS = 16
 """Rounds of passes and escape decoding; text still changing after them is withheld whole."""
 
-SECRET_ENV_NAMES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "OPENAI_API_KEY")
+SECRET_ENV_NAMES = ("HF_TOKEN", "HUGGING_FACE_HUB_TOKEN", "OPENAI_API_KEY", "JWT", "PAT")
 _SECRET_ENV_SUFFIX = re.compile(
-    r"(?:TOKEN|SECRET|PASSWORD|PASSWD|API_KEY|ACCESS_KEY|PRIVATE_KEY|CREDENTIALS?)$"
+    r"(?:TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIALS?"
+    r"|_(?:KEY|KEY_ID|PAT|JWT|DSN|WEBHOOK|WEBHOOK_URL|SIGNATURE|SAS|CONNECTION_STRING))$"
 )
+"""Credential-looking variable names; the short words (``KEY``, ``PAT``, ``JWT``) only as a
+part of their own after ``_``, so ``MONKEY`` or ``COMPAT`` are not credentials."""
 MIN_SECRET_LENGTH = 6
 """Shorter environment values are not credentials; replacing them would shred the text."""
 
@@ -92,8 +106,6 @@ _WINDOWS_PROFILE = re.compile(
     r"[A-Za-z](?<!\w[A-Za-z]):[\\/]+(?i:Users|Documents and Settings)(?![\w.-])" + _PATH_TAIL, re.ASCII
 )
 _ABSOLUTE_PATH = re.compile(rf"(?<![\w.~/\\-])(?:~|[A-Za-z]:)?[/\\]{_PATH_CHAR}*")
-_HF_TOKEN = re.compile(r"hf_[A-Za-z0-9]{30,}")
-_API_KEY = re.compile(r"sk-(?<![A-Za-z0-9_]sk-)[A-Za-z0-9_-]{20,}", re.ASCII)
 _BEARER = re.compile(r"\bbearer\s+((?:(?!bearer\s)[A-Za-z0-9._~+/=-]){8,})", re.ASCII | re.IGNORECASE)
 """A token ends where the next ``Bearer`` begins: ``tok==Bearer tok2`` is two tokens, not one
 that swallows the keyword of the second."""
@@ -105,8 +117,10 @@ _AUTH_HEADER = re.compile(
 _URL_CREDENTIALS = re.compile(r"://([^\s/?#@\"'`<>]+)@")
 _SECRET_ASSIGNMENT = re.compile(
     r"[tTsSpPaAcC](?i:(?<=t)oken|(?<=s)ecret|(?<=p)assw(?:or)?d|(?<=a)pi[_-]?key|(?<=a)ccess[_-]?key"
-    r"|(?<=p)rivate[_-]?key|(?<=c)redentials?)[\"']?\s*[=:]\s*[\"']?([^\s\"'`,;<>]{4,})"
+    r"|(?<=p)rivate[_-]?key|(?<=c)redentials?)[\"']?\s*(?:=|:(?!:))\s*[\"']?([^\s\"'`,;<>]{4,})"
 )
+"""A value after a credential word and ``=`` or ``:``, but not after the ``::`` of a node id
+(``TestToken::test_a``)."""
 _EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _IPV4_CANDIDATE = re.compile(r"\d(?<![\d.]\d)(?<!\d\.\d)\d{0,2}(?:\.\d{1,3}){3}(?!\d|\.\d)")
 _IPV6_CANDIDATE = re.compile(
@@ -119,6 +133,9 @@ _IPV6_CANDIDATE = re.compile(
 the ``::`` of a node id (``test_x.py::Class::test``) and ``HH:MM:SS`` never reach the rule pass."""
 _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})|\\(/)|%([0-9A-Fa-f]{2})")
 _WORD = re.compile(r"\S*")
+_FOLLOWING_WORD = re.compile(rf"(?:[ \t]++|{TOKEN_SPLIT})\S+")
+"""The word after an escaped one: the value of an escaped key (``"api\u005fkey": "v"``), or,
+on the next line, the end of a token a line break cut."""
 _UNIT_SEPARATOR = "\n<REDACTED>\n"
 """Escaped words are redacted as one text, kept apart by a placeholder no rule can cross."""
 _UP_TO_LAST_SPACE = re.compile(r"[\s\S]*\s")
@@ -312,6 +329,132 @@ def _directory_rules(directory: str, inside: str, itself: str, name: str) -> lis
         RedactionRule(f"{name}-inside", re.compile(r"(?<![\w.-])" + escaped + "/"), inside),
         RedactionRule(name, re.compile(r"(?<![\w.-])" + escaped + r"(?![\w.-])", re.ASCII), itself),
     ]
+
+
+_NOT_A_KEY = r"(?![a-z_]++[ \t]*[:=])"
+"""A line that starts with a lower-case name and ``=`` or ``:`` starts a key of its own
+(``token: s.x`` after a variable-length token that ended the line before), not a token's
+continuation."""
+
+
+def _token_pattern(token: TokenFormat) -> str:
+    """``prefix`` then the body, whole or cut by one line break. A first line too short for a
+    whole token must go on; one long enough to be whole goes on only into a word that reads
+    as a random tail (:data:`RANDOM_TAIL`); a whole token at a line end stays one (the
+    possessive counts cannot reach the break)."""
+    first, rest = token.prefix[0], token.prefix[1:]
+    if not first.isalnum():
+        raise ValueError(f"{token.rule_id}: a token prefix starts with a letter or digit, not {first!r}")
+    guard = f"(?<!{token.boundary}{re.escape(first)})" if token.boundary else ""
+    body, shortest, longest = token.body, token.shortest, token.longest
+    tail = f"{TOKEN_SPLIT}{_NOT_A_KEY}{body}++"
+    cuts = [f"{body}{{1,{shortest - 1}}}+{tail}"] if shortest > 1 else []
+    if longest > shortest:
+        cuts.append(f"{body}{{{shortest},{longest - 1}}}+{TOKEN_SPLIT}{RANDOM_TAIL}{_NOT_A_KEY}{body}++")
+    return f"{re.escape(first)}{guard}{rest}(?:{'|'.join([*cuts, f'{body}{{{shortest},}}+'])})"
+
+
+def _encoded_patterns(literals: Iterable[str]) -> list[str]:
+    """Tokens base64- or hex-encoded whole (gitleaks' ``jwt-base64`` idea, for every prefix):
+    the encoded prefix starts a run of the encoding's characters."""
+    patterns = []
+    for literal in literals:
+        raw = literal.encode()
+        b64 = base64.b64encode(raw).decode()[: 4 * (len(raw) // 3)]
+        if len(b64) >= 4:
+            patterns.append(f"{b64[0]}(?<![A-Za-z0-9+/]{b64[0]}){b64[1:]}[A-Za-z0-9+/_-]{{16,}}+={{0,2}}")
+        hexed = raw.hex()
+        patterns.append(f"{hexed[0]}(?<![0-9A-Fa-f]{hexed[0]}){hexed[1:]}(?i:[0-9a-f]{{20,}}+)")
+    return patterns
+
+
+_HEX_VALUE = re.compile(r"[0-9a-f]+|[0-9A-F]+")
+_MIN_RANDOM_LENGTH = 16
+_MIN_ENTROPY_BITS = 3.0
+
+
+def looks_random(value: str) -> bool:
+    """Whether ``value`` reads as an encoded secret rather than a word, a path or a name:
+    hex with letters and digits, or base64-like with upper and lower case, a digit and a
+    spread of characters (detect-secrets' high-entropy plugins, with their 3.0-bit floor
+    for hex, kept for both). A model id (``Qwen/Qwen2.5-0.5B``) has a dot; a path starts with
+    one or a slash."""
+    if len(value) < _MIN_RANDOM_LENGTH or value[0] in "/." or "." in value:
+        return False
+    digit, lower, upper = _character_kinds(value)
+    if _HEX_VALUE.fullmatch(value):
+        return digit and (lower or upper)
+    return digit and lower and upper and _entropy(value) >= _MIN_ENTROPY_BITS
+
+
+def _character_kinds(value: str) -> tuple[bool, bool, bool]:
+    """Whether ``value`` has a digit, a lower-case and an upper-case letter."""
+    return (
+        any(c.isdigit() for c in value), any(c.islower() for c in value), any(c.isupper() for c in value)
+    )
+
+
+def _entropy(value: str) -> float:
+    counts = {character: value.count(character) for character in set(value)}
+    return -sum(count / len(value) * math.log2(count / len(value)) for count in counts.values())
+
+
+def _starts_a_name(text: str, start: int) -> bool:
+    """A keyword at ``start`` begins a word or a part of one (``client_secret``,
+    ``X-Api-Key``, ``apiKey``), not the middle of another (``monkey``, ``design``)."""
+    if start == 0:
+        return True
+    before, first = text[start - 1], text[start]
+    return not _alphanumeric(before) or (first.isupper() and before.islower())
+
+
+def _keyword_random(match: re.Match[str]) -> bool:
+    return _starts_a_name(match.string, match.start()) and looks_random(match.group(1))
+
+
+def _env_name(match: re.Match[str]) -> bool:
+    start = match.start()
+    return start == 0 or match.string[start - 1] == "_" or not _alphanumeric(match.string[start - 1])
+
+
+def _jwt(match: re.Match[str]) -> bool:
+    parts = re.sub(r"\s", "", match.group(0)).split(".")
+    return len(parts) >= 2 and len(parts[0]) >= 10 and len(parts[1]) >= 10
+
+
+def _base64_block(match: re.Match[str]) -> bool:
+    return all(_character_kinds(match.group(0)))
+
+
+_CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
+    "keyword-random": _keyword_random,
+    "env-name": _env_name,
+    "jwt": _jwt,
+    "random": _base64_block,
+}
+
+
+def _context_rule(context: ContextFormat) -> RedactionRule:
+    return RedactionRule(
+        context.rule_id,
+        re.compile(context.pattern),
+        context.placeholder,
+        group=context.group,
+        accept=_CHECKS[context.check] if context.check else None,
+    )
+
+
+def catalogue_rules() -> list[RedactionRule]:
+    """The secret formats of :mod:`._secret_rules`, token formats first (their prefixes are
+    the surest sign), then their encoded forms, then the formats found by context."""
+    rules = [
+        RedactionRule(token.rule_id, re.compile(_token_pattern(token)), token.placeholder)
+        for token in TOKEN_FORMATS
+    ]
+    literals = [literal for token in TOKEN_FORMATS for literal in token.encodable] + list(ENCODED_PREFIXES)
+    encoded = "|".join(_encoded_patterns(literals))
+    rules.append(RedactionRule("encoded-token", re.compile(encoded), "<SECRET>"))
+    return rules + [_context_rule(context) for context in CONTEXT_FORMATS]
 
 
 def secret_env_values(environ: Mapping[str, str]) -> tuple[str, ...]:
@@ -594,26 +737,39 @@ def _replaced(text: str, claims: Iterable[Claim]) -> str:
 
 
 def _escaped_units(text: str) -> list[tuple[int, int]]:
-    """Spans of the words holding an escape, each with the word before it (units that touch
-    merge); linear in ``text``: no search looks back past the previous escaped word."""
+    """Spans of the words holding an escape, each with the word before it and the word after
+    it (:data:`_FOLLOWING_WORD`); units that touch merge; linear in ``text``: no search looks
+    back past the previous escaped word, and an escape in a unit's last word only adds the
+    word after that one."""
     units: list[tuple[int, int]] = []
-    floor = 0
+    floor = last_word = 0
     for escape in _ESCAPE.finditer(text):
         if units and escape.start() < units[-1][1]:
+            if escape.start() >= last_word:
+                last_word, end = _with_following_word(text, units[-1][1])
+                units[-1] = (units[-1][0], end)
             continue
         word = _word_start(text, floor, escape.start())
         start = before = word
-        while before > floor and text[before - 1] in " \t":
+        while before > floor and text[before - 1] in " \t\r\n":
             before -= 1
         if floor < before < word:
             start = _word_start(text, floor, before)
-        end = _WORD.match(text, escape.end()).end()  # type: ignore[union-attr]
+        last_word, end = _with_following_word(text, _WORD.match(text, escape.end()).end())  # type: ignore[union-attr]
         if units and start < units[-1][1]:
             units[-1] = (units[-1][0], end)
         else:
             units.append((start, end))
         floor = word
     return units
+
+
+def _with_following_word(text: str, end: int) -> tuple[int, int]:
+    """Where the word after ``end`` starts (``end`` when there is none) and where it ends."""
+    following = _FOLLOWING_WORD.match(text, end)
+    if following is None:
+        return end, end
+    return following.end() - len(following.group(0).lstrip()), following.end()
 
 
 def _word_start(text: str, floor: int, position: int) -> int:
@@ -710,9 +866,8 @@ def build_redactor(
         RedactionRule("extra", pattern, "<REDACTED>") for pattern in compile_extra_patterns(extra_patterns)
     ]
     rules += [RedactionRule("env-secret", re.compile(re.escape(value)), "<SECRET>") for value in secrets]
+    rules += catalogue_rules()
     rules += [
-        RedactionRule("hf-token", _HF_TOKEN, "<HF_TOKEN>"),
-        RedactionRule("api-key", _API_KEY, "<SECRET>"),
         RedactionRule("bearer", _BEARER, "<TOKEN>", group=1),
         RedactionRule("auth-header", _AUTH_HEADER, "<TOKEN>", group=1),
         RedactionRule("url-credentials", _URL_CREDENTIALS, "<SECRET>", group=1),

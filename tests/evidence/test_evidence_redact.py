@@ -1,8 +1,11 @@
 from __future__ import annotations
 
+import base64
 import gzip
+import hashlib
 import ipaddress
 import json
+import random
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -25,6 +28,11 @@ ENV = {
     "PATH": "/usr/bin:/bin",
     "SHORT_TOKEN": "abc",
     "Hub_Token": "mixedCaseHubValue7",
+    "AWS_ACCESS_KEY_ID": "AKIAENVIRONMENTKEY77",
+    "GH_PAT": "gh-pat-from-env-4711",
+    "JWT": "opaque.jwt-from-env.0815",
+    "SLACK_WEBHOOK_URL": "https://chat.example/hooks/env-9999",
+    "DEPLOY_KEY": "1",
 }
 IDENTITY = LocalIdentity(
     user_names=("alice-ops",),
@@ -150,6 +158,85 @@ def _ipv6_with_two_groups(address: ipaddress.IPv4Address | ipaddress.IPv6Address
     return not address.is_loopback and sum(1 for group in str(address).split(":") if group) >= 2
 
 
+_B64URL = _ALNUM + "_-"
+_HEX = "0123456789abcdef"
+_BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
+
+
+def _fixed(alphabet: str, size: int) -> st.SearchStrategy[str]:
+    """``size`` random characters of ``alphabet``, as a token generator draws them: shrinking
+    toward ``AAAA…`` would make tokens no scanner calls secret (and a tail cut by a line break
+    without a digit, which the redactor leaves, see ``_HAS_DIGIT``)."""
+    return st.integers(0, 2**64).map(lambda seed: "".join(random.Random(seed).choices(alphabet, k=size)))
+
+
+_CATALOGUE_TOKENS: st.SearchStrategy[str] = st.one_of(
+    st.tuples(st.sampled_from(["AKIA", "ASIA", "ABIA", "ACCA"]), _fixed(_BASE32, 16)).map("".join),
+    st.tuples(st.sampled_from(["ghp_", "gho_", "ghu_", "ghs_", "ghr_"]), _fixed(_ALNUM, 36)).map("".join),
+    _fixed(_ALNUM + "_", 82).map(lambda body: "github_pat_" + body),
+    st.tuples(st.from_regex(r"[0-9]{10,13}-[0-9]{10,13}", fullmatch=True), _fixed(_ALNUM, 24)).map(
+        lambda parts: f"xoxb-{parts[0]}-{parts[1]}"
+    ),
+    st.tuples(st.text(_B64URL, min_size=17, max_size=40), st.text(_B64URL, min_size=17, max_size=80),
+              _fixed(_B64URL, 43)).map(lambda parts: f"eyJ{parts[0]}.eyJ{parts[1]}.{parts[2]}"),
+    _fixed(_ALNUM + "_-", 35).map(lambda body: "AIza" + body),
+)
+"""Tokens in the formats gitleaks' rule files state (aws-access-token, github-pat and its
+siblings, github-fine-grained-pat, slack-bot-token, jwt, gcp-api-key), built from those
+formats, not from the redactor's patterns."""
+
+
+_RANDOM_HEX = st.integers(0, 2**64).map(lambda seed: hashlib.sha1(str(seed).encode()).hexdigest())
+"""A hex-encoded random token (detect-secrets' HexHighEntropyString): random, unlike the
+``000…`` that shrinking favours, which is no secret in any scanner's eyes."""
+
+
+def _split(token: str, at: int) -> tuple[str, str]:
+    """``token`` cut by a line break at ``at``, after its prefix (the longest, ``github_pat_``, has
+    11 characters; a break inside a prefix is not recognised); the part after the break must not
+    survive. A token whose first line is already long enough to be whole goes on only into a
+    tail that reads as random (a digit, or a capital after a small letter: ``RANDOM_TAIL``, the
+    documented limit), so the tail here starts with a digit."""
+    cut = min(max(at, 12), len(token) - 6)
+    head, tail = token[:cut], token[cut:]
+    if not any(c.isdigit() for c in tail):
+        tail = "7" + tail[1:]
+    return f"{head}\n{tail}", tail
+
+
+def _pem(lines: list[str]) -> tuple[str, str]:
+    body = "\n".join(lines)
+    return f"-----BEGIN RSA PRIVATE KEY-----\n{body}\n-----END RSA PRIVATE KEY-----", lines[0]
+
+
+_NEW_FORMATS: st.SearchStrategy[tuple[str, str]] = st.one_of(
+    _CATALOGUE_TOKENS.map(lambda token: (token, token)),
+    st.tuples(_CATALOGUE_TOKENS, st.integers(0, 80)).map(lambda parts: _split(*parts)),
+    st.lists(_fixed(_ALNUM + "+/", 64), min_size=1, max_size=3).map(_pem),
+    st.tuples(_fixed("TABCDEFGH0123456789", 9), _fixed(_ALNUM, 24)).map(
+        lambda parts: (f"https://hooks.slack.com/services/{parts[0]}/B0DD08H5G/{parts[1]}", parts[1])
+    ),
+    _fixed(_HEX, 64).map(
+        lambda sig: (f"https://s3.example.com/o?X-Amz-Algorithm=AWS4-HMAC-SHA256&X-Amz-Signature={sig}", sig)
+    ),
+    _fixed(_ALNUM, 35).map(lambda body: (f"https://maps.example.com/api?key=AIza{body}&zoom=3", body)),
+    _CATALOGUE_TOKENS.map(lambda token: (encoded := base64.b64encode(token.encode()).decode(), encoded)),
+    _CATALOGUE_TOKENS.map(lambda token: (encoded := token.encode().hex(), encoded)),
+    st.tuples(st.sampled_from(["session_key", "client_secret_b64", "X-Api-Key", "signatureHex"]),
+              _RANDOM_HEX).map(lambda parts: (f'"{parts[0]}": "{parts[1]}"', parts[1])),
+    st.tuples(st.sampled_from(["GH_PAT", "JWT", "SLACK_WEBHOOK_URL", "AWS_ACCESS_KEY_ID", "MY_CREDENTIALS"]),
+              st.text(_ALNUM + "-", min_size=8, max_size=20)).map(
+        lambda parts: (f"{parts[0]}={parts[1]}", parts[1])
+    ),
+    st.from_regex(r"ip-(10|172|192)-[0-9]{1,3}-[0-9]{1,3}-[0-9]{1,3}", fullmatch=True).map(
+        lambda host: (f"{host}.ec2.internal", host)
+    ),
+    st.sampled_from(["AKIAENVIRONMENTKEY77", "gh-pat-from-env-4711", "opaque.jwt-from-env.0815",
+                     "https://chat.example/hooks/env-9999"]).map(lambda value: (value, value)),
+)
+"""The formats the catalogue added (issue #22): each planted in the form it is published in,
+with the part that must not survive."""
+
 _SECRETS: st.SearchStrategy[tuple[str, str]] = st.one_of(
     st.text(_ALNUM, min_size=30, max_size=40).map(lambda tail: ("hf_" + tail, "hf_" + tail)),
     st.sampled_from(
@@ -177,6 +264,7 @@ _SECRETS: st.SearchStrategy[tuple[str, str]] = st.one_of(
         lambda n: (n, n)
     ),
     st.from_regex(r"ACME-[0-9]{6}", fullmatch=True).map(lambda value: (value, value)),
+    _NEW_FORMATS,
 )
 _BOUNDED = {"alice-ops", "buildbox-7", "buildbox-7.corp.example"}
 

@@ -65,6 +65,8 @@ class EngineFact:
     loopback: bool | None
     version_known: bool | None
     url: str | None = None
+    versions: Mapping[str, JsonValue] | None = None
+    identity: Mapping[str, JsonValue] | None = None
 
 
 @dataclass(frozen=True)
@@ -221,7 +223,13 @@ def _engine(value: Mapping[str, JsonValue]) -> EngineFact:
         loopback=value.get("loopback"),
         version_known=value.get("version_known"),
         url=_identity_url(value.get("identity")),
+        versions=_mapping(value.get("versions")),
+        identity=_mapping(value.get("identity")),
     )
+
+
+def _mapping(value: JsonValue) -> Mapping[str, JsonValue] | None:
+    return value if isinstance(value, Mapping) else None
 
 
 def _identity_url(identity: JsonValue) -> str | None:

@@ -444,7 +444,7 @@ def test_a_record_edited_to_qualify_and_resealed_is_rejected_by_the_recomputatio
     forged_verdict = markdown.replace("PASSED · NOT QUALIFYING", "PASSED · QUALIFYING")
     code, out, _ = gate(capsys, f"--pr-body={pr_body(tmp_path, forged_verdict)}", *only_ac10)
     assert code == 1 and out[0].startswith(
-        "AC-10: visible verdict 'PASSED · QUALIFYING' (PR body line 7) disagrees with the verdict "
+        "AC-10: visible verdict 'PASSED · QUALIFYING' (PR body line 13) disagrees with the verdict "
         "specgate.policy/1 recomputes: 'PASSED · NOT QUALIFYING'"
     )
 

@@ -243,6 +243,6 @@ def test_a_plugin_written_record_edited_to_qualify_and_resealed_is_rejected(
     lines = capsys.readouterr().out.splitlines()
     assert code == 1
     assert lines[1] == (
-        "AC-1: visible verdict 'PASSED · QUALIFYING' (PR body line 3) disagrees with the verdict "
+        "AC-1: visible verdict 'PASSED · QUALIFYING' (PR body line 9) disagrees with the verdict "
         "specgate.policy/1 recomputes: 'INCOMPLETE · NOT QUALIFYING'"
     )

@@ -78,6 +78,7 @@ class TestEntry:
     hardware: HardwareFact | None
     waiver: Waiver | None
     engines: tuple[EngineFact, ...] | None
+    notes: Mapping[str, JsonValue] | None = None
 
 
 @dataclass(frozen=True)
@@ -255,6 +256,7 @@ def _test(value: Mapping[str, JsonValue]) -> TestEntry:
         ),
         waiver=_waiver(value["waiver"]),
         engines=None if engines is None else tuple(_engine(engine) for engine in engines),
+        notes=_mapping(value.get("notes")),
     )
 
 

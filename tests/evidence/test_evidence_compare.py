@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import copy
 import json
+import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from evidence_testkit import cli
+from evidence_testkit import cli, reseal_bundle
 
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._compare import (
@@ -154,3 +156,36 @@ def test_the_canary_with_a_slower_candidate_is_a_regression_and_exits_1(
     assert code == 1 and speedup["change"] == "regression" and speedup["ratio"] < 0.8
     code, out, _ = cli(capsys, configure_compare_parser, run_compare, str(base), str(base))
     assert code == 0 and "no regression beyond 5%" in out
+
+
+def _compare_step(base: Path, new: Path, summary: Path, fails: str) -> subprocess.CompletedProcess[str]:
+    """The composite action's optional compare step, as GitHub would run it."""
+    yaml = pytest.importorskip("yaml")
+    action = yaml.safe_load((REPO / ".github" / "actions" / "specgate-gate" / "action.yml").read_text())
+    steps = action["runs"]["steps"]
+    (step,) = [step for step in steps if step["name"] == "specgate compare with the base branch"]
+    assert step["if"] == "inputs.compare-base != ''"
+    return subprocess.run(
+        ["bash", "-c", step["run"]], capture_output=True, text=True, check=False,
+        env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
+             "GITHUB_STEP_SUMMARY": str(summary), "SPECGATE_EVIDENCE": f"{new} {base}",
+             "SPECGATE_COMPARE_BASE": str(base), "SPECGATE_COMPARE_TOLERANCE": "0.05",
+             "SPECGATE_COMPARE_FAILS": fails},
+    )
+
+
+def test_the_action_puts_the_comparison_with_the_base_bundle_in_the_step_summary(tmp_path: Path) -> None:
+    base, new = tmp_path / "base", tmp_path / "new"
+    shutil.copytree(LEGACY, base)
+    shutil.copytree(LEGACY, new)
+    reseal_bundle(new, {"AC-10": lambda record: record["measurements"][0].update(value=1.0)})
+    summary = tmp_path / "summary.md"
+    reported = _compare_step(base, new, summary, "false")
+    assert reported.returncode == 0, reported.stderr
+    row = ("| AC-10 | `test_speedup` | median_speedup | 1.52 x | 1 x | 0.658 | — "
+           "| **REGRESSION** (beyond 5%) |")
+    assert row in summary.read_text()
+    assert reported.stdout.splitlines()[-1] == (
+        "specgate compare: regression reported in the step summary (compare-fails is not true)"
+    )
+    assert _compare_step(base, new, summary, "true").returncode == 1

@@ -7,9 +7,15 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
+import pytest
+from evidence_testkit import cli
+from test_evidence_signing import pem_key
+
+from pytest_specgate.evidence import build_redactor
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._markdown import (
     NOT_SIGNED,
@@ -18,6 +24,8 @@ from pytest_specgate.evidence._markdown import (
     render_markdown,
 )
 from pytest_specgate.evidence._policy import judge
+from pytest_specgate.evidence._signing import load_signing_key, sign_bundle
+from pytest_specgate.evidence.cli_commands import configure_render_parser, run_render
 
 LEGACY_AC10 = Path(__file__).parent / "legacy_bundles" / "evidence-v2" / "AC-10.json"
 FILE = "acceptance/test_gate.py"
@@ -143,3 +151,16 @@ def test_the_summary_comes_first_outside_the_blocks_and_names_the_deciding_figur
     assert [block.ac_id for block in parse_pr_body(markdown, "evidence.md")] == ["AC-10", "AC-11"]
     assert markdown == render_markdown([(passing, judge(passing), SHA), (failing, judge(failing), SHA)], SHA)
     assert render_ac_block(failing, judge(failing), SHA, SHA) in markdown
+
+
+def test_render_names_the_key_ids_a_signed_bundle_claims_and_the_file_says_not_signed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(LEGACY_AC10.parent, bundle)
+    written = (bundle / "evidence.md").read_text()
+    assert f"| {NOT_SIGNED} |" in written
+    key = load_signing_key(pem_key(tmp_path, "desk").path, {})
+    sign_bundle(bundle, key, build_redactor(None))
+    code, out, _ = cli(capsys, configure_render_parser, run_render, str(bundle))
+    assert code == 0 and out == written.replace(NOT_SIGNED, f"{key.keyid} (claimed; the gate verifies)")

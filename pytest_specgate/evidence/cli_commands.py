@@ -487,11 +487,13 @@ def configure_compare_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("base", type=Path, help="the base bundle (or an evidence dir holding one)")
     parser.add_argument("new", type=Path, help="the new bundle (or an evidence dir holding one)")
-    parser.add_argument(
-        "--tolerance", default=str(DEFAULT_TOLERANCE), metavar="FRACTION",
-        help=f"relative change that counts without an interval, and that a regression must exceed to "
-        f"fail (default {DEFAULT_TOLERANCE}, i.e. {DEFAULT_TOLERANCE:.0%}; '5%%' works too)",
+    tolerance_help = (
+        "relative change that counts without an interval, and that a regression must exceed to fail "
+        f"(default {DEFAULT_TOLERANCE}, i.e. {DEFAULT_TOLERANCE:.0%}; '5%' works too)"
     )
+    # argparse %-formats help text: every literal % is doubled.
+    parser.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE), metavar="FRACTION",
+                        help=tolerance_help.replace("%", "%%"))
     _add_json_option(parser, COMPARE_SCHEMA_ID)
 
 

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from evidence_testkit import cli, reseal_bundle
 
+from pytest_specgate.cli import main
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._compare import (
     Change,
@@ -189,3 +190,11 @@ def test_the_action_puts_the_comparison_with_the_base_bundle_in_the_step_summary
         "specgate compare: regression reported in the step summary (compare-fails is not true)"
     )
     assert _compare_step(base, new, summary, "true").returncode == 1
+
+
+def test_help_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["compare", "--help"])
+    assert exited.value.code == 0 and "(default 0.05, i.e. 5%; '5%' works too)" in " ".join(
+        capsys.readouterr().out.split()
+    )

@@ -19,12 +19,14 @@ from dataclasses import dataclass
 
 from benchmarks import (
     Row,
+    large_inputs,
     measurement_accuracy,
     mock_engine,
     overhead,
     real_engines,
     redaction,
     reliability,
+    sequential_stopping,
     startup,
     xdist_scaling,
 )
@@ -39,9 +41,12 @@ class Benchmark:
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("overhead", overhead.run_with_evidence),
     Benchmark("overhead-no-evidence", overhead.run_without_evidence),
+    Benchmark("evidence-vs-junitxml", overhead.run_evidence_over_junitxml),
+    Benchmark("large-inputs", large_inputs.run),
     Benchmark("startup-version", startup.run_version),
     Benchmark("startup-collect", startup.run_collect),
     Benchmark("accuracy", measurement_accuracy.run),
+    Benchmark("sequential", sequential_stopping.run),
     Benchmark("mock-throughput", mock_engine.run),
     Benchmark("xdist", xdist_scaling.run),
     Benchmark("teardown", reliability.run_teardown),

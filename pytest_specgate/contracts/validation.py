@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from pytest_specgate.contracts.errors import SpecgateInputError
+from pytest_specgate.contracts.safe_read import MAX_DOCUMENT_BYTES, read_regular_file
 
 __all__ = [
     "MAX_JSON_DEPTH",
@@ -35,7 +36,6 @@ __all__ = [
     "is_fraction",
     "is_real",
     "is_whole",
-    "json_nesting_depth",
     "one_line_text",
     "parse_json",
     "read_json_file",
@@ -48,8 +48,6 @@ MAX_VALUE_DEPTH = 64
 """How deeply a value a spec records may nest: room is left for the record around it, so
 every record the plugin writes stays readable under MAX_JSON_DEPTH."""
 
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
 
 
 InputError = SpecgateInputError
@@ -58,21 +56,6 @@ InputError = SpecgateInputError
 
 class JsonNestingError(InputError):
     """JSON nested deeper than MAX_JSON_DEPTH (refused before any parser recurses into it)."""
-
-
-def json_nesting_depth(text: str) -> int:
-    """How deeply arrays and objects nest in ``text`` (brackets inside strings do not count).
-
-    Linear and recursion-free, so it can run before a parser that recurses.
-    """
-    depth = deepest = 0
-    for bracket in _BRACKET.finditer(_JSON_STRING.sub('""', text)):
-        if bracket.group() in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
 
 
 def value_nesting_depth(value: object, limit: int = MAX_VALUE_DEPTH) -> int:
@@ -100,18 +83,27 @@ def _refuse_constant(name: str) -> float:
 
 
 def parse_json(text: str, where: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """``text`` parsed as strict JSON (no NaN or Infinity), nested at most ``max_depth`` deep."""
-    depth = json_nesting_depth(text)
-    if depth > max_depth:
-        raise JsonNestingError(f"{where}: JSON nested {depth} levels deep; expected at most {max_depth}")
+    """``text`` parsed as strict JSON (no NaN or Infinity), nested at most ``max_depth`` deep.
+
+    Linear in the text and without a regular expression: the C parser runs first (it stops
+    with a RecursionError past Python's recursion limit, which is refused here too), then an
+    iterative walk measures the depth of what it built.
+    """
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
         raise InputError(
             f"{where}: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
         ) from None
+    except RecursionError:
+        raise JsonNestingError(f"{where}: JSON nested deeper than {max_depth} levels") from None
     except InputError as error:
         raise InputError(f"{where}: {error}") from None
+    except ValueError as error:  # an integer of more digits than int() converts
+        raise InputError(f"{where}: not valid JSON: {error}") from None
+    if value_nesting_depth(value, max_depth) > max_depth:
+        raise JsonNestingError(f"{where}: JSON nested deeper than {max_depth} levels")
+    return value
 
 
 def decode_utf8(data: bytes, where: str) -> str:
@@ -123,14 +115,13 @@ def decode_utf8(data: bytes, where: str) -> str:
         ) from None
 
 
-def read_json_file(path: Path, *, max_depth: int = MAX_JSON_DEPTH) -> tuple[bytes, Any]:
-    """The file's bytes and what they parse to, from one read; every failure names the file."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
-    except OSError as error:
-        raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
+def read_json_file(
+    path: Path, *, max_depth: int = MAX_JSON_DEPTH, what: str = "file", limit: int = MAX_DOCUMENT_BYTES
+) -> tuple[bytes, Any]:
+    """The file's bytes and what they parse to, from one bounded read of a regular file (no
+    symlink, FIFO or device: :mod:`~pytest_specgate.contracts.safe_read`); every failure names
+    the file."""
+    data = read_regular_file(path, what, limit=limit)
     return data, parse_json(decode_utf8(data, str(path)), str(path), max_depth=max_depth)
 
 

@@ -8,9 +8,9 @@ direction comes from the measurement's bound: ``at_least`` means higher is bette
 lower; a figure with no bound (or both) can change but never regress. A regression larger than
 the tolerance makes the command exit 1.
 
-An interval is read from the record, never computed here: measurements ``NAME_ci95_low`` and
-``NAME_ci95_high`` of the same test, or a note ``NAME_estimate`` (or ``NAME``) holding ``ci_low``
-and ``ci_high`` (what ``paired.speedup().to_dict()`` records).
+An interval is read from the record, never computed here: the measurement's own (recorded with
+``evidence.measure`` of an estimate), else measurements ``NAME_ci95_low`` and ``NAME_ci95_high``
+of the same test, or a note ``NAME_estimate`` (or ``NAME``) holding ``ci_low`` and ``ci_high``.
 """
 
 from __future__ import annotations
@@ -121,6 +121,9 @@ def _better(row: MeasurementRow) -> Better | None:
 
 
 def _interval_bounds(record: AcRecord, row: MeasurementRow) -> tuple[float, float, str] | None:
+    if row.ci_low is not None and row.ci_high is not None:
+        level = "" if row.confidence_level is None else f" ({row.confidence_level:.0%})"
+        return row.ci_low, row.ci_high, f"the measurement's interval{level}"
     siblings = {
         other.name: _number(other.value) for other in record.measurements if other.nodeid == row.nodeid
     }

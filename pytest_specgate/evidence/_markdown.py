@@ -123,14 +123,26 @@ def _bounded(row: MeasurementRow) -> bool:
     return row.at_least is not None or row.at_most is not None
 
 
+_RESULT_CELLS = {"passed": "pass", "failed": "FAIL", "inconclusive": "INCONCLUSIVE"}
+
+
 def _result(row: MeasurementRow) -> str:
     if not _bounded(row):
         return RECORDED
-    return "FAIL" if row.miss() else "pass"
+    return _RESULT_CELLS[row.verdict().verdict]
 
 
 def _figure(row: MeasurementRow) -> str:
-    return f"{_cell(row.value)} {_cell(row.unit)}" if row.unit else _cell(row.value)
+    """The value and unit, then its interval and level when it has one, and ``(judged on the
+    point)`` when the spec chose to be judged on the point value although an interval exists."""
+    shown = f"{_cell(row.value)} {_cell(row.unit)}" if row.unit else _cell(row.value)
+    if row.ci_low is None and row.ci_high is None and row.confidence_level is None:
+        return shown
+    low = "-inf" if row.ci_low is None else _cell(row.ci_low)
+    high = "+inf" if row.ci_high is None else _cell(row.ci_high)
+    level = "" if row.confidence_level is None else f" {row.confidence_level:.0%}"
+    rule = " (judged on the point)" if row.decide == "point" else ""
+    return f"{shown} [{low}, {high}]{level}{rule}"
 
 
 def _test_counts(record: AcRecord) -> str:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
-from pytest_specgate.contracts.thresholds import threshold_verdict
+from pytest_specgate.contracts.thresholds import Decide, ThresholdVerdict, three_way_verdict
 from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord
 from pytest_specgate.evidence._policy import POLICY_VERSION, ac_outcome, judge
 
@@ -74,6 +75,18 @@ class SelectionFacts:
             deselected={str(k): str(v) for k, v in dict(data.get("deselected", {})).items()},
         )
 
+    @cached_property
+    def nodeids_by_ac(self) -> tuple[Mapping[str, list[str]], Mapping[str, list[str]]]:
+        """Selected and deselected node ids per AC, each sorted: built once per run, so finding
+        one AC's tests costs its own tests, not every test of the run (1,000 ACs: 2M lookups)."""
+        indexes: list[dict[str, list[str]]] = []
+        for chosen in (self.selected, self.deselected):
+            index: dict[str, list[str]] = {}
+            for nodeid, ac in sorted(chosen.items()):
+                index.setdefault(ac, []).append(nodeid)
+            indexes.append(index)
+        return indexes[0], indexes[1]
+
     def merged(self, other: SelectionFacts) -> SelectionFacts:
         """Union with what another xdist worker collected (workers collect the same tests)."""
         return SelectionFacts(
@@ -103,6 +116,8 @@ class RunFacts:
     host_provenance: Mapping[str, JsonValue] | None = None
     selection: SelectionFacts = field(default_factory=SelectionFacts)
     host_label: str | None = None
+    boot_session: tuple[str | None, str | None] = (None, None)
+    """The host's boot identity at the start and at the end of the run (None: unreadable)."""
 
 
 @dataclass(frozen=True)
@@ -167,18 +182,27 @@ def _float_or_none(value: JsonValue) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def measurement_miss(row: Mapping[str, JsonValue]) -> str | None:
-    """Why a recorded figure misses its bounds (a non-number misses any bound), else None."""
+def _decide_of(value: JsonValue) -> Decide:
+    """The recorded rule; a row that names none (a v2 record, a plain number) is judged on its point."""
+    return "interval" if value == "interval" else "point"
+
+
+def measurement_verdict(row: Mapping[str, JsonValue]) -> ThresholdVerdict:
+    """A recorded figure judged again: on its interval when its rule says so (a non-number
+    misses any bound)."""
     value = _float_or_none(row.get("value"))
-    return threshold_verdict(
+    return three_way_verdict(
         math.nan if value is None else value,
         _float_or_none(row.get("at_least")),
         _float_or_none(row.get("at_most")),
+        _float_or_none(row.get("ci_low")),
+        _float_or_none(row.get("ci_high")),
+        _decide_of(row.get("decide")),
     )
 
 
 def measurement_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValue]]:
-    """Every figure, threshold re-checked here rather than trusted from the worker."""
+    """Every figure, its verdict re-judged here rather than trusted from the worker."""
     rows: list[dict[str, JsonValue]] = []
     for result in results:
         measurements = result.properties.get("measurements")
@@ -192,8 +216,15 @@ def measurement_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValu
                 "unit": item.get("unit"),
                 "at_least": _float_or_none(item.get("at_least")),
                 "at_most": _float_or_none(item.get("at_most")),
+                "decide": _decide_of(item.get("decide")),
             }
-            row["passed"] = measurement_miss(row) is None
+            level = _float_or_none(item.get("confidence_level"))
+            if level is not None:
+                row |= {"ci_low": _float_or_none(item.get("ci_low")),
+                        "ci_high": _float_or_none(item.get("ci_high")), "confidence_level": level}
+            verdict = measurement_verdict(row)
+            row["passed"] = verdict.passed
+            row["verdict"] = verdict.verdict
             rows.append(row)
     return rows
 
@@ -257,10 +288,9 @@ def completeness_of(
 ) -> dict[str, JsonValue]:
     """Which tests of the AC did not run to a verdict, and the selection that was used."""
     reported = {result.nodeid for result in results}
-    deselected = sorted(nodeid for nodeid, ac in selection.deselected.items() if ac == ac_id)
-    not_reached = sorted(
-        nodeid for nodeid, ac in selection.selected.items() if ac == ac_id and nodeid not in reported
-    )
+    selected, deselected_by_ac = selection.nodeids_by_ac
+    deselected = list(deselected_by_ac.get(ac_id, ()))
+    not_reached = [nodeid for nodeid in selected.get(ac_id, ()) if nodeid not in reported]
     skipped = sorted(result.nodeid for result in results if result.outcome in _NOT_RUN)
     return {
         "complete": not (deselected or not_reached or skipped),
@@ -352,6 +382,7 @@ def build_ac_record(
             "diagnostic": run.diagnostic,
             "interrupted": run.interrupted,
             "duration_scale": run.duration_scale,
+            "boot_session": {"start": run.boot_session[0], "end": run.boot_session[1]},
         },
         "completeness": completeness_of(ac_id, ordered, run.selection),
     }

@@ -80,6 +80,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     metavar="CHANGES=URL", default=[], help=marker_docs.ENDPOINT_FOR_HELP)
     group.addoption("--specgate-duration-scale", dest="specgate_duration_scale",
                     metavar="FACTOR", default=None, help=marker_docs.DURATION_SCALE_HELP)
+    group.addoption("--specgate-confidence-level", dest="specgate_confidence_level",
+                    metavar="LEVEL", default=None, help=marker_docs.CONFIDENCE_LEVEL_HELP)
     group.addoption("--specgate-engine-option", action="append", dest="specgate_engine_option",
                     metavar="KEY=VALUE", default=[], help=marker_docs.ENGINE_OPTION_HELP)
     group.addoption("--specgate-vllm-python", dest="specgate_vllm_python", metavar="PYTHON",
@@ -93,6 +95,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("specgate_engine", marker_docs.ENGINE_HELP, default=None)
     parser.addini("specgate_endpoint", marker_docs.ENDPOINT_HELP, default=None)
     parser.addini("specgate_duration_scale", marker_docs.DURATION_SCALE_HELP, default=None)
+    parser.addini("specgate_confidence_level", marker_docs.CONFIDENCE_LEVEL_HELP, default=None)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -154,6 +157,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if collector is not None:
         del config.stash[COLLECTOR_KEY]
         config.pluginmanager.unregister(collector)
+        collector.close()
 
 
 def _evidence_collector(config: pytest.Config, settings: SpecgateSettings,

@@ -198,3 +198,14 @@ def test_help_prints(capsys: pytest.CaptureFixture[str]) -> None:
     assert exited.value.code == 0 and "(default 0.05, i.e. 5%; '5%' works too)" in " ".join(
         capsys.readouterr().out.split()
     )
+
+
+def test_the_measurements_own_interval_comes_first() -> None:
+    base = _record(1.9, interval=(1.0, 3.0))
+    document = dict(base.document)
+    document["measurements"] = [
+        {**document["measurements"][0], "ci_low": 1.85, "ci_high": 1.95, "confidence_level": 0.95}
+    ]
+    change = _change(AcRecord.built(document), _record(1.7))
+    assert change.change is Change.REGRESSION
+    assert change.interval.source == "the measurement's interval (95%)"

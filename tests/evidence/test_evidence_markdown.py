@@ -144,7 +144,7 @@ def test_the_summary_comes_first_outside_the_blocks_and_names_the_deciding_figur
         "|---|---|---|---|---|---|",
         f"| AC-10 | PASSED · QUALIFYING | median_speedup 1.52 x ≥ 1.4 | Apple M4, 16 GB, macOS 15.1 | "
         f"none recorded | {NOT_SIGNED} |",
-        f"| AC-11 | PASSED · NOT QUALIFYING | drafted_1 3 tokens ≤ 0 | Apple M4, 16 GB, macOS 15.1 | "
+        f"| AC-11 | FAILED · NOT QUALIFYING | drafted_1 3 tokens ≤ 0 | Apple M4, 16 GB, macOS 15.1 | "
         f"mock tiny:target (simulated) | {NOT_SIGNED} |",
     ]
     assert lines[7] == "## AC-10 evidence"

@@ -50,7 +50,7 @@ def test_is_count_takes_a_minimum() -> None:
 
 def test_input_error_is_the_one_input_error() -> None:
     assert validation.InputError is SpecgateInputError
-    with pytest.raises(SpecgateInputError, match=r"^cfg: JSON nested 3 levels deep; expected at most 2$"):
+    with pytest.raises(SpecgateInputError, match=r"^cfg: JSON nested deeper than 2 levels$"):
         validation.parse_json("[[[]]]", "cfg", max_depth=2)
 
 

@@ -14,6 +14,15 @@ from pytest_specgate._lazy import lazy_getattr
 from pytest_specgate._version import __version__
 
 if TYPE_CHECKING:
+    from pytest_specgate.contracts.capabilities import (
+        Capabilities,
+        EngineProcess,
+        FaultInjection,
+        MissingCapability,
+        RawStatus,
+        TelemetryReset,
+        WarmSwap,
+    )
     from pytest_specgate.contracts.engine import (
         ChatResult,
         Engine,
@@ -23,7 +32,16 @@ if TYPE_CHECKING:
         Telemetry,
         acceptance_rate_of,
     )
-    from pytest_specgate.engines.config import EngineConfig
+    from pytest_specgate.contracts.engine_backend import BootFunction, EngineBackend
+    from pytest_specgate.contracts.engine_config import EngineConfig
+    from pytest_specgate.contracts.engine_options import EngineOption, OptionType
+    from pytest_specgate.engines.boot import ServerProcess, start_server
+    from pytest_specgate.engines.client import (
+        ClientEngine,
+        EngineHTTPError,
+        OpenAIClient,
+        telemetry_from_status,
+    )
     from pytest_specgate.evidence._recorder import EvidenceRecorder, Measurement
     from pytest_specgate.examples import host_example_names, host_examples_dir
     from pytest_specgate.fetching.tiny_models import TinyModelPair, TinyModelSpec, tiny_model_pair
@@ -56,7 +74,15 @@ _EXPORTS: dict[str, str] = {
     "ChatResult": "contracts.engine",
     "Engine": "contracts.engine",
     "EngineBootError": "contracts.engine",
-    "EngineConfig": "engines.config",
+    "EngineConfig": "contracts.engine_config",
+    # backend kit: what a backend package implements, returns and starts its server with
+    **dict.fromkeys(("Capabilities", "EngineProcess", "FaultInjection", "MissingCapability", "RawStatus",
+                     "TelemetryReset", "WarmSwap"), "contracts.capabilities"),
+    **dict.fromkeys(("BootFunction", "EngineBackend"), "contracts.engine_backend"),
+    **dict.fromkeys(("EngineOption", "OptionType"), "contracts.engine_options"),
+    **dict.fromkeys(("ServerProcess", "start_server"), "engines.boot"),
+    **dict.fromkeys(("ClientEngine", "EngineHTTPError", "OpenAIClient", "telemetry_from_status"),
+                    "engines.client"),
     "EngineStartupRefused": "contracts.engine",
     "StreamResult": "contracts.engine",
     "Telemetry": "contracts.engine",
@@ -100,28 +126,43 @@ __getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 __all__ = [
     "AcceptanceMeasurement",
+    "BootFunction",
+    "Capabilities",
     "ChatMessage",
     "ChatResult",
+    "ClientEngine",
     "Engine",
+    "EngineBackend",
     "EngineBootError",
     "EngineConfig",
+    "EngineHTTPError",
+    "EngineOption",
+    "EngineProcess",
     "EngineStartupRefused",
     "EvidenceRecorder",
+    "FaultInjection",
     "IdentityReport",
     "MeasuredVsExpected",
     "Measurement",
+    "MissingCapability",
+    "OpenAIClient",
+    "OptionType",
     "PairedRun",
     "ProgressReporter",
     "Prompt",
     "PromptSet",
+    "RawStatus",
+    "ServerProcess",
     "SpeedupEstimate",
     "StreamResult",
     "SustainedArtifacts",
     "SustainedRun",
     "SustainedSettings",
     "Telemetry",
+    "TelemetryReset",
     "TinyModelPair",
     "TinyModelSpec",
+    "WarmSwap",
     "__version__",
     "acceptance_rate_of",
     "compare_to_expected",
@@ -134,6 +175,8 @@ __all__ = [
     "load_prompt_set",
     "run_paired",
     "run_sustained",
+    "start_server",
+    "telemetry_from_status",
     "tiny_model_pair",
     "write_sustained_artifacts",
 ]

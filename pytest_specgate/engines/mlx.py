@@ -59,10 +59,10 @@ from pytest_specgate.contracts.engine import (
     Telemetry,
     acceptance_rate_of,
 )
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.contracts.engine_options import MLX_OPTIONS
 from pytest_specgate.engines.boot import ManagedProcess, boot_error, free_loopback_port, wait_for_health
 from pytest_specgate.engines.client import ClientEngine, EngineHTTPError, OpenAIClient
-from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.tokenizer_match import check_draft_tokenizer
 from pytest_specgate.fetching.tiny_models import is_tiny_ref, resolve_model_ref
 
@@ -416,7 +416,8 @@ def start_server(plan: BootPlan, workdir: Path) -> MlxEngine:
         client = OpenAIClient(base_url, timeout_s=plan.request_timeout_s)
         remaining = max(plan.boot_timeout_s - (time.monotonic() - started), 1.0)
         fingerprint = _first_completion(client, plan, remaining, process)
-        versions = {**mlx_versions(), "mlx_lm.server fingerprint": fingerprint}
+        versions = {**mlx_versions(), "mlx_lm.server fingerprint": fingerprint,
+                    "prompt_cache_size": str(plan.prompt_cache_size)}
         return MlxEngine(plan=plan, process=process, client=client, versions=versions)
     except BaseException:
         if client is not None:

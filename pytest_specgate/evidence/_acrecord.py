@@ -67,6 +67,7 @@ class EngineFact:
     url: str | None = None
     versions: Mapping[str, JsonValue] | None = None
     identity: Mapping[str, JsonValue] | None = None
+    memory_returned: Mapping[str, JsonValue] | None = None
 
 
 @dataclass(frozen=True)
@@ -239,6 +240,7 @@ def _engine(value: Mapping[str, JsonValue]) -> EngineFact:
         url=_identity_url(value.get("identity")),
         versions=_mapping(value.get("versions")),
         identity=_mapping(value.get("identity")),
+        memory_returned=value.get("memory_returned"),
     )
 
 

@@ -26,7 +26,7 @@ from pytest_specgate.plugin.stash import (
     CURRENT_ITEM_KEY,
     DECISION_KEY,
     DEFAULT_HOST_FACTS_KEY,
-    ENGINE_CONFIG_KEY,
+    ENGINE_CHOICE_KEY,
     HOST_FACTS_KEY,
     HOST_PROVENANCE_KEY,
     PLAN_KEY,
@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from pytest_specgate.contracts.hardware import HardwareVerdict
     from pytest_specgate.contracts.host import HostFacts, HostProvenance
     from pytest_specgate.contracts.runmode import RunDecision
-    from pytest_specgate.engines import EngineConfig
+    from pytest_specgate.engines.config import EngineChoice
     from pytest_specgate.evidence import EvidenceCollector, Redactor
     from pytest_specgate.evidence._signing import SigningKey
     from pytest_specgate.selection.collection import SpecPlan
@@ -110,12 +110,23 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[SETTINGS_KEY] = resolve_settings(config)
     config.stash[PROJECT_KEY] = load_project_settings(_pyproject(config))
     settings = config.stash[SETTINGS_KEY]
+    _check_run_engines(settings)
     if settings.evidence_dir is not None and not hasattr(config, "workerinput"):
         if settings.sign_key is not None:
             config.stash[SIGNING_KEY] = _signing_key(settings.sign_key)
         collector = _evidence_collector(config, settings, settings.evidence_dir)
         config.stash[COLLECTOR_KEY] = collector
         config.pluginmanager.register(collector, "specgate-evidence")
+
+
+def _check_run_engines(settings: SpecgateSettings) -> None:
+    from pytest_specgate.contracts.errors import SpecgateInputError
+    from pytest_specgate.engines.config import check_run_engines
+
+    try:
+        check_run_engines(settings.engines)
+    except SpecgateInputError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def _signing_key(path: Path) -> SigningKey:
@@ -375,7 +386,7 @@ def _prepare_item(item: pytest.Item, config: pytest.Config, plan: SpecPlan) -> f
         verdict = item.stash[VERDICT_KEY] = plan.verdict(
             marker.args, marker.kwargs, lambda: _hardware_verdict(marker, item.nodeid, config))
     if "engine" in markers:
-        item.stash[ENGINE_CONFIG_KEY] = _marked_engine_config(item, config.stash[SETTINGS_KEY])
+        item.stash[ENGINE_CHOICE_KEY] = _marked_engine_choice(item, config.stash[SETTINGS_KEY])
     item.stash[DECISION_KEY] = decide_run(verdict, required=required, diagnostic=settings.diagnostic)
     cost = markers.get(marker_docs.COST_MARKER)
     return None if cost is None else declared_cost(cost.args, cost.kwargs, item.nodeid)
@@ -392,12 +403,20 @@ def _hardware_verdict(marker: pytest.Mark, nodeid: str, config: pytest.Config) -
     return evaluate_requirement(requirement, session_host_facts(config), os.environ)
 
 
-def _marked_engine_config(item: pytest.Item, settings: SpecgateSettings) -> EngineConfig:
-    """The test's ``@pytest.mark.engine`` resolved now, so a bad one stops collection naming the test."""
-    from pytest_specgate.engines.config import engine_config_for_node
+def _marked_engine_choice(item: pytest.Item, settings: SpecgateSettings) -> EngineChoice:
+    """The test's ``@pytest.mark.engine`` resolved now, so a bad one stops collection naming the
+    test; a marker that keeps the test off the asked-for backend is a warning naming it."""
+    from pytest_specgate.contracts.errors import SpecgateInputError
+    from pytest_specgate.engines.config import engine_choice_for_node
 
-    return engine_config_for_node(item, {"engine": settings.engine, "endpoint": settings.endpoint},
-                                  where=f"{item.nodeid}: @pytest.mark.engine")
+    try:
+        choice = engine_choice_for_node(item, settings.engines)
+    except SpecgateInputError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    conflict = choice.conflict()
+    if conflict is not None:
+        item.warn(pytest.PytestWarning(f"specgate: {item.nodeid}: {conflict}"))
+    return choice
 
 
 def _check_waiver_declared(criterion: AcceptanceCriterion, nodeid: str,
@@ -577,10 +596,15 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
-    """Remember the running test, so an engine handed out by the pool is recorded for it."""
+    """Remember the running test, so an engine handed out by the pool is recorded for it, and
+    let its long steps (engine boot, paired rounds, sustained window) show progress."""
+    from pytest_specgate.contracts.progress import reporting_progress
+    from pytest_specgate.plugin.terminal import progress_factory
+
     item.config.stash[CURRENT_ITEM_KEY] = item
     try:
-        return (yield)
+        with reporting_progress(progress_factory(item)):
+            return (yield)
     finally:
         del item.config.stash[CURRENT_ITEM_KEY]
 

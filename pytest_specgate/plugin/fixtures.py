@@ -19,9 +19,10 @@ from pytest_specgate.plugin.stash import (
     AC_KEY,
     COLLECTOR_KEY,
     CURRENT_ITEM_KEY,
-    ENGINE_CONFIG_KEY,
+    ENGINE_CHOICE_KEY,
     ENGINE_RECORDS_KEY,
     ITEM_ENGINES_KEY,
+    MEMORY_LEDGER_KEY,
     RECORDER_KEY,
     SETTINGS_KEY,
 )
@@ -29,6 +30,7 @@ from pytest_specgate.plugin.stash import (
 if TYPE_CHECKING:
     from pytest_specgate.contracts.engine import Engine
     from pytest_specgate.engines import EngineConfig, EnginePool
+    from pytest_specgate.engines.hygiene import MemoryLedger
     from pytest_specgate.evidence import EvidenceRecorder
     from pytest_specgate.qualification import QualificationFactory
     from pytest_specgate.selection.endpoint_routes import EndpointRoute
@@ -89,9 +91,11 @@ def specgate_engine_pool(pytestconfig: pytest.Config) -> Iterator[EnginePool]:
     Every engine it hands out is recorded for the running test, fixture or not.
     """
     from pytest_specgate.engines.config import EnginePool
+    from pytest_specgate.measure.progress import progress_ticker
 
     pool = EnginePool(on_handout=lambda config, engine: _record_engine(pytestconfig, config, engine,
-                                                                       pooled=True))
+                                                                       pooled=True),
+                      watch_boot=progress_ticker, ledger=memory_ledger(pytestconfig))
     try:
         yield pool
     finally:
@@ -107,15 +111,22 @@ def tiny_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> EngineConfig:
     """The engine this test asks for: ``@pytest.mark.engine`` over the command line."""
-    from pytest_specgate.engines.config import engine_config_for_node
-    from pytest_specgate.selection.backends import backend_named
+    from pytest_specgate.contracts.errors import SpecgateInputError
+    from pytest_specgate.engines.backends import backend_named
+    from pytest_specgate.engines.config import engine_choice_for_node
 
     settings = request.config.stash[SETTINGS_KEY]
     node = request.node
     assert isinstance(node, pytest.Item)
-    config = node.stash.get(ENGINE_CONFIG_KEY, None) or engine_config_for_node(
-        node, {"engine": settings.engine, "endpoint": settings.endpoint})
-    if backend_named(config.backend, node.nodeid).builds_tiny_models and config.option("model_cache") is None:
+    choice = node.stash.get(ENGINE_CHOICE_KEY, None)
+    if choice is None:
+        try:
+            choice = node.stash[ENGINE_CHOICE_KEY] = engine_choice_for_node(node, settings.engines)
+        except SpecgateInputError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    config = choice.config
+    builds_tiny_models = backend_named(config.backend, node.nodeid).definition().builds_tiny_models
+    if builds_tiny_models and config.option("model_cache") is None:
         config = config.with_options(model_cache=str(tiny_model_cache))
     if config.backend == "vllm" and settings.vllm_python and config.option("python") is None:
         config = config.with_options(python=settings.vllm_python)
@@ -134,6 +145,16 @@ def specgate_host_facts_file(pytestconfig: pytest.Config, tmp_path_factory: pyte
     path = tmp_path_factory.getbasetemp() / "specgate-host-facts.json"
     path.write_text(json.dumps(session_host_facts(pytestconfig).to_dict(), default=str), encoding="utf-8")
     return path
+
+
+def memory_ledger(config: pytest.Config) -> MemoryLedger:
+    """This session's record of free memory before each boot and after each close."""
+    ledger = config.stash.get(MEMORY_LEDGER_KEY, None)
+    if ledger is None:
+        from pytest_specgate.engines.hygiene import MemoryLedger
+
+        ledger = config.stash[MEMORY_LEDGER_KEY] = MemoryLedger()
+    return ledger
 
 
 def engine_record(engine: Engine, config: EngineConfig) -> dict[str, Any]:
@@ -174,16 +195,24 @@ def _record_engine(pytestconfig: pytest.Config, config: EngineConfig, engine: En
 
 
 def engine_entries(item: pytest.Item) -> list[dict[str, Any]]:
-    """This test's engines, each with the ``system_fingerprint`` its server has answered with."""
+    """This test's engines, each with the ``system_fingerprint`` its server has answered with and
+    whether its memory came back (``torn_down`` false: still up when the test's record was taken,
+    as a pooled engine is until the session's last test)."""
     used = item.stash.get(ITEM_ENGINES_KEY, [])
     if not used:
         return []
     from pytest_specgate.engines.client import ClientEngine
 
+    choice = item.stash.get(ENGINE_CHOICE_KEY, None)
+    ledger = memory_ledger(item.config)
     entries = []
     for engine, record in used:
         fingerprint = engine.client.system_fingerprint if isinstance(engine, ClientEngine) else None
-        entries.append({**record, "identity": {**record["identity"], "system_fingerprint": fingerprint}})
+        entry = {**record, "identity": {**record["identity"], "system_fingerprint": fingerprint},
+                 "memory_returned": ledger.entry(engine, on_this_host=record.get("loopback") is True)}
+        if choice is not None and engine.backend == choice.config.backend:
+            entry["selected_by"] = choice.reason()
+        entries.append(entry)
     return entries
 
 
@@ -243,9 +272,11 @@ def boot_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
     an engine a spec may break, or one that must not boot before a budget is priced.
     """
     from pytest_specgate.engines.config import fresh_engines
+    from pytest_specgate.measure.progress import progress_ticker
 
     routes = pytestconfig.stash[SETTINGS_KEY].endpoint_routes
-    with fresh_engines(tmp_path_factory.mktemp) as boot:
+    with fresh_engines(tmp_path_factory.mktemp, watch_boot=progress_ticker,
+                       ledger=memory_ledger(pytestconfig)) as boot:
 
         def boot_and_record(**changes: object) -> Engine:
             config = _served_config(engine_config, changes, routes, "boot_engine")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.engines import EngineBootError, EngineConfig, EngineStartupRefused
 from pytest_specgate.engines import mlx as mlx_backend
 from pytest_specgate.engines.boot import ManagedProcess
@@ -204,6 +205,7 @@ def test_versions_name_the_serving_packages(speculative: MlxEngine) -> None:
     assert versions["mlx-lm"] == metadata.version("mlx-lm")
     assert versions["mlx"] == metadata.version("mlx")
     assert versions["mlx_lm.server fingerprint"].startswith(metadata.version("mlx-lm"))
+    assert versions["prompt_cache_size"] == "0"  # the fair-arms check compares it between arms
 
 
 def test_log_is_kept(speculative: MlxEngine) -> None:
@@ -288,7 +290,7 @@ def test_bad_configuration_is_a_usage_error(cache: Path, tmp_path: Path) -> None
         boot(_config(cache), tmp_path)
     with pytest.raises(pytest.UsageError, match=r"unknown option\(s\) \['alpha'\]"):
         boot(_config(cache, target="tiny:target", alpha=0.5), tmp_path)
-    with pytest.raises(pytest.UsageError, match="prompt_cache_size must be an integer >= 0"):
+    with pytest.raises(SpecgateInputError, match="prompt_cache_size must be an integer >= 0"):
         boot(_config(cache, target="tiny:target", prompt_cache_size=-1), tmp_path)
     with pytest.raises(pytest.UsageError, match="unknown tiny model role 'giant'"):
         boot(_config(cache, target="tiny:giant"), tmp_path)

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from pytest_specgate.contracts.engine import EngineBootError, EngineStartupRefused
-from pytest_specgate.engines.config import EngineConfig
+from pytest_specgate.contracts.engine_config import EngineConfig
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.engines.vllm import boot
 from pytest_specgate.engines.vllm.process import (
     VllmEngine,
@@ -86,7 +87,7 @@ def test_no_draft_means_no_speculative_config() -> None:
     ],
 )
 def test_bad_configs_are_usage_errors(config: EngineConfig, message: str) -> None:
-    with pytest.raises(pytest.UsageError, match=message):
+    with pytest.raises((pytest.UsageError, SpecgateInputError), match=message):
         process_spec_from_config(config)
 
 

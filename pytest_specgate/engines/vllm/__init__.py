@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.contracts.validation import is_real
-from pytest_specgate.engines.config import EngineConfig
 
 if TYPE_CHECKING:
     from pytest_specgate.contracts.engine import Engine

@@ -166,6 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         ("sign", "sign a bundle with an Ed25519 key (DSSE envelope of its in-toto Statement)"),
         ("gate", "check a PR body against evidence bundles (exit 0 only when it may merge)"),
         ("waivers", "list open waivers and the gate each AC moves to"),
+        ("compare", "compare two bundles' measurements (exit 1 on a regression beyond a tolerance)"),
     ):
         command = commands.add_parser(name, help=help_text)
         getattr(evidence_cli, f"configure_{name}_parser")(command)

@@ -65,6 +65,8 @@ class EngineFact:
     loopback: bool | None
     version_known: bool | None
     url: str | None = None
+    versions: Mapping[str, JsonValue] | None = None
+    identity: Mapping[str, JsonValue] | None = None
     memory_returned: Mapping[str, JsonValue] | None = None
 
 
@@ -77,6 +79,7 @@ class TestEntry:
     hardware: HardwareFact | None
     waiver: Waiver | None
     engines: tuple[EngineFact, ...] | None
+    notes: Mapping[str, JsonValue] | None = None
 
 
 @dataclass(frozen=True)
@@ -248,8 +251,14 @@ def _engine(value: Mapping[str, JsonValue]) -> EngineFact:
         loopback=value.get("loopback"),
         version_known=value.get("version_known"),
         url=_identity_url(value.get("identity")),
+        versions=_mapping(value.get("versions")),
+        identity=_mapping(value.get("identity")),
         memory_returned=value.get("memory_returned"),
     )
+
+
+def _mapping(value: JsonValue) -> Mapping[str, JsonValue] | None:
+    return value if isinstance(value, Mapping) else None
 
 
 def _identity_url(identity: JsonValue) -> str | None:
@@ -275,6 +284,7 @@ def _test(value: Mapping[str, JsonValue]) -> TestEntry:
         ),
         waiver=_waiver(value["waiver"]),
         engines=None if engines is None else tuple(_engine(engine) for engine in engines),
+        notes=_mapping(value.get("notes")),
     )
 
 

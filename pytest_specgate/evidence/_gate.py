@@ -119,12 +119,23 @@ class GateVerdict:
         )
 
 
+PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
+
+
 def resolve_commit(option: str | None, environ: Mapping[str, str]) -> CommitChoice:
-    """``--commit`` over ``$GITHUB_SHA``; either must be the full 40-hex commit."""
+    """``--commit``, else in GitHub Actions the commit the event is about; the full 40-hex commit.
+
+    On ``pull_request`` events ``$GITHUB_SHA`` is the merge commit GitHub made, which no run
+    recorded: the PR's head is ``pull_request.head.sha`` in ``$GITHUB_EVENT_PATH``.
+    """
+    event = environ.get("GITHUB_EVENT_NAME", "")
     if option is not None:
         text, source = option, "--commit"
+    elif event in PULL_REQUEST_EVENTS:
+        text, source = _pull_request_head(event, environ.get("GITHUB_EVENT_PATH", ""))
     elif environ.get("GITHUB_SHA"):
-        text, source = environ["GITHUB_SHA"], "$GITHUB_SHA"
+        what = "the pushed commit" if event == "push" else f"the commit of the {event} event" if event else ""
+        text, source = environ["GITHUB_SHA"], f"$GITHUB_SHA, {what}" if what else "$GITHUB_SHA"
     else:
         raise GateInputError(
             "no commit to check the evidence against: pass --commit=<40-hex sha> (or set $GITHUB_SHA)"
@@ -134,6 +145,24 @@ def resolve_commit(option: str | None, environ: Mapping[str, str]) -> CommitChoi
             f"{source} {text!r}: expected the full 40-hex commit; a prefix could match another commit"
         )
     return CommitChoice(sha=text.strip().lower(), source=source)
+
+
+def _pull_request_head(event: str, location: str) -> tuple[str, str]:
+    """``pull_request.head.sha`` of the event file; fail closed rather than gate the merge commit."""
+    import json
+
+    source = f"pull_request.head.sha in $GITHUB_EVENT_PATH ({event} event; $GITHUB_SHA is the merge commit)"
+    if not location:
+        raise GateInputError(f"{event} event without $GITHUB_EVENT_PATH: pass --commit=<the PR head sha>")
+    try:
+        payload = json.loads(read_text_input(Path(location), "GitHub event payload"))
+        head = payload["pull_request"]["head"]["sha"]
+    except (json.JSONDecodeError, KeyError, TypeError):
+        raise GateInputError(
+            f"{location}: no pull_request.head.sha in the {event} event payload: "
+            "pass --commit=<the PR head sha>"
+        ) from None
+    return str(head), source
 
 
 def resolve_gate(gate: str | None, trusted: TrustedConfig) -> GateName | None:

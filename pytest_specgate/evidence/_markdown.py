@@ -16,11 +16,14 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from pytest_specgate.contracts.acceptance import is_ac_id
 from pytest_specgate.contracts.jsonvalue import JsonValue
-from pytest_specgate.evidence._acrecord import AcRecord, MeasurementRow
-from pytest_specgate.evidence._policy import PolicyVerdict
+from pytest_specgate.evidence._acrecord import AcRecord, AttachmentRow, EngineFact, MeasurementRow
+from pytest_specgate.evidence._policy import SIMULATED_BACKENDS, PolicyVerdict
+
+_Row = TypeVar("_Row", MeasurementRow, AttachmentRow)
 
 DIGEST_KEYWORD = "specgate-evidence"
 VERDICT_PREFIX = "**Verdict: "
@@ -95,6 +98,13 @@ def digest_line(ac_id: str, ac_sha256: str, bundle_sha256: str) -> str:
     return f"{DIGEST_KEYWORD} {ac_id} ac-sha256={ac_sha256} bundle-sha256={bundle_sha256}"
 
 
+SUMMARY_HEADING = "## specgate summary"
+NOT_SIGNED = "not signed when written"
+"""The signer cell of a bundle's own ``evidence.md``: signatures are added after it is written."""
+RECORDED = "recorded"
+"""The result cell of a measurement without a bound: a figure kept, not a check passed."""
+
+
 def _cell(value: JsonValue) -> str:
     text = "" if value is None else (f"{value:g}" if isinstance(value, float) else str(value))
     return text.replace("|", "\\|").replace("\n", " ")
@@ -109,19 +119,30 @@ def _threshold(row: MeasurementRow) -> str:
     return ", ".join(bounds) or "—"
 
 
+def _bounded(row: MeasurementRow) -> bool:
+    return row.at_least is not None or row.at_most is not None
+
+
 _RESULT_CELLS = {"passed": "pass", "failed": "FAIL", "inconclusive": "INCONCLUSIVE"}
 
 
-def _value_cell(row: MeasurementRow) -> str:
-    """The value, then its interval and level when it has one, and ``(point)`` when the spec chose
-    to be judged on the point value although an interval exists."""
+def _result(row: MeasurementRow) -> str:
+    if not _bounded(row):
+        return RECORDED
+    return _RESULT_CELLS[row.verdict().verdict]
+
+
+def _figure(row: MeasurementRow) -> str:
+    """The value and unit, then its interval and level when it has one, and ``(judged on the
+    point)`` when the spec chose to be judged on the point value although an interval exists."""
+    shown = f"{_cell(row.value)} {_cell(row.unit)}" if row.unit else _cell(row.value)
     if row.ci_low is None and row.ci_high is None and row.confidence_level is None:
-        return _cell(row.value)
+        return shown
     low = "-inf" if row.ci_low is None else _cell(row.ci_low)
     high = "+inf" if row.ci_high is None else _cell(row.ci_high)
     level = "" if row.confidence_level is None else f" {row.confidence_level:.0%}"
     rule = " (judged on the point)" if row.decide == "point" else ""
-    return f"{_cell(row.value)} [{low}, {high}]{level}{rule}"
+    return f"{shown} [{low}, {high}]{level}{rule}"
 
 
 def _test_counts(record: AcRecord) -> str:
@@ -141,45 +162,212 @@ def _host_line(record: AcRecord) -> str:
     return record.host.summary
 
 
+def _test_name(nodeid: str) -> str:
+    """What follows the file in a node id (``test_x[param]``): short, and unique within an AC."""
+    return nodeid.split("::", 1)[1] if "::" in nodeid else nodeid
+
+
+def _text(value: JsonValue) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _engine_version(engine: EngineFact) -> str:
+    """The serving software's version as the plugin read it (``versions()``), else ``unknown``."""
+    versions = engine.versions or {}
+    for key in (engine.backend, f"{engine.backend}-lm", f"{engine.backend}_server", "version"):
+        found = _text(versions.get(key))
+        if found is not None:
+            return found
+    return "unknown"
+
+
+def _server_says(engine: EngineFact) -> str:
+    """The server's own identity: its name and version, its ``server`` header, the models it lists."""
+    identity = engine.identity or {}
+    name = " ".join(part for part in (_text(identity.get("engine")), _text(identity.get("version"))) if part)
+    header = _text(identity.get("server"))
+    listed = identity.get("models")
+    models = sorted(
+        {model["id"] for model in listed if isinstance(model, dict) and isinstance(model.get("id"), str)}
+        if isinstance(listed, list) else set()
+    )
+    parts = [name or "no name or version", *([f"header {header}"] if header else [])]
+    parts += [f"serving {', '.join(models)}"] if models else []
+    return ", ".join(parts)
+
+
+def _engine_text(engine: EngineFact) -> str:
+    simulated = " (simulated)" if engine.backend in SIMULATED_BACKENDS or engine.simulated else ""
+    return (
+        f"{engine.backend}{simulated}, model {engine.model or 'unknown'}, version {_engine_version(engine)}; "
+        f"the server says: {_server_says(engine)}"
+    )
+
+
+def _engines(record: AcRecord) -> list[tuple[str, int]]:
+    """Each distinct engine the tests were handed (the port aside) and how many tests it served."""
+    counted: dict[str, int] = {}
+    for test in record.tests:
+        for text in dict.fromkeys(_engine_text(engine) for engine in test.engines or ()):
+            counted[text] = counted.get(text, 0) + 1
+    return list(counted.items())
+
+
+def _engines_short(record: AcRecord) -> str:
+    names = dict.fromkeys(
+        f"{engine.backend} {engine.model or ''}".strip()
+        + (" (simulated)" if engine.backend in SIMULATED_BACKENDS or engine.simulated else "")
+        for test in record.tests
+        for engine in test.engines or ()
+    )
+    return ", ".join(names) or "none recorded"
+
+
+def _tests_phrase(nodeids: Sequence[str]) -> str:
+    return f"`{_test_name(nodeids[0])}`" if len(nodeids) == 1 else f"{len(nodeids)} tests"
+
+
+def grouped_reasons(record: AcRecord, reasons: Sequence[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """Each distinct reason once, with the tests that gave it (empty: a reason about the whole AC).
+
+    The policy words a test's reason ``<nodeid>: <why>``; fourteen tests on the mock give one
+    ``why`` fourteen times, which a reader needs once, with its count.
+    """
+    nodeids = sorted({test.nodeid for test in record.tests}, key=len, reverse=True)
+    grouped: dict[str, list[str]] = {}
+    for reason in reasons:
+        nodeid = next((n for n in nodeids if reason.startswith(f"{n}: ")), None)
+        why = reason if nodeid is None else reason[len(nodeid) + 2 :]
+        tests = grouped.setdefault(why, [])
+        if nodeid is not None and nodeid not in tests:
+            tests.append(nodeid)
+    return [(why, tuple(tests)) for why, tests in grouped.items()]
+
+
+def _qualifying_lines(record: AcRecord, verdict: PolicyVerdict) -> list[str]:
+    if verdict.qualifying:
+        return [f"- Qualifying: yes ({verdict.policy})"]
+    grouped = grouped_reasons(record, verdict.reasons)
+    lines = [f"- Qualifying: no ({verdict.policy}), {len(grouped)} reason{'s' if len(grouped) != 1 else ''}:"]
+    lines += [
+        f"  - {_cell(why)}" + (f" ({_tests_phrase(tests)})" if tests else "") for why, tests in grouped
+    ]
+    return lines
+
+
+def _by_test(record: AcRecord, rows: Sequence[_Row]) -> list[tuple[str, list[_Row]]]:
+    """Rows grouped by test, tests in the record's order (then any the record does not list)."""
+    order = {test.nodeid: index for index, test in enumerate(record.tests)}
+    groups: dict[str, list[_Row]] = {}
+    for row in rows:
+        groups.setdefault(row.nodeid, []).append(row)
+    return sorted(groups.items(), key=lambda item: (order.get(item[0], len(order)), item[0]))
+
+
+def _measurement_lines(record: AcRecord) -> list[str]:
+    if not record.measurements:
+        return []
+    lines = ["", "| test | measurement | value | bound | result |", "|---|---|---|---|---|"]
+    for nodeid, rows in _by_test(record, record.measurements):
+        for index, row in enumerate(rows):
+            test = f"`{_cell(_test_name(nodeid))}`" if index == 0 else ""
+            lines.append(
+                f"| {test} | {_cell(row.name)} | {_figure(row)} | {_threshold(row)} | {_result(row)} |"
+            )
+    return lines
+
+
+def _link(row: AttachmentRow) -> str:
+    """A relative link from ``evidence.md`` to the stored file, so it opens where the bundle is browsed."""
+    name = row.name.replace("\\", "\\\\").replace("[", "\\[").replace("]", "\\]")
+    if not row.stored or row.path is None:
+        return f"{_cell(name)} (not stored{': ' + row.problem if row.problem else ''})"
+    return f"[{_cell(name)}](<{row.path.replace('<', '%3C').replace('>', '%3E')}>)"
+
+
+def _attachment_lines(record: AcRecord) -> list[str]:
+    if not record.attachments:
+        return []
+    lines = ["- Attachments:"]
+    for nodeid, rows in _by_test(record, record.attachments):
+        links = ", ".join(_link(row) for row in rows)
+        lines.append(f"  - `{_cell(_test_name(nodeid))}`: {links}")
+    return lines
+
+
 def verdict_line(verdict: PolicyVerdict) -> str:
     """The line a reviewer reads; the gate compares it with the verdict it recomputes."""
     return f"{VERDICT_PREFIX}{verdict.label}**"
 
 
 def render_ac_block(record: AcRecord, verdict: PolicyVerdict, ac_sha256: str, bundle_sha256: str) -> str:
-    """One AC's block, every verdict in it as :func:`judge` derived it, not as the record states."""
+    """One AC's block, every verdict in it as :func:`judge` derived it, not as the record states.
+
+    Self-contained (the gate compares a pasted block line by line with this rendering) and
+    deterministic: everything comes from the record, in the record's order.
+    """
     heading = " ".join(part for part in (record.ac.spec, record.ac.title) if part)
     lines = [f"## {record.ac.id} evidence", "", verdict_line(verdict), ""]
     if heading:
         lines.append(f"- Criterion: {_cell(heading)}")
     lines.append(f"- Host: {_cell(_host_line(record))}")
+    engines = _engines(record)
+    if not engines:
+        lines.append("- Engines: none recorded")
+    for text, count in engines:
+        lines.append(f"- Engine ({count} test{'s' if count != 1 else ''}): {_cell(text)}")
     lines.append(f"- Mode: {_cell(verdict.mode)}; tests: {_test_counts(record)}")
-    if verdict.qualifying:
-        lines.append(f"- Qualifying: yes ({verdict.policy})")
-    else:
-        lines.append(f"- Qualifying: no ({verdict.policy}) — {_cell('; '.join(verdict.reasons))}")
+    lines += _qualifying_lines(record, verdict)
     if verdict.waiver is not None:
         lines.append(f"- Waiver: waived → {_cell(verdict.waiver.to)}: {_cell(verdict.waiver.reason)}")
     lines.append(
         f"- Commit: {_cell(record.source.commit or 'unknown')}" + (" (dirty)" if record.source.dirty else "")
     )
-    if record.measurements:
-        lines += ["", "| measurement | value | unit | threshold | result |", "|---|---|---|---|---|"]
-        lines += [
-            f"| {_cell(row.name)} | {_value_cell(row)} | {_cell(row.unit)} | "
-            f"{_threshold(row)} | {_RESULT_CELLS[row.verdict().verdict]} |"
-            for row in record.measurements
-        ]
+    lines += _attachment_lines(record)
+    lines += _measurement_lines(record)
     lines += ["", f"`{digest_line(record.ac.id, ac_sha256, bundle_sha256)}`", ""]
     return "\n".join(lines)
 
 
-def render_markdown(blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]], bundle_sha256: str) -> str:
-    """One block per AC, in the order given; each record comes with its verdict and its file's sha256."""
+def deciding_figure(record: AcRecord) -> MeasurementRow | None:
+    """The figure that decides the AC: its first missed bound, else its first bounded measurement."""
+    bounded = [row for row in record.measurements if _bounded(row)]
+    return next((row for row in bounded if row.miss()), bounded[0] if bounded else None)
+
+
+def _summary_row(record: AcRecord, verdict: PolicyVerdict, signer: str) -> str:
+    figure = deciding_figure(record)
+    shown = "—" if figure is None else f"{_cell(figure.name)} {_figure(figure)} {_threshold(figure)}"
+    return (
+        f"| {record.ac.id} | {verdict.label} | {shown} | {_cell(_host_line(record))} | "
+        f"{_cell(_engines_short(record))} | {_cell(signer)} |"
+    )
+
+
+def render_summary(blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]], signer: str = NOT_SIGNED) -> str:
+    """The table a release manager reads first: one row per AC, outside every AC block."""
+    lines = [
+        SUMMARY_HEADING,
+        "",
+        "| AC | verdict | deciding figure (bound) | host | engine | signer |",
+        "|---|---|---|---|---|---|",
+    ]
+    lines += [_summary_row(record, verdict, signer) for record, verdict, _ in blocks]
+    return "\n".join(lines) + "\n"
+
+
+def render_markdown(
+    blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]], bundle_sha256: str, signer: str = NOT_SIGNED
+) -> str:
+    """The summary table, then one block per AC in the order given; each record comes with its
+    verdict and its file's sha256. ``signer`` fills the summary's signer column: the writer (and
+    the gate re-rendering ``evidence.md``) use :data:`NOT_SIGNED`, ``specgate render`` the
+    signatures a bundle carries by then."""
     if not blocks:
         return "No acceptance criteria ran: this bundle is evidence for nothing.\n"
     return "\n".join(
-        render_ac_block(record, verdict, ac_sha, bundle_sha256) for record, verdict, ac_sha in blocks
+        [render_summary(blocks, signer)]
+        + [render_ac_block(record, verdict, ac_sha, bundle_sha256) for record, verdict, ac_sha in blocks]
     )
 
 

@@ -1,7 +1,9 @@
-"""The evidence subcommands of ``specgate``: ``render``, ``merge``, ``sign``, ``gate`` and ``waivers``.
+"""The evidence subcommands of ``specgate``: ``render``, ``merge``, ``sign``, ``gate``, ``waivers``
+and ``compare``.
 
 Each is a ``configure_<name>_parser(parser)`` / ``run_<name>(args) -> int`` pair that ``cli.py``
-wires into its subparsers. Exit codes: 0 ok, 1 the gate (or a due waiver) rejects, 2 bad input.
+wires into its subparsers. Exit codes: 0 ok, 1 the gate (or a due waiver, or a regression)
+rejects, 2 bad input. ``--json`` output has a versioned ``schema`` field (docs/gate.md).
 """
 
 from __future__ import annotations
@@ -44,7 +46,7 @@ from pytest_specgate.evidence._gate import (
     resolve_gate,
 )
 from pytest_specgate.evidence._jsonio import pretty_json, sha256_hex, utc_timestamp
-from pytest_specgate.evidence._markdown import render_markdown
+from pytest_specgate.evidence._markdown import NOT_SIGNED, digest_line, render_markdown
 from pytest_specgate.evidence._merge import (
     MergeChoice,
     MergeError,
@@ -53,7 +55,7 @@ from pytest_specgate.evidence._merge import (
     merged_commit,
 )
 from pytest_specgate.evidence._payloads import RefusedPayload
-from pytest_specgate.evidence._policy import judge
+from pytest_specgate.evidence._policy import POLICY_VERSION, judge
 from pytest_specgate.evidence._pr_body_input import pr_body_input
 from pytest_specgate.evidence._redact import append_redacted, build_redactor
 from pytest_specgate.evidence._trusted import (
@@ -67,6 +69,13 @@ from pytest_specgate.evidence._writer import write_attachment, write_bundle
 EXIT_OK = 0
 EXIT_REJECTED = 1
 EXIT_BAD_INPUT = 2
+RENDER_SCHEMA_ID = "specgate.render/1"
+MERGE_RESULT_SCHEMA_ID = "specgate.merge-result/1"
+WAIVERS_SCHEMA_ID = "specgate.waivers/1"
+
+
+def _add_json_option(parser: argparse.ArgumentParser, schema: str) -> None:
+    parser.add_argument("--json", action="store_true", help=f"print the result as JSON ({schema})")
 
 
 def _error(command: str, message: str) -> int:
@@ -96,6 +105,50 @@ def configure_render_parser(parser: argparse.ArgumentParser) -> None:
     parser.description = "Print the markdown evidence blocks of one bundle (after verifying it)."
     parser.add_argument("bundle", type=Path, help="a bundle directory (or an evidence dir holding one)")
     parser.add_argument("-o", "--output", type=Path, help="write the markdown here instead of stdout")
+    _add_json_option(parser, RENDER_SCHEMA_ID)
+
+
+def claimed_signers(bundle: Bundle) -> str:
+    """The summary's signer cell for ``render``: the key ids the bundle's envelope names by now.
+
+    Claimed, not verified: only the gate, with the trust policy's public keys, can verify them.
+    """
+    from pytest_specgate.evidence._bundle import SIGNATURE_NAME
+    from pytest_specgate.evidence._signing import EnvelopeError, envelope_from_bytes
+
+    path = bundle.path / SIGNATURE_NAME
+    if not path.is_file():
+        return NOT_SIGNED
+    try:
+        envelope = envelope_from_bytes(path.read_bytes())
+    except (OSError, EnvelopeError) as error:
+        return f"unreadable {SIGNATURE_NAME}: {error}"
+    keys = ", ".join(dict.fromkeys(signature.keyid for signature in envelope.signatures))
+    return f"{keys} (claimed; the gate verifies)"
+
+
+def _render_json(bundle: Bundle, records: dict[str, AcRecord], markdown: str) -> dict[str, JsonValue]:
+    acs: list[JsonValue] = []
+    for ac_id in sorted(records):
+        verdict = judge(records[ac_id])
+        ac_sha = bundle.files[ac_file_name(ac_id)].sha256
+        acs.append({
+            "ac": ac_id,
+            "verdict": verdict.label,
+            "outcome": verdict.outcome,
+            "qualifying": verdict.qualifying,
+            "reasons": list(verdict.reasons),
+            "ac_sha256": ac_sha,
+            "digest_line": digest_line(ac_id, ac_sha, bundle.digest),
+        })
+    return {
+        "schema": RENDER_SCHEMA_ID,
+        "run_id": bundle.run_id,
+        "bundle_sha256": bundle.digest,
+        "policy": POLICY_VERSION,
+        "acs": acs,
+        "markdown": markdown,
+    }
 
 
 def run_render(args: argparse.Namespace) -> int:
@@ -110,8 +163,12 @@ def run_render(args: argparse.Namespace) -> int:
             for ac_id in sorted(records)
         ],
         bundle.digest,
+        claimed_signers(bundle),
     )
-    text = build_redactor(None).text(markdown)
+    redactor = build_redactor(None)
+    text = redactor.text(markdown)
+    if args.json:
+        text = pretty_json(redactor.value(_render_json(bundle, records, text)))
     if args.output is None:
         sys.stdout.write(text)
         return EXIT_OK
@@ -137,6 +194,7 @@ def configure_merge_parser(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="merge bundles of different commits (the result has no in-toto statement)",
     )
+    _add_json_option(parser, MERGE_RESULT_SCHEMA_ID)
 
 
 def _merge_receipt(
@@ -176,8 +234,9 @@ def run_merge(args: argparse.Namespace) -> int:
         choices = choose_records(sources)
     except (GateInputError, BundleError, MergeError) as error:
         return _error("merge", str(error))
-    for choice in choices:
-        print(choice.explain())
+    if not args.json:
+        for choice in choices:
+            print(choice.explain())
     redactor = build_redactor(None)
     attachments: dict[str, FileEntry] = {}
     for choice in choices:
@@ -209,12 +268,15 @@ def run_merge(args: argparse.Namespace) -> int:
         "choices": [choice.explain() for choice in choices],
     }
     run_id = "merged-" + sha256_hex("".join(b.digest for b in kept).encode())[:12]
+    warning = None
     if commit is None:
         commits = sorted({c for source in sources for c in source.commits()})
-        print(
-            f"specgate merge: warning: no in-toto statement: the records are for {len(commits)} "
-            f"commit(s) ({', '.join(commits)}) and a statement names one known commit"
+        warning = (
+            f"no in-toto statement: the records are for {len(commits)} commit(s) ({', '.join(commits)}) "
+            "and a statement names one known commit"
         )
+        if not args.json:
+            print(f"specgate merge: warning: {warning}")
     try:
         written = write_bundle(
             output,
@@ -230,7 +292,23 @@ def run_merge(args: argparse.Namespace) -> int:
         )
     except OSError as error:
         return _unwritable_merge(output, error)
-    print(f"specgate merge: wrote {output} ({len(choices)} AC, bundle-sha256 {written.digest})")
+    if args.json:
+        sys.stdout.write(pretty_json(build_redactor(None).value({
+            "schema": MERGE_RESULT_SCHEMA_ID,
+            "output": str(output),
+            "run_id": run_id,
+            "bundle_sha256": written.digest,
+            "commit": commit,
+            "warning": warning,
+            "acs": [
+                {"ac": choice.ac_id, "kept_run": choice.kept.run_id, "kept_bundle_sha256": choice.kept.digest,
+                 "passed_over_runs": [bundle.run_id for bundle, _ in choice.passed_over],
+                 "why": choice.explain()}
+                for choice in choices
+            ],
+        })))
+    else:
+        print(f"specgate merge: wrote {output} ({len(choices)} AC, bundle-sha256 {written.digest})")
     return EXIT_OK
 
 
@@ -408,6 +486,7 @@ def configure_waivers_parser(parser: argparse.ArgumentParser) -> None:
         help="the current gate, one of [tool.specgate] gates: waivers to no later gate are due (exit 1)",
     )
     _add_pyproject_option(parser)
+    _add_json_option(parser, WAIVERS_SCHEMA_ID)
 
 
 def run_waivers(args: argparse.Namespace) -> int:
@@ -422,15 +501,77 @@ def run_waivers(args: argparse.Namespace) -> int:
                 if waiver is not None:
                     waivers.setdefault((ac_id, waiver.to, waiver.reason), []).append(bundle.run_id)
         due = []
+        rows: list[JsonValue] = []
         for ac_id, target, reason in sorted(waivers):
             expired = gate is not None and not parse_gate_name(target).is_later_than(gate)
             if expired:
                 due.append(ac_id)
-            state = " (DUE: this is gate " + gate.text + ")" if expired and gate is not None else ""
-            runs = ", ".join(waivers[(ac_id, target, reason)])
-            print(f"{ac_id} waived → {target}: {reason} [run {runs}]{state}")
+            runs = waivers[(ac_id, target, reason)]
+            rows.append({"ac": ac_id, "to": target, "reason": reason, "runs": list(runs), "due": expired})
+            if not args.json:
+                state = " (DUE: this is gate " + gate.text + ")" if expired and gate is not None else ""
+                print(f"{ac_id} waived → {target}: {reason} [run {', '.join(runs)}]{state}")
     except (GateInputError, TrustedConfigError, BundleError, GateOrderError) as error:
         return _error("waivers", str(error))
-    if not waivers:
+    if args.json:
+        sys.stdout.write(pretty_json(build_redactor(None).value({
+            "schema": WAIVERS_SCHEMA_ID,
+            "gate": None if gate is None else gate.text,
+            "waivers": rows,
+            "due": due,
+        })))
+    elif not waivers:
         print("no waivers")
     return EXIT_REJECTED if due else EXIT_OK
+
+
+def configure_compare_parser(parser: argparse.ArgumentParser) -> None:
+    from pytest_specgate.evidence._compare import COMPARE_SCHEMA_ID, DEFAULT_TOLERANCE
+
+    parser.description = (
+        "Compare two bundles (the base branch's and a PR's) per AC and measurement: both values, the "
+        "ratio, and whether the change lies outside the measurement's recorded confidence interval "
+        "(regression, improvement, no change); without an interval a change counts when it exceeds "
+        "--tolerance. Exit 1 on a regression beyond --tolerance."
+    )
+    parser.add_argument("base", type=Path, help="the base bundle (or an evidence dir holding one)")
+    parser.add_argument("new", type=Path, help="the new bundle (or an evidence dir holding one)")
+    tolerance_help = (
+        "relative change that counts without an interval, and that a regression must exceed to fail "
+        f"(default {DEFAULT_TOLERANCE}, i.e. {DEFAULT_TOLERANCE:.0%}; '5%' works too)"
+    )
+    # argparse %-formats help text: every literal % is doubled.
+    parser.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE), metavar="FRACTION",
+                        help=tolerance_help.replace("%", "%%"))
+    _add_json_option(parser, COMPARE_SCHEMA_ID)
+
+
+def run_compare(args: argparse.Namespace) -> int:
+    from pytest_specgate.evidence._compare import (
+        bundle_side,
+        compare_records,
+        comparison_json,
+        comparison_markdown,
+        tolerance_from_text,
+    )
+
+    try:
+        tolerance = tolerance_from_text(args.tolerance)
+    except ValueError as error:
+        return _error("compare", str(error))
+    sides = []
+    for path in (args.base, args.new):
+        try:
+            bundle = only_bundle(path)
+            records = _verified_records(bundle)
+        except BundleError as error:
+            return _error("compare", str(error))
+        sides.append((bundle_side(bundle.run_id, bundle.digest, records), records))
+    (base_side, base), (new_side, new) = sides
+    comparison = compare_records(base, new, base_side, new_side, tolerance)
+    redactor = build_redactor(None)
+    if args.json:
+        sys.stdout.write(pretty_json(redactor.value(comparison_json(comparison))))
+    else:
+        sys.stdout.write(redactor.text(comparison_markdown(comparison)))
+    return EXIT_REJECTED if comparison.failing else EXIT_OK

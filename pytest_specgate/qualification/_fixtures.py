@@ -30,16 +30,20 @@ __all__ = [
 ]
 
 QUALIFICATION_DIR_NAME: Final = "qualification"
-"""Sessions live in ``<evidence dir>/qualification/<test>/<run id>/<session>/``, outside every
+"""Sessions live in ``<evidence dir>/qualification/<test>/<run id>/<session>/`` (``<test>`` as
+:func:`folder_of_test` spells it), outside every
 bundle directory (a bundle holds only what its manifest lists); the files are attached to the
 test's evidence, so the bundle carries them hash-bound too."""
 
 _UNSAFE: Final = re.compile(r"[^A-Za-z0-9._-]+")
+_NAME_CHARS: Final = 40
 BootedT = TypeVar("BootedT")
 
 
-def _test_dir_name(nodeid: str) -> str:
-    readable = _UNSAFE.sub("_", nodeid).strip("._")[:100] or "test"
+def folder_of_test(nodeid: str) -> str:
+    """``test_engine_pair_qualifies-8b9a94ee``: the test's own name (without its file, at most 40
+    characters) and 8 hex digits of the sha256 of its node id, which keep two tests apart."""
+    readable = _UNSAFE.sub("_", nodeid.rsplit("::", 1)[-1]).strip("._")[:_NAME_CHARS].rstrip("._") or "test"
     return f"{readable}-{hashlib.sha256(nodeid.encode()).hexdigest()[:8]}"
 
 
@@ -49,7 +53,7 @@ def qualification_directories(
     """This run's directory for the test's sessions, and the previous run's (for MEASURED prices)."""
     if evidence_dir is None or run_id is None:
         return tmp_path / QUALIFICATION_DIR_NAME, None
-    test_root = evidence_dir / QUALIFICATION_DIR_NAME / _test_dir_name(nodeid)
+    test_root = evidence_dir / QUALIFICATION_DIR_NAME / folder_of_test(nodeid)
     earlier = (
         sorted(p for p in test_root.glob("*") if p.is_dir() and p.name < run_id) if test_root.is_dir() else []
     )

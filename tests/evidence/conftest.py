@@ -11,10 +11,11 @@ from evidence_testkit import GitRepo, make_git_repo
 
 @pytest.fixture(autouse=True)
 def _no_outer_step_summary(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Runs inside these tests must never append to the real CI job summary, nor take the outer CI's
-    ``$CI`` (under which the gate requires signatures): a test that wants it sets it."""
-    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    monkeypatch.delenv("CI", raising=False)
+    """Runs inside these tests must never append to the real CI job summary, take their commit
+    from the CI job's own event, nor take the outer CI's ``$CI`` (under which the gate requires
+    signatures): a test that wants one sets it."""
+    for name in ("GITHUB_STEP_SUMMARY", "GITHUB_EVENT_NAME", "GITHUB_EVENT_PATH", "CI"):
+        monkeypatch.delenv(name, raising=False)
     yield
 
 

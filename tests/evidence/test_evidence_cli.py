@@ -203,3 +203,43 @@ def test_waivers_lists_open_waivers_and_flags_due_ones(
 def test_waivers_without_any(git_repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
     written = qualifying_bundle(git_repo.path, TEST_ENV)
     assert cli(capsys, configure_waivers_parser, run_waivers, str(written.path))[:2] == (0, "no waivers\n")
+
+
+def test_waivers_json(git_repo: GitRepo, capsys: pytest.CaptureFixture[str]) -> None:
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    run.run_test("acceptance/test_ac10.py::test_speedup", AC10 | {"waived_to": "PR-B", "reason": "no M4"})
+    written = run.finish()
+    pyproject = git_repo.path / "pyproject.toml"
+    pyproject.write_text('[tool.specgate]\ngates = ["PR-A", "PR-B"]\n')
+    code, out, _ = cli(capsys, configure_waivers_parser, run_waivers, str(written.path), "--gate=PR-B",
+                       f"--pyproject={pyproject}", "--json")
+    assert code == 1 and json.loads(out) == {
+        "schema": "specgate.waivers/1",
+        "gate": "PR-B",
+        "waivers": [
+            {"ac": "AC-10", "to": "PR-B", "reason": "no M4", "runs": [written.path.name], "due": True}
+        ],
+        "due": ["AC-10"],
+    }
+
+
+def test_render_and_merge_json(git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    code, out, _ = cli(capsys, configure_render_parser, run_render, str(written.path), "--json")
+    rendered = json.loads(out)
+    assert code == 0 and rendered["schema"] == "specgate.render/1"
+    assert rendered["markdown"] == written.markdown
+    assert (rendered["run_id"], rendered["bundle_sha256"]) == (written.path.name, written.digest)
+    assert [(ac["ac"], ac["verdict"]) for ac in rendered["acs"]] == [
+        ("AC-10", "PASSED · QUALIFYING"), ("AC-11", "PASSED · QUALIFYING")
+    ]
+    assert rendered["acs"][0]["digest_line"] in written.markdown
+    merged = tmp_path / "merged"
+    code, out, _ = cli(capsys, configure_merge_parser, run_merge, str(written.path), f"--output={merged}",
+                       "--json")
+    result = json.loads(out)
+    assert code == 0 and result["schema"] == "specgate.merge-result/1"
+    assert (result["bundle_sha256"], result["warning"]) == (load_bundle(merged).digest, None)
+    assert [(ac["ac"], ac["kept_run"]) for ac in result["acs"]] == [
+        ("AC-10", written.path.name), ("AC-11", written.path.name)
+    ]

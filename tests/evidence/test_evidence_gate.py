@@ -22,6 +22,7 @@ from evidence_testkit import (
 )
 
 from pytest_specgate.evidence import WrittenBundle, load_bundle, verify_bundle
+from pytest_specgate.evidence._gate import CommitChoice, GateInputError, resolve_commit
 from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 
 OTHER_COMMIT = "0123456789abcdef0123456789abcdef01234567"
@@ -449,7 +450,7 @@ def test_a_record_edited_to_qualify_and_resealed_is_rejected_by_the_recomputatio
     forged_verdict = markdown.replace("PASSED · NOT QUALIFYING", "PASSED · QUALIFYING")
     code, out, _ = gate(capsys, f"--pr-body={pr_body(tmp_path, forged_verdict)}", *only_ac10)
     assert code == 1 and out[0].startswith(
-        "AC-10: the block does not show what was judged: PR body line 7: expected "
+        "AC-10: the block does not show what was judged: PR body line 13: expected "
         "'**Verdict: PASSED · NOT QUALIFYING**', found '**Verdict: PASSED · QUALIFYING**'"
     )
 
@@ -469,3 +470,40 @@ def test_an_evidence_md_edited_and_resealed_is_rejected(
     code, out, _ = gate(capsys, *_args(pr_body(tmp_path, forged), written.path))
     problem = "evidence.md is not what its records render (edited after writing)"
     assert (code, out) == (1, [f"{ac}: bundle {written.path.name}: {problem}" for ac in ("AC-10", "AC-11")])
+
+
+def _event(tmp_path: Path, payload: object) -> Path:
+    path = tmp_path / "event.json"
+    path.write_text(json.dumps(payload))
+    return path
+
+
+def test_on_pull_request_events_the_commit_is_the_heads_not_the_merge_commit(tmp_path: Path) -> None:
+    head = "b" * 40
+    environ = {
+        "GITHUB_EVENT_NAME": "pull_request",
+        "GITHUB_SHA": OTHER_COMMIT,
+        "GITHUB_EVENT_PATH": str(_event(tmp_path, {"pull_request": {"head": {"sha": head}}})),
+    }
+    choice = resolve_commit(None, environ)
+    assert choice == CommitChoice(
+        head,
+        "pull_request.head.sha in $GITHUB_EVENT_PATH (pull_request event; $GITHUB_SHA is the merge commit)",
+    )
+    assert resolve_commit(OTHER_COMMIT, environ).source == "--commit"
+    push = resolve_commit(None, {"GITHUB_EVENT_NAME": "push", "GITHUB_SHA": OTHER_COMMIT})
+    assert push == CommitChoice(OTHER_COMMIT, "$GITHUB_SHA, the pushed commit")
+
+
+@pytest.mark.parametrize("payload", [{"pull_request": {"head": {}}}, {"action": "opened"}, "not an object"])
+def test_a_pull_request_event_without_a_head_sha_is_one_line_never_the_merge_commit(
+    tmp_path: Path, payload: object
+) -> None:
+    environ = {"GITHUB_EVENT_NAME": "pull_request", "GITHUB_SHA": OTHER_COMMIT,
+               "GITHUB_EVENT_PATH": str(_event(tmp_path, payload))}
+    with pytest.raises(GateInputError) as raised:
+        resolve_commit(None, environ)
+    assert str(raised.value) == (
+        f"{tmp_path / 'event.json'}: no pull_request.head.sha in the pull_request event payload: "
+        "pass --commit=<the PR head sha>"
+    )

@@ -126,6 +126,7 @@ def test_bundle_for_passing_failing_skipped_and_waived_acs(pytester: pytest.Pyte
     assert waived["waiver"] == {"to": "PR-C", "reason": "no M1 Air yet"} and beyond_host(waived) == []
     markdown = (bundle / "evidence.md").read_text()
     assert [line for line in markdown.splitlines() if line.startswith("## ")] == [
+        "## specgate summary",
         "## AC-1 evidence",
         "## AC-2 evidence",
         "## AC-3 evidence",

@@ -6,6 +6,7 @@ register, so these run before (and independently of) that wiring.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -89,6 +90,18 @@ def test_with_evidence_sessions_live_outside_the_bundle_and_price_from_the_previ
     receipt = json.loads((latest / "session" / "receipt.json").read_text())
     assert receipt["budget"]["items"][0]["basis"] == MEASURED
     assert receipt["verdict"] == "QUALIFIED"
+
+
+def test_a_tests_folder_is_its_short_name_and_a_hash_of_its_node_id(tmp_path: Path) -> None:
+    nodeid = ("acceptance/qualification/test_qualification_gates.py::"
+              "test_engine_changing_output_after_a_reset_is_not_qualified[mock-γ=4]")
+    directory, _ = qualification_directories(nodeid, tmp_path, tmp_path / "out", "20261202T100000Z-aaaaaa")
+    test_folder = directory.parent.name
+    digest = hashlib.sha256(nodeid.encode()).hexdigest()[:8]
+    assert test_folder == f"test_engine_changing_output_after_a_rese-{digest}"
+    assert directory.parent.parent == tmp_path / "out" / "qualification"
+    other, _ = qualification_directories(nodeid.replace("γ=4", "γ=5"), tmp_path, tmp_path / "out", "r")
+    assert other.parent.name != test_folder and other.parent.name.startswith("test_engine_changing_")
 
 
 def test_two_sessions_in_one_test_need_distinct_names(tmp_path: Path) -> None:

@@ -22,11 +22,9 @@ if TYPE_CHECKING:
         Bundle,
         BundleError,
         bundle_digest,
-        evidence_schema,
         find_bundles,
         load_bundle,
         read_records,
-        schema_problems,
         verify_bundle,
     )
     from pytest_specgate.evidence._collector import EvidenceCollector, probe_source
@@ -51,6 +49,7 @@ if TYPE_CHECKING:
         staging_dir,
     )
     from pytest_specgate.evidence._redact import LocalIdentity, Redactor, build_redactor, write_redacted
+    from pytest_specgate.evidence._schema import evidence_schema, schema_problems
     from pytest_specgate.evidence._signing import SigningError, SigningKey, load_signing_key, sign_bundle
     from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, load_trust_policy
     from pytest_specgate.evidence._writer import NOT_QUALIFIED, QUALIFIED, WrittenBundle
@@ -102,7 +101,7 @@ _EXPORTS: dict[str, str] = {
     "bundle_digest": "_bundle",
     "empty_properties": "_recorder",
     "evaluate_gate": "_gate",
-    "evidence_schema": "_bundle",
+    "evidence_schema": "_schema",
     "find_bundles": "_bundle",
     "is_ac_id": "pytest_specgate.contracts.acceptance",
     "load_bundle": "_bundle",
@@ -114,7 +113,7 @@ _EXPORTS: dict[str, str] = {
     "read_pr_body": "_markdown",
     "read_records": "_bundle",
     "render_markdown": "_markdown",
-    "schema_problems": "_bundle",
+    "schema_problems": "_schema",
     "sign_bundle": "_signing",
     "staging_dir": "_recorder",
     "verdict_line": "_markdown",

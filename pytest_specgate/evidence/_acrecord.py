@@ -14,6 +14,7 @@ from typing import Literal, cast
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.thresholds import threshold_verdict
+from pytest_specgate.evidence._schema import schema_problems
 
 SCHEMA_ID = "specgate.evidence/v3"
 """v3 records hold what v2 records held, written compact (``_jsonio.record_json``)."""
@@ -179,8 +180,6 @@ class AcRecord:
     @classmethod
     def from_json(cls, data: JsonValue, where: str) -> AcRecord:
         """Validate ``data`` against the schema, then build the tree (no further checks needed)."""
-        from pytest_specgate.evidence._bundle import schema_problems
-
         schema = data.get("schema") if isinstance(data, Mapping) else None
         if schema in OLDER_SCHEMA_IDS:
             raise RecordError(

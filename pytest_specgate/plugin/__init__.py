@@ -489,7 +489,7 @@ def _attach_payload(item: pytest.Item, decision: RunDecision | None, report: pyt
     verdict = item.stash.get(VERDICT_KEY, None)
     criterion = item.stash.get(AC_KEY, None)
     recorder = item.stash.get(RECORDER_KEY, None)
-    from pytest_specgate.plugin.fixtures import engine_entries
+    from pytest_specgate.plugin.used_engines import engine_entries
 
     engines = engine_entries(item)
     if criterion is None and verdict is None and recorder is None and not engines:

@@ -164,20 +164,6 @@ def _record_engine(pytestconfig: pytest.Config, config: EngineConfig, engine: En
         used.append((engine, record))
 
 
-def engine_entries(item: pytest.Item) -> list[dict[str, Any]]:
-    """This test's engines, each with the ``system_fingerprint`` its server has answered with."""
-    used = item.stash.get(ITEM_ENGINES_KEY, [])
-    if not used:
-        return []
-    from pytest_specgate.engines.client import ClientEngine
-
-    entries = []
-    for engine, record in used:
-        fingerprint = engine.client.system_fingerprint if isinstance(engine, ClientEngine) else None
-        entries.append({**record, "identity": {**record["identity"], "system_fingerprint": fingerprint}})
-    return entries
-
-
 def _pooled_engine(pool: EnginePool, config: EngineConfig, tmp_path_factory: pytest.TempPathFactory,
                    nodeid: str) -> Engine:
     """The session's engine for ``config``, booted on first use (a failed boot names ``nodeid``)."""

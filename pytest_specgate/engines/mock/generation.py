@@ -10,9 +10,9 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pytest_specgate.engines.mock.envelopes import ChoiceOutcome
 from pytest_specgate.engines.mock.faults import FaultBehaviour
 from pytest_specgate.engines.mock.model import Round, Vocabulary, baseline_rounds, speculative_rounds
 from pytest_specgate.engines.mock.requests import GenerationRequest
@@ -21,7 +21,7 @@ from pytest_specgate.engines.mock.telemetry import Counters
 if TYPE_CHECKING:
     from pytest_specgate.engines.mock.state import MockState
 
-__all__ = ["ChoiceOutcome", "Generation", "TextAssembler"]
+__all__ = ["Generation", "TextAssembler"]
 
 
 class TextAssembler:
@@ -63,13 +63,6 @@ class TextAssembler:
         delta = self.text[self.emitted :]
         self.emitted = len(self.text)
         return delta
-
-
-@dataclass
-class ChoiceOutcome:
-    text: str
-    token_ids: list[int]
-    finish_reason: str
 
 
 class Generation:

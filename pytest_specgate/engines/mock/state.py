@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from pytest_specgate.contracts.engine import EngineStartupRefused
 from pytest_specgate.contracts.wire import FaultKind
-from pytest_specgate.engines.mock.faults import CRASH_NEEDS_OWN_PROCESS, FaultBoard
+from pytest_specgate.engines.mock.faults import CRASH_NEEDS_OWN_PROCESS, FaultBoard, LateReplies
 from pytest_specgate.engines.mock.model import DraftModel, TargetModel, Vocabulary, vocabulary_named
 from pytest_specgate.engines.mock.requests import GenerationRequest
 from pytest_specgate.engines.mock.settings import MockSettings, check_startup
@@ -70,8 +70,7 @@ class MockState:
             self.faults.arm(fault)
         self.violations: set[str] = set(settings.violations)
         self.slots = Slots()
-        self.late_replies = 0
-        self.late_replies_after_disconnect = 0
+        self.late_replies = LateReplies()
         self.created = int(time.time())
         self._next_id = 0
         self._sample_seed = settings.seed
@@ -90,6 +89,15 @@ class MockState:
     def next_id(self, prefix: str) -> str:
         self._next_id += 1
         return f"{prefix}-{self._next_id:016x}"
+
+    def response_id(self, request: GenerationRequest) -> str:
+        return self.next_id("chatcmpl" if request.chat else "cmpl")
+
+    def drift_fields(self) -> dict[str, object]:
+        """The ``disabled-drift`` violation: a draft-less engine leaks a field the build before lacked."""
+        if "disabled-drift" in self.violations and self.draft is None and self.settings.speculation_support:
+            return {"system_fingerprint": "spec-decode-off"}
+        return {}
 
     def next_sample_seed(self) -> int:
         self._sample_seed += 1

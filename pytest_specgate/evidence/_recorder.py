@@ -8,7 +8,6 @@ the test once it has finished, naming the first miss and counting the others.
 from __future__ import annotations
 
 import numbers
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -20,17 +19,13 @@ from pytest_specgate.contracts.thresholds import threshold_verdict
 from pytest_specgate.contracts.validation import MAX_VALUE_DEPTH, value_nesting_depth
 from pytest_specgate.evidence._jsonio import replace_atomically, sha256_hex
 from pytest_specgate.evidence._payloads import RefusedPayload
+from pytest_specgate.evidence._records import safe_file_name
 from pytest_specgate.evidence._redact import Redactor, is_text
 
 STAGING_DIR_NAME = ".staging"
 """Attachments are staged content-addressed under ``<evidence dir>/.staging/<run id>`` (xdist
 workers learn the directory from the controller) so they are stored before the bundle exists,
 and two runs sharing one evidence folder never touch each other's."""
-MAX_NAME_CHARS = 96
-"""Attachment names are cut to this (keeping the extension): with the digest prefix the file
-name stays far below the 255 bytes file systems allow."""
-
-_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 RESERVED_NOTE_KEYS = frozenset({"engines", "host", "source", "provenance", "policy", "qualifying",
                                 "completeness"})
 """Facts the plugin writes into a record itself; a note by the same name could pass for them."""
@@ -86,16 +81,6 @@ class Attachment:
         if self.problem is not None:
             entry["problem"] = self.problem
         return entry
-
-
-def safe_file_name(name: str) -> str:
-    safe = _UNSAFE_NAME.sub("_", name).strip("._") or "attachment"
-    if len(safe) <= MAX_NAME_CHARS:
-        return safe
-    stem, dot, suffix = safe.rpartition(".")
-    if not dot or len(suffix) > 16:
-        return safe[:MAX_NAME_CHARS]
-    return f"{stem[: MAX_NAME_CHARS - len(suffix) - 1]}.{suffix}"
 
 
 def _number(label: str, value: object, figure: str) -> float:

@@ -9,6 +9,7 @@ to say, here as in the gate.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
@@ -17,6 +18,12 @@ from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.thresholds import threshold_verdict
 from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord
 from pytest_specgate.evidence._policy import POLICY_VERSION, ac_outcome, judge
+
+MAX_NAME_CHARS = 96
+"""Attachment names are cut to this (keeping the extension): with the digest prefix the file
+name stays far below the 255 bytes file systems allow."""
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 ExecutedOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed", "interrupted"]
 _NOT_RUN: frozenset[str] = frozenset({"skipped", "xfailed"})
@@ -230,6 +237,16 @@ def attachment_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValue
 
 def attachment_path(sha256: str, name: str) -> str:
     return f"attachments/{sha256[:16]}-{name}"
+
+
+def safe_file_name(name: str) -> str:
+    safe = _UNSAFE_NAME.sub("_", name).strip("._") or "attachment"
+    if len(safe) <= MAX_NAME_CHARS:
+        return safe
+    stem, dot, suffix = safe.rpartition(".")
+    if not dot or len(suffix) > 16:
+        return safe[:MAX_NAME_CHARS]
+    return f"{stem[: MAX_NAME_CHARS - len(suffix) - 1]}.{suffix}"
 
 
 def declared_fields(results: Sequence[ExecutedTest]) -> dict[str, str | None]:

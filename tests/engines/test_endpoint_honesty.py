@@ -58,6 +58,14 @@ def test_the_named_server_answers_for_its_configuration_only() -> None:
 def test_client_options_and_an_explicit_url_keep_or_choose_the_server() -> None:
     timeout = SPECULATIVE.changed(request_timeout_s=5)
     assert route_endpoint(SPECULATIVE, timeout, (), "boot_engine") == timeout
+    # The same client option beside a change the server would have to make: refused without
+    # a named server, handed that server's URL with one (the client option kept).
+    baseline = timeout.changed(draft=None, num_draft_tokens=None)
+    with pytest.raises(EndpointUnserved, match="cannot reconfigure the server at http://127.0.0.1:8000"):
+        route_endpoint(SPECULATIVE, baseline, (), "boot_engine")
+    routed = route_endpoint(SPECULATIVE, baseline, (BASELINE_ROUTE,), "boot_engine")
+    assert routed == baseline.with_options(url="http://127.0.0.1:8001")
+    assert routed.option("request_timeout_s") == 5
     explicit = SPECULATIVE.changed(draft=None, url="http://127.0.0.1:8002")
     assert route_endpoint(SPECULATIVE, explicit, (), "boot_engine") == explicit
     mock = EngineConfig(backend="mock", draft="d")

@@ -13,14 +13,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, overload
 
-import pytest
-
 from pytest_specgate.contracts.engine import EngineBootError
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.markers import DEFAULT_BACKEND
 from pytest_specgate.contracts.validation import is_count, is_finite_positive, is_whole
 from pytest_specgate.selection.backends import BootFunction, backend_named, boot_function, freeze_option
 
 if TYPE_CHECKING:
+    import pytest
+
     from pytest_specgate.contracts.engine import Engine
 
 __all__ = [
@@ -57,7 +58,7 @@ class EngineConfig:
         """A positive number option (seconds, bytes, a fraction); anything else is a usage error."""
         value = self.option(name, default)
         if not is_finite_positive(value):
-            raise pytest.UsageError(
+            raise SpecgateInputError(
                 f"{self.backend} engine ({self.describe()}): option {name} must be a positive number, "
                 f"got {value!r}"
             )
@@ -77,7 +78,7 @@ class EngineConfig:
             return None
         if not is_whole(value) or (minimum is not None and value < minimum):
             wanted = {None: "an integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
-            raise pytest.UsageError(
+            raise SpecgateInputError(
                 f"{self.backend} engine ({self.describe()}): option {name} must be {wanted}, got {value!r}"
             )
         return value
@@ -117,14 +118,14 @@ class EngineConfig:
 def _optional_str(where: str, name: str, value: object) -> str | None:
     if value is None or isinstance(value, str):
         return value or None
-    raise pytest.UsageError(f"{where}: {name} must be a string, got {value!r}")
+    raise SpecgateInputError(f"{where}: {name} must be a string, got {value!r}")
 
 
 def _optional_gamma(where: str, value: object) -> int | None:
     if value is None:
         return None
     if not is_count(value):
-        raise pytest.UsageError(f"{where}: num_draft_tokens must be a positive integer, got {value!r}")
+        raise SpecgateInputError(f"{where}: num_draft_tokens must be a positive integer, got {value!r}")
     return value
 
 
@@ -144,12 +145,12 @@ def engine_config_from(
     ``where`` names the test in error messages.
     """
     if len(marker_args) > 1:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"{where}: engine() takes at most one positional argument (the backend), "
             f"got {list(marker_args)!r}"
         )
     if marker_args and "backend" in marker_kwargs:
-        raise pytest.UsageError(f"{where}: backend given both positionally and as backend=")
+        raise SpecgateInputError(f"{where}: backend given both positionally and as backend=")
     endpoint_url = _optional_str(where, "--specgate-endpoint", option_values.get("endpoint"))
     option_backend = option_values.get("engine") or ("endpoint" if endpoint_url else None)
     chosen = (
@@ -160,13 +161,13 @@ def engine_config_from(
     options = {key: freeze_option(value) for key, value in marker_kwargs.items() if key not in _NAMED_FIELDS}
     unknown = resolved.unknown_options(options)
     if unknown:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"{where}: unknown option(s) {', '.join(unknown)} for the {backend} backend; "
             f"it takes {', '.join(sorted(resolved.options or ()))}"
         )
     if backend == "endpoint" and "url" not in options:
         if endpoint_url is None:
-            raise pytest.UsageError(
+            raise SpecgateInputError(
                 f"{where}: the endpoint backend needs a URL: pass --specgate-endpoint URL "
                 'or engine("endpoint", url=...)'
             )

@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 
 from pytest_specgate._version import __version__
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.host import HostProvenance
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.payload import payload_of
@@ -127,7 +128,7 @@ def prepare_evidence_dir(evidence_dir: Path, run_id: str) -> tuple[Path, Path]:
         replace_atomically(probe, b"")
         probe.unlink()
     except OSError as error:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"--specgate-evidence: the evidence folder {evidence_dir} cannot be written "
             f"({error.strerror or error}); expected a folder this run can create files in"
         ) from None

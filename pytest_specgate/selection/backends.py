@@ -21,9 +21,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, cast, final
 
-import pytest
-
 from pytest_specgate.contracts.engine_options import ENDPOINT_OPTIONS, MLX_OPTIONS, MOCK_OPTIONS, VLLM_OPTIONS
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.markers import DEFAULT_BACKEND, ENTRY_POINT_GROUP
 
 if TYPE_CHECKING:
@@ -86,13 +85,13 @@ BUILTIN_BACKENDS: Final[Mapping[str, Backend]] = {
 
 
 def backends_from_entry_points(entry_points: Iterable[metadata.EntryPoint]) -> dict[str, Backend]:
-    """The built-ins plus one backend per entry point; a clash is a UsageError naming both sides."""
+    """The built-ins plus one backend per entry point; a clash is an input error naming both sides."""
     found: dict[str, Backend] = dict(BUILTIN_BACKENDS)
     for entry in entry_points:
         origin = f"entry point {entry.name} = {entry.value} ({_distribution_of(entry)})"
         clash = found.get(entry.name)
         if clash is not None:
-            raise pytest.UsageError(
+            raise SpecgateInputError(
                 f"engine backend {entry.name!r}: {origin} clashes with the {clash.origin} one; "
                 f"rename one of them in group {ENTRY_POINT_GROUP}"
             )
@@ -112,7 +111,7 @@ def available_backends() -> Mapping[str, Backend]:
 
 
 def backend_named(name: object, where: str) -> Backend:
-    """The backend called ``name``; anything else is a UsageError listing what exists."""
+    """The backend called ``name``; anything else is an input error listing what exists."""
     if isinstance(name, str):
         builtin = BUILTIN_BACKENDS.get(name)
         if builtin is not None:
@@ -122,7 +121,7 @@ def backend_named(name: object, where: str) -> Backend:
             return installed[name]
     else:
         installed = BUILTIN_BACKENDS
-    raise pytest.UsageError(
+    raise SpecgateInputError(
         f"{where}: unknown engine backend {name!r}; expected one of {', '.join(sorted(installed))} "
         f"(more register through the entry-point group {ENTRY_POINT_GROUP})"
     )
@@ -134,11 +133,11 @@ def boot_function(name: str) -> BootFunction:
     try:
         loaded: object = metadata.EntryPoint(backend.name, backend.boot, ENTRY_POINT_GROUP).load()
     except (ImportError, AttributeError, ValueError) as exc:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"engine backend {name!r} ({backend.origin}) cannot be loaded: {type(exc).__name__}: {exc}"
         ) from None
     if not callable(loaded):
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"engine backend {name!r} ({backend.origin}) names a {type(loaded).__name__}, not a boot function"
         )
     return cast(BootFunction, loaded)
@@ -155,7 +154,7 @@ def freeze_option(value: object) -> object:
     try:
         hash(value)
     except TypeError as exc:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"engine option value {value!r} is not hashable ({type(value).__name__})"
         ) from exc
     return value

@@ -12,8 +12,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, final
 
-import pytest
-
 from pytest_specgate.contracts.gates import GateName, declared_gates
 from pytest_specgate.contracts.hardware import HostProfile
 from pytest_specgate.contracts.markers import DEFAULT_BACKEND
@@ -30,6 +28,8 @@ from pytest_specgate.selection.backends import backend_named
 from pytest_specgate.selection.hardware import host_profiles_from_table, specgate_table
 
 if TYPE_CHECKING:
+    import pytest
+
     from pytest_specgate.selection.endpoint_routes import EndpointRoute
 
 __all__ = [
@@ -77,22 +77,19 @@ class ProjectSettings:
 
 
 def load_project_settings(pyproject: Path | None) -> ProjectSettings:
-    """Host profiles, redaction patterns and merge gates; a bad table is a UsageError naming it."""
+    """Host profiles, redaction patterns and merge gates; a bad table is an input error naming it."""
     if pyproject is None:
         return ProjectSettings(profiles={}, redact_patterns=())
-    try:
-        table = specgate_table(pyproject)
-        profiles = host_profiles_from_table(table.get("hosts", {}), pyproject)
-        redact = table.get("redact", {})
-        patterns = redact.get("patterns", []) if isinstance(redact, dict) else None
-        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
-            raise SpecgateInputError(
-                f"{pyproject}: [tool.specgate.redact] patterns must be a list of strings, got {patterns!r}"
-            )
-        compiled_patterns(patterns, f"{pyproject}: [tool.specgate.redact]")
-        gates = declared_gates(table["gates"], str(pyproject)) if "gates" in table else ()
-    except SpecgateInputError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    table = specgate_table(pyproject)
+    profiles = host_profiles_from_table(table.get("hosts", {}), pyproject)
+    redact = table.get("redact", {})
+    patterns = redact.get("patterns", []) if isinstance(redact, dict) else None
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise SpecgateInputError(
+            f"{pyproject}: [tool.specgate.redact] patterns must be a list of strings, got {patterns!r}"
+        )
+    compiled_patterns(patterns, f"{pyproject}: [tool.specgate.redact]")
+    gates = declared_gates(table["gates"], str(pyproject)) if "gates" in table else ()
     return ProjectSettings(profiles=profiles, redact_patterns=tuple(patterns), gates=gates,
                            declared_in=str(pyproject))
 
@@ -121,11 +118,11 @@ def spaced_outside_values(args: Sequence[str], invocation_dir: Path) -> list[tup
 
 
 def resolve_settings(config: pytest.Config) -> SpecgateSettings:
-    """Read every specgate option once; bad values are a UsageError naming the option."""
+    """Read every specgate option once; bad values are an input error naming the option."""
     spaced = spaced_outside_values(config.invocation_params.args, config.invocation_params.dir)
     if spaced:
         option, value = spaced[0]
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"{option} {value}: give the value with '=' ({option}={value}): with a space pytest also "
             f"reads {value} as a test path when it picks the rootdir, and this run took its settings "
             f"from {config.rootpath}"
@@ -133,7 +130,7 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
     raw_required: list[str] = config.getoption("specgate_require") or []
     required = frozenset(value.strip() for value in raw_required if value.strip())
     if REQUIRE_ALL in required and len(required) > 1:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"--specgate-require: 'all' already requires every spec; also got "
             f"{', '.join(sorted(required - {REQUIRE_ALL}))}"
         )
@@ -145,22 +142,22 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         "--specgate-engine",
     ).name
     if engine == "endpoint" and not endpoint:
-        raise pytest.UsageError("--specgate-engine endpoint needs --specgate-endpoint URL")
+        raise SpecgateInputError("--specgate-engine endpoint needs --specgate-endpoint URL")
     scale_text = config.getoption("specgate_duration_scale") or _ini_or(
         config, "specgate_duration_scale") or "1"
     try:
         scale = float(scale_text)
     except ValueError:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"--specgate-duration-scale: expected a number > 0, got {scale_text!r}"
         ) from None
     if not is_finite_positive(scale):
-        raise pytest.UsageError(f"--specgate-duration-scale: expected a finite number > 0, got {scale}")
+        raise SpecgateInputError(f"--specgate-duration-scale: expected a finite number > 0, got {scale}")
     facts = config.getoption("specgate_host_facts")
     evidence = config.getoption("specgate_evidence") or _ini_or(config, "specgate_evidence")
     sign_key = config.getoption("specgate_sign_key")
     if sign_key and not evidence:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"--specgate-sign-key={sign_key}: signs the evidence bundle, but no --specgate-evidence "
             "directory was given"
         )
@@ -183,7 +180,7 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
 
 
 def parse_endpoint_routes(texts: list[str]) -> tuple[EndpointRoute, ...]:
-    """Each ``--specgate-endpoint-for`` value as a route; a bad one is a UsageError quoting it."""
+    """Each ``--specgate-endpoint-for`` value as a route; a bad one is an input error quoting it."""
     if not texts:
         return ()
     from pytest_specgate.selection.endpoint_routes import parse_endpoint_route
@@ -191,7 +188,7 @@ def parse_endpoint_routes(texts: list[str]) -> tuple[EndpointRoute, ...]:
     try:
         return tuple(parse_endpoint_route(text) for text in texts)
     except ValueError as exc:
-        raise pytest.UsageError(f"--specgate-endpoint-for: {exc}") from None
+        raise SpecgateInputError(f"--specgate-endpoint-for: {exc}") from None
 
 
 def parse_engine_options(pairs: list[str]) -> tuple[tuple[str, object], ...]:
@@ -200,11 +197,11 @@ def parse_engine_options(pairs: list[str]) -> tuple[tuple[str, object], ...]:
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep or not key.strip():
-            raise pytest.UsageError(f"--specgate-engine-option: expected KEY=VALUE, got {pair!r}")
+            raise SpecgateInputError(f"--specgate-engine-option: expected KEY=VALUE, got {pair!r}")
         try:
             value: object = parse_json(text, f"--specgate-engine-option {key.strip()}")
-        except JsonNestingError as error:
-            raise pytest.UsageError(str(error)) from None
+        except JsonNestingError:
+            raise
         except InputError:
             value = text
         options[key.strip()] = value

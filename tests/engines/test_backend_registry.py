@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.markers import BUILTIN_BACKEND_NAMES, ENGINE_HELP
 from pytest_specgate.selection import backends as registry
 from pytest_specgate.selection.backends import (
@@ -32,7 +33,7 @@ def test_the_built_ins_are_the_one_list_every_message_uses() -> None:
     assert list(BUILTIN_BACKENDS) == ["mock", "mlx", "vllm", "endpoint"]
     assert tuple(BUILTIN_BACKENDS) == BUILTIN_BACKEND_NAMES
     assert "mock, mlx, vllm, endpoint (default mock)" in ENGINE_HELP and ENTRY_POINT_GROUP in ENGINE_HELP
-    with pytest.raises(pytest.UsageError, match=r"^here: unknown engine backend 'tgi'; expected one of "
+    with pytest.raises(SpecgateInputError, match=r"^here: unknown engine backend 'tgi'; expected one of "
                                                 r"endpoint, mlx, mock, vllm \(more register through"):
         backend_named("tgi", "here")
 
@@ -42,10 +43,10 @@ def test_an_entry_point_adds_a_backend_and_may_not_replace_one() -> None:
     assert found["echo"] == Backend("echo", "specgate_echo:boot", "entry point echo = specgate_echo:boot "
                                                                   "(unknown distribution)")
     assert found["mock"] is BUILTIN_BACKENDS["mock"]
-    with pytest.raises(pytest.UsageError, match=r"'mock': entry point mock = evil:boot .* clashes with the "
+    with pytest.raises(SpecgateInputError, match=r"'mock': entry point mock = evil:boot .* clashes with the "
                                                 r"built in one"):
         backends_from_entry_points([_entry("mock", "evil:boot")])
-    with pytest.raises(pytest.UsageError, match=r"'echo': entry point echo = b:boot .* clashes "
+    with pytest.raises(SpecgateInputError, match=r"'echo': entry point echo = b:boot .* clashes "
                                                 r"with the entry point echo = a:boot"):
         backends_from_entry_points([_entry("echo", "a:boot"), _entry("echo", "b:boot")])
 
@@ -68,9 +69,9 @@ def test_an_entry_point_that_does_not_load_to_a_boot_function_is_a_usage_error(
     if message is None:
         assert callable(boot_function("third"))
         return
-    with pytest.raises(pytest.UsageError, match=f"^engine backend 'third' \\(entry point third = {value} "):
+    with pytest.raises(SpecgateInputError, match=f"^engine backend 'third' \\(entry point third = {value} "):
         boot_function("third")
-    with pytest.raises(pytest.UsageError) as error:
+    with pytest.raises(SpecgateInputError) as error:
         boot_function("third")
     assert message in str(error.value)
 

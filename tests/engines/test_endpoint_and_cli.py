@@ -12,6 +12,7 @@ import pytest
 from engines_testkit import GREEDY, BootMock, user
 
 from pytest_specgate.contracts.engine import EngineBootError
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.engines.boot import ManagedProcess, free_loopback_port, wait_for_health
 from pytest_specgate.engines.client import OpenAIClient
 from pytest_specgate.engines.config import EngineConfig, EnginePool, engine_config_from
@@ -108,7 +109,7 @@ def test_endpoint_that_never_answers_fails_to_boot(tmp_path: Path) -> None:
 def test_endpoint_timing_option_that_is_not_a_positive_number_is_a_usage_error(
     option: str, bad: object, spec_engine: MockEngine, tmp_path: Path
 ) -> None:
-    with pytest.raises(pytest.UsageError, match=rf"option {option} must be a positive number, got {bad!r}"):
+    with pytest.raises(SpecgateInputError, match=rf"option {option} must be a positive number, got {bad!r}"):
         endpoint_boot(_endpoint(spec_engine.base_url, **{option: bad}), tmp_path)
 
 

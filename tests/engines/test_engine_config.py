@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.engines.config import EngineConfig, EnginePool, engine_config_from
 from pytest_specgate.engines.mock import MockEngine
 from pytest_specgate.engines.mock import boot as mock_boot
@@ -70,13 +71,13 @@ def test_named_fields_and_sorted_hashable_options() -> None:
 def test_bad_engine_configuration_is_a_usage_error_naming_the_test(
     marker: dict[str, object], options: dict[str, object], args: tuple[object, ...], message: str
 ) -> None:
-    with pytest.raises(pytest.UsageError, match=message) as error:
+    with pytest.raises(SpecgateInputError, match=message) as error:
         engine_config_from(marker, options, args, where="test_x.py::test_y")
     assert str(error.value).startswith("test_x.py::test_y: ")
 
 
 def test_unhashable_option_is_a_usage_error() -> None:
-    with pytest.raises(pytest.UsageError, match="not hashable"):
+    with pytest.raises(SpecgateInputError, match="not hashable"):
         engine_config_from({"weird": bytearray(b"x")}, NO_OPTIONS)
 
 
@@ -84,7 +85,7 @@ def test_backends_resolve_by_name_and_an_unknown_one_is_a_usage_error() -> None:
     # That resolving loads only the named backend is checked in tests/foundation/test_lazy_imports.py.
     assert set(BUILTIN_BACKENDS) == {"mock", "mlx", "vllm", "endpoint"}
     assert boot_function("mock") is mock_boot
-    with pytest.raises(pytest.UsageError, match="unknown engine backend"):
+    with pytest.raises(SpecgateInputError, match="unknown engine backend"):
         boot_function("tgi")
 
 
@@ -161,6 +162,6 @@ def test_a_bad_typed_option_is_a_usage_error_naming_the_engine(
         "positive": lambda: config.int_option("x", None, minimum=1),
         "count": lambda: config.int_option("x", 0, minimum=0),
     }
-    with pytest.raises(pytest.UsageError) as caught:
+    with pytest.raises(SpecgateInputError) as caught:
         readers[read]()
     assert str(caught.value) == f"vllm engine (vllm target=t x={value!r}): {message}"

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from pytest_specgate.contracts.engine import EngineStartupRefused
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.host import host_facts_from_dict
 from pytest_specgate.engines.boot import free_loopback_port
 from pytest_specgate.engines.config import EngineConfig
@@ -408,7 +409,7 @@ def test_profile_from_engine_options() -> None:
     ],
 )
 def test_bad_compose_options_are_usage_errors(config: EngineConfig, message: str) -> None:
-    with pytest.raises(pytest.UsageError, match=message):
+    with pytest.raises(SpecgateInputError, match=message):
         profile_from_config(config, host_port=1)
 
 

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.selection.settings import load_project_settings
 
 
@@ -22,7 +23,7 @@ def test_profiles_and_patterns_come_from_one_table(tmp_path: Path) -> None:
 def test_bad_patterns_name_the_file_and_table(tmp_path: Path) -> None:
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text('[tool.specgate.redact]\npatterns = "ACME"\n')
-    with pytest.raises(pytest.UsageError, match=r"pyproject.toml: \[tool.specgate.redact\] patterns must "
+    with pytest.raises(SpecgateInputError, match=r"pyproject.toml: \[tool.specgate.redact\] patterns must "
                                                 r"be a list of strings, got 'ACME'"):
         load_project_settings(pyproject)
 

@@ -27,7 +27,12 @@ if TYPE_CHECKING:
         read_records,
         verify_bundle,
     )
-    from pytest_specgate.evidence._collector import EvidenceCollector, probe_source
+    from pytest_specgate.evidence._collector import (
+        SELECTION_WORKEROUTPUT,
+        WORKER_STAGING_KEY,
+        EvidenceCollector,
+        probe_source,
+    )
     from pytest_specgate.evidence._gate import GateInputError, GateVerdict, PrBodyText, evaluate_gate
     from pytest_specgate.evidence._journal import read_receipt
     from pytest_specgate.evidence._markdown import (
@@ -48,9 +53,17 @@ if TYPE_CHECKING:
         empty_properties,
         staging_dir,
     )
+    from pytest_specgate.evidence._records import SelectionFacts
     from pytest_specgate.evidence._redact import LocalIdentity, Redactor, build_redactor, write_redacted
     from pytest_specgate.evidence._schema import evidence_schema, schema_problems
-    from pytest_specgate.evidence._signing import SigningError, SigningKey, load_signing_key, sign_bundle
+    from pytest_specgate.evidence._signing import (
+        SignedBundle,
+        SigningError,
+        SigningKey,
+        load_signing_key,
+        sign_bundle,
+    )
+    from pytest_specgate.evidence._source import IMPORTED_FILES_KEY, imported_source_files
     from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, load_trust_policy
     from pytest_specgate.evidence._writer import NOT_QUALIFIED, QUALIFIED, WrittenBundle
     from pytest_specgate.selection.ac_marker import AC_MARKER_LINE, ac_from_marker
@@ -66,6 +79,12 @@ _EXPORTS: dict[str, str] = {
     "BundleError": "_bundle",
     "EvidenceBlock": "_markdown",
     "EvidenceCollector": "_collector",
+    "IMPORTED_FILES_KEY": "_source",
+    "SELECTION_WORKEROUTPUT": "_collector",
+    "SelectionFacts": "_records",
+    "SignedBundle": "_signing",
+    "WORKER_STAGING_KEY": "_collector",
+    "imported_source_files": "_source",
     "EvidenceRecorder": "_recorder",
     "GateInputError": "_gate",
     "GateName": "pytest_specgate.contracts.gates",
@@ -127,6 +146,7 @@ __getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 __all__ = [
     "AC_MARKER_LINE",
+    "IMPORTED_FILES_KEY",
     "MANIFEST_NAME",
     "MARKDOWN_NAME",
     "NOT_QUALIFIED",
@@ -134,8 +154,10 @@ __all__ = [
     "QUALIFIED",
     "RECEIPT_NAME",
     "SCHEMA_ID",
+    "SELECTION_WORKEROUTPUT",
     "SIGNATURE_NAME",
     "STATEMENT_NAME",
+    "WORKER_STAGING_KEY",
     "AcRecord",
     "AcceptanceCriterion",
     "Attachment",
@@ -157,6 +179,8 @@ __all__ = [
     "PrBodyText",
     "RecordError",
     "Redactor",
+    "SelectionFacts",
+    "SignedBundle",
     "SigningError",
     "SigningKey",
     "TrustPolicy",
@@ -169,6 +193,7 @@ __all__ = [
     "evaluate_gate",
     "evidence_schema",
     "find_bundles",
+    "imported_source_files",
     "is_ac_id",
     "judge",
     "load_bundle",

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, cast
 
+from pytest_specgate.contracts.host import HostFactsError, HostProvenance
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.thresholds import threshold_verdict
 from pytest_specgate.evidence._schema import schema_problems
@@ -101,21 +102,6 @@ class AttachmentRow:
     path: str | None
     stored: bool
     problem: str | None = None
-
-
-@dataclass(frozen=True)
-class ToolFact:
-    name: str
-    path: str | None
-    system_location: bool
-
-
-@dataclass(frozen=True)
-class HostProvenance:
-    origin: str
-    simulated: bool
-    detail: str | None
-    tools: tuple[ToolFact, ...]
 
 
 @dataclass(frozen=True)
@@ -250,17 +236,13 @@ def _test(value: Mapping[str, JsonValue]) -> TestEntry:
 
 
 def _provenance(value: JsonValue) -> HostProvenance | None:
+    """The provenance the plugin recorded; None when absent or unreadable (the policy names why)."""
     if value is None:
         return None
-    return HostProvenance(
-        origin=value["origin"],
-        simulated=value["simulated"],
-        detail=value.get("detail"),
-        tools=tuple(
-            ToolFact(name=tool["name"], path=tool["path"], system_location=tool["system_location"])
-            for tool in value["tools"]
-        ),
-    )
+    try:
+        return HostProvenance.from_record(value)
+    except HostFactsError:
+        return None
 
 
 def _record(data: Mapping[str, JsonValue]) -> AcRecord:

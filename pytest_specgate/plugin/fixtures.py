@@ -67,7 +67,7 @@ def _staging_dir(config: pytest.Config) -> Path | None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is None:
         return None
-    from pytest_specgate.evidence._collector import WORKER_STAGING_KEY
+    from pytest_specgate.evidence import WORKER_STAGING_KEY
 
     staging = workerinput.get(WORKER_STAGING_KEY)
     return Path(staging) if isinstance(staging, str) else None

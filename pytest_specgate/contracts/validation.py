@@ -1,12 +1,12 @@
 """The validation kit: one set of checks for everything users hand in (files, options, numbers, text).
 
 Every reader of outside input goes through these few checks, so a bad input is
-one ``InputError`` (a :class:`~pytest_specgate.contracts.errors.SpecgateInputError`)
-line naming where it came from, what was expected and what was found, never a
-RecursionError, UnicodeDecodeError or traceback. The number predicates are the
-one place that says a bool is not a number and NaN is not finite; callers word
-their own messages around them. Callers turn the error into their own (a
-pytest.UsageError, a gate's exit 2, "unavailable").
+one :class:`~pytest_specgate.contracts.errors.SpecgateInputError` line naming where
+it came from, what was expected and what was found, never a RecursionError,
+UnicodeDecodeError or traceback. The number predicates are the one place that says
+a bool is not a number and NaN is not finite; callers word
+their own messages around them. The plugin and the CLI each turn the error into
+what a user sees in one place (a pytest.UsageError, exit 2).
 """
 
 from __future__ import annotations
@@ -24,9 +24,7 @@ from pytest_specgate.contracts.errors import SpecgateInputError
 __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_VALUE_DEPTH",
-    "InputError",
     "JsonNestingError",
-    "SpecgateInputError",
     "compiled_patterns",
     "decode_utf8",
     "is_count",
@@ -52,11 +50,7 @@ _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(r"[\[\]{}]")
 
 
-InputError = SpecgateInputError
-"""The name this kit's readers raise under (kept for every ``except InputError``)."""
-
-
-class JsonNestingError(InputError):
+class JsonNestingError(SpecgateInputError):
     """JSON nested deeper than MAX_JSON_DEPTH (refused before any parser recurses into it)."""
 
 
@@ -96,7 +90,7 @@ def value_nesting_depth(value: object, limit: int = MAX_VALUE_DEPTH) -> int:
 
 
 def _refuse_constant(name: str) -> float:
-    raise InputError(f"found {name}; expected a finite number")
+    raise SpecgateInputError(f"found {name}; expected a finite number")
 
 
 def parse_json(text: str, where: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
@@ -107,18 +101,18 @@ def parse_json(text: str, where: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any
     try:
         return json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
-        raise InputError(
+        raise SpecgateInputError(
             f"{where}: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
         ) from None
-    except InputError as error:
-        raise InputError(f"{where}: {error}") from None
+    except SpecgateInputError as error:
+        raise SpecgateInputError(f"{where}: {error}") from None
 
 
 def decode_utf8(data: bytes, where: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise InputError(
+        raise SpecgateInputError(
             f"{where}: expected UTF-8 text, found byte 0x{data[error.start]:02x} at offset {error.start}"
         ) from None
 
@@ -128,9 +122,9 @@ def read_json_file(path: Path, *, max_depth: int = MAX_JSON_DEPTH) -> tuple[byte
     try:
         data = path.read_bytes()
     except FileNotFoundError:
-        raise InputError(f"{path}: file not found") from None
+        raise SpecgateInputError(f"{path}: file not found") from None
     except OSError as error:
-        raise InputError(f"{path}: cannot read: {error.strerror or error}") from None
+        raise SpecgateInputError(f"{path}: cannot read: {error.strerror or error}") from None
     return data, parse_json(decode_utf8(data, str(path)), str(path), max_depth=max_depth)
 
 
@@ -174,7 +168,7 @@ def one_line_text(value: str, where: str) -> str:
         return value
     for position, character in enumerate(value):
         if unicodedata.category(character) in ("Cc", "Zl", "Zp"):
-            raise InputError(
+            raise SpecgateInputError(
                 f"{where}: expected one line of printable text, found {character!r} "
                 f"(U+{ord(character):04X}) at position {position}"
             )

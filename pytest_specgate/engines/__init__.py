@@ -1,6 +1,6 @@
 """Engines behind one protocol: the built-in mock, mlx-lm, vLLM and any running endpoint.
 
-Public names load their module on first use: the plugin reads ``engines.registry`` when it
+Public names load their module on first use: the plugin reads the backend table when it
 resolves its settings, and importing a submodule runs this file first, so re-exporting
 eagerly here would load the protocol, capabilities and configuration on every pytest start.
 """

@@ -99,11 +99,12 @@ class Bundle:
 
 def _read_json(path: Path) -> tuple[bytes, JsonValue]:
     """The file's bytes and what they parse to, from one read (nesting bounded)."""
-    from pytest_specgate.contracts.validation import InputError, read_json_file
+    from pytest_specgate.contracts.errors import SpecgateInputError
+    from pytest_specgate.contracts.validation import read_json_file
 
     try:
         return read_json_file(path)
-    except InputError as error:
+    except SpecgateInputError as error:
         raise BundleError(str(error)) from None
 
 

@@ -15,6 +15,7 @@ from pathlib import Path, PurePath
 import pytest
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.contracts.payload import RecordedProperties
 from pytest_specgate.contracts.thresholds import threshold_verdict
 from pytest_specgate.contracts.validation import MAX_VALUE_DEPTH, value_nesting_depth
 from pytest_specgate.evidence._jsonio import replace_atomically, sha256_hex
@@ -253,7 +254,7 @@ class EvidenceRecorder:
     def measurements(self) -> tuple[Measurement, ...]:
         return tuple(self._measurements)
 
-    def to_properties(self) -> dict[str, JsonValue]:
+    def to_properties(self) -> RecordedProperties:
         """The ``measurements``, ``attachments``, ``notes`` and ``engines`` entries of the per-test
         dict. Only measurement names and units are redacted here (so a test that only measures
         builds no redactor until its figures ship); the rest was redacted when recorded."""
@@ -272,6 +273,6 @@ class EvidenceRecorder:
         return entry
 
 
-def empty_properties() -> dict[str, JsonValue]:
+def empty_properties() -> RecordedProperties:
     """The recorder keys for a test that never asked for the ``evidence`` fixture."""
     return {"measurements": [], "attachments": [], "notes": {}, "engines": []}

@@ -12,14 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, final
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.gates import GateName, declared_gates
 from pytest_specgate.contracts.hardware import HostProfile
 from pytest_specgate.contracts.markers import DEFAULT_BACKEND
 from pytest_specgate.contracts.runmode import REQUIRE_ALL, RunSettings
 from pytest_specgate.contracts.validation import (
-    InputError,
     JsonNestingError,
-    SpecgateInputError,
     compiled_patterns,
     is_finite_positive,
     parse_json,
@@ -202,7 +201,7 @@ def parse_engine_options(pairs: list[str]) -> tuple[tuple[str, object], ...]:
             value: object = parse_json(text, f"--specgate-engine-option {key.strip()}")
         except JsonNestingError:
             raise
-        except InputError:
+        except SpecgateInputError:
             value = text
         options[key.strip()] = value
     return tuple(sorted(options.items()))

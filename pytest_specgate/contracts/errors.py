@@ -3,9 +3,10 @@
 Every reader of outside input (options, markers, files, host facts, gate
 arguments) raises a :class:`SpecgateInputError` or a subclass named for its
 reader; the plugin turns it into a ``pytest.UsageError`` at configure and
-collection time in one place (``plugin.input_errors_stop_the_run``; inside a test
-it is that test's error), the CLI into one line on stderr and exit 2 in ``cli.main``. It carries where the input came from, what was
-expected and what was found, so the message is never a traceback.
+collection time in one place (``plugin.input_errors_stop_the_run``; inside a
+test it is that test's error), the CLI into one line on stderr and exit 2 in
+``cli.main``. It carries where the input came from, what was expected and what
+was found, so the message is never a traceback.
 """
 
 from __future__ import annotations

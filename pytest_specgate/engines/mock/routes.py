@@ -124,7 +124,7 @@ class MockEngineApp:
         refusal = behaviour.refusal()
         if refusal is not None:
             return refusal
-        generation = Generation(state, parsed, behaviour)
+        generation = Generation(state.generation_setup(parsed), parsed, behaviour)
         if parsed.stream:
             return await self._stream(request, generation)
         return await self._complete(request, generation)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pytest_specgate.contracts.engine import EngineStartupRefused
 from pytest_specgate.contracts.wire import FaultKind
 from pytest_specgate.engines.mock.faults import CRASH_NEEDS_OWN_PROCESS, FaultBoard, LateReplies
+from pytest_specgate.engines.mock.generation import GenerationSetup
 from pytest_specgate.engines.mock.model import DraftModel, TargetModel, Vocabulary, vocabulary_named
 from pytest_specgate.engines.mock.requests import GenerationRequest
 from pytest_specgate.engines.mock.settings import MockSettings, check_startup
@@ -111,6 +112,15 @@ class MockState:
             if feature in self.settings.gated_features:
                 return feature
         return None
+
+    def generation_setup(self, request: GenerationRequest) -> GenerationSetup:
+        """What a generation of ``request`` reads of this state, taken now."""
+        gate_reason = self.gate_reason(request)
+        return GenerationSetup(
+            target=self.target, draft=self.draft, vocab=self.vocab, settings=self.settings,
+            corrupt="corrupt-spec" in self.violations, gate_reason=gate_reason,
+            speculative=self.speculates(gate_reason), telemetry=self.telemetry,
+        )
 
     def speculates(self, gate_reason: str | None) -> bool:
         if self.draft is None:

@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING, Any
 from benchmarks import REPO_ROOT, Row, pytest_argv, quiet_environment
 
 if TYPE_CHECKING:
-    from pytest_specgate.evidence._trust import TrustPolicy
+    from pytest_specgate.evidence._trusted import TrustedConfig
 
 SEED = 20261202
 _STOP_WAIT_S = 60.0
@@ -463,7 +463,7 @@ class GateCase:
     evidence_dir: Path
     required: tuple[str, ...]
     commit: str
-    policy: TrustPolicy | None = None
+    trusted: TrustedConfig | None = None
 
 
 @dataclass(frozen=True)
@@ -473,7 +473,7 @@ class SignedProject:
     path: Path
     commit: str
     keys: dict[str, Path]
-    policy: TrustPolicy | None
+    trusted: TrustedConfig
 
 
 def _key_pair(directory: Path, name: str) -> tuple[Path, str]:
@@ -493,7 +493,7 @@ def _key_pair(directory: Path, name: str) -> tuple[Path, str]:
 
 
 def build_signed_project(root: Path) -> SignedProject:
-    from pytest_specgate.evidence._trust import load_trust_policy
+    from pytest_specgate.evidence._trusted import trusted_config_from_file
 
     project, keys_dir = root / "project", root / "keys"
     project.mkdir(parents=True)
@@ -509,7 +509,8 @@ def build_signed_project(root: Path) -> SignedProject:
     _git(project, "add", ".")
     _git(project, "commit", "-q", "-m", "specs")
     return SignedProject(
-        project, _git(project, "rev-parse", "HEAD"), keys, load_trust_policy(project / "pyproject.toml")
+        project, _git(project, "rev-parse", "HEAD"), keys,
+        trusted_config_from_file(project / "pyproject.toml", "--trusted-config"),
     )
 
 
@@ -530,18 +531,19 @@ def signed_run(project: SignedProject, name: str, *options: str) -> GateCase:
         [sys.executable, "-m", "pytest_specgate.cli", "render", str(bundles[0]), "-o", str(pr_body)],
         cwd=project.path, env=environment, check=True, capture_output=True,
     )
-    return GateCase(bundles[0], pr_body, evidence_dir, ("AC-1", "AC-2"), project.commit, project.policy)
+    return GateCase(bundles[0], pr_body, evidence_dir, ("AC-1", "AC-2"), project.commit, project.trusted)
 
 
 def gate_problems(case: GateCase) -> tuple[str, ...]:
     """Every problem line the gate prints against the case (none when it accepts every required AC)."""
     from pytest_specgate.evidence import GateInputError, evaluate_gate
     from pytest_specgate.evidence._gate import CommitChoice
+    from pytest_specgate.evidence._trusted import UNTRUSTED
 
     try:
         verdict = evaluate_gate(
             case.pr_body, [case.evidence_dir], case.required, CommitChoice(case.commit, "--commit"),
-            trust_policy=case.policy,
+            trusted=case.trusted or UNTRUSTED,
         )
     except GateInputError as error:
         return (f"bad input: {error}",)
@@ -718,7 +720,7 @@ def forged_case(base: GateCase, work: Path, field: str, edit: Callable[[dict[str
     pr_body = work / "PR.md"
     pr_body.write_text(remanifest(bundle))
     commit = FORGED_COMMIT if field == "commit" else base.commit
-    return GateCase(bundle, pr_body, evidence_dir, base.required, commit, base.policy)
+    return GateCase(bundle, pr_body, evidence_dir, base.required, commit, base.trusted)
 
 
 def apply_signature(case: GateCase, variant: str, keys: dict[str, Path]) -> None:
@@ -753,7 +755,8 @@ def run_forgeries(
         for variant in (*SIGNATURE_VARIANTS, "re-signed by the enrolled key"):
             case = forged_case(base, work / f"{index}-{variant.replace(' ', '-')}", field, edit)
             if variant == SIGNATURE_VARIANTS[0]:
-                without_policy += gate_accepts(dataclasses.replace(case, policy=None), honest)
+                untrusted = case.trusted and dataclasses.replace(case.trusted, trust=None)
+                without_policy += gate_accepts(dataclasses.replace(case, trusted=untrusted), honest)
             apply_signature(case, variant, project.keys)
             verdict = _gate_verdict_or_crash(case, honest)
             if variant not in SIGNATURE_VARIANTS:

@@ -11,7 +11,9 @@ from dataclasses import dataclass
 
 __all__ = ["AC_ID", "AC_ID_FORMS", "AcceptanceCriterion", "is_ac_id"]
 
-AC_ID = re.compile(r"^(?:AC-\d+[a-z]?|FR-\d+(?:\.\d+)?)$")
+AC_ID = re.compile(r"^(?:AC-[0-9]+[a-z]?|FR-[0-9]+(?:\.[0-9]+)?)\Z")
+"""ASCII digits only and no trailing newline, as the record schema's pattern: ``\\d`` would also
+take ``AC-１０`` and ``$`` would take ``AC-10\\n``."""
 AC_ID_FORMS = "AC-<n>[a-z] or FR-<n>[.<n>]"
 
 

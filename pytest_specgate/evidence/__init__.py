@@ -64,7 +64,8 @@ if TYPE_CHECKING:
         sign_bundle,
     )
     from pytest_specgate.evidence._source import IMPORTED_FILES_KEY, imported_source_files
-    from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, load_trust_policy
+    from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError
+    from pytest_specgate.evidence._trusted import TrustedConfig, TrustedConfigError, load_trusted_config
     from pytest_specgate.evidence._writer import NOT_QUALIFIED, QUALIFIED, WrittenBundle
     from pytest_specgate.selection.ac_marker import AC_MARKER_LINE, ac_from_marker
 
@@ -114,6 +115,8 @@ _EXPORTS: dict[str, str] = {
     "SigningKey": "_signing",
     "TrustPolicy": "_trust",
     "TrustPolicyError": "_trust",
+    "TrustedConfig": "_trusted",
+    "TrustedConfigError": "_trusted",
     "WrittenBundle": "_writer",
     "ac_from_marker": "pytest_specgate.selection.ac_marker",
     "build_redactor": "_redact",
@@ -125,7 +128,7 @@ _EXPORTS: dict[str, str] = {
     "is_ac_id": "pytest_specgate.contracts.acceptance",
     "load_bundle": "_bundle",
     "load_signing_key": "_signing",
-    "load_trust_policy": "_trust",
+    "load_trusted_config": "_trusted",
     "parse_gate_name": "pytest_specgate.contracts.gates",
     "parse_pr_body": "_markdown",
     "probe_source": "_collector",
@@ -185,6 +188,8 @@ __all__ = [
     "SigningKey",
     "TrustPolicy",
     "TrustPolicyError",
+    "TrustedConfig",
+    "TrustedConfigError",
     "WrittenBundle",
     "ac_from_marker",
     "build_redactor",
@@ -198,7 +203,7 @@ __all__ = [
     "judge",
     "load_bundle",
     "load_signing_key",
-    "load_trust_policy",
+    "load_trusted_config",
     "parse_gate_name",
     "parse_pr_body",
     "probe_source",

@@ -2,28 +2,26 @@
 for this exact commit whose records, judged again here under the verdict policy, pass and qualify.
 
 The gate believes no verdict a bundle states: it recomputes each AC's verdict with
-:func:`~pytest_specgate.evidence._policy.judge` and rejects a PR body whose visible verdict line
-says otherwise. Problems with the evidence are *rejections* (exit 1, one line per problem, each
+:func:`~pytest_specgate.evidence._policy.judge`, re-renders the AC's block from the bound record
+and rejects a PR body block that shows a reviewer anything else, line by line. What decides
+(profiles, gates, signers, engine-free ACs) comes from a :class:`TrustedConfig`, never from the
+PR's checkout. Problems with the evidence are *rejections* (exit 1, one line per problem, each
 naming the AC). Inputs the gate cannot read at all are *bad input* (exit 2) and raise
 :class:`GateInputError` naming the file or option.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 
 from pytest_specgate.contracts.acceptance import AC_ID_FORMS, is_ac_id
 from pytest_specgate.contracts.errors import SpecgateInputError
-from pytest_specgate.contracts.gates import (
-    DeclaredGatesError,
-    GateName,
-    declared_gates,
-    parse_gate_name,
-    undeclared_gate_problem,
-)
+from pytest_specgate.contracts.gates import GateName, parse_gate_name, undeclared_gate_problem
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import (
@@ -41,13 +39,19 @@ from pytest_specgate.evidence._markdown import (
     HiddenEvidence,
     PrBodyError,
     read_pr_body,
+    render_ac_block,
     render_markdown,
 )
-from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
-from pytest_specgate.evidence._trust import TrustCheck, TrustPolicy
+from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, engine_requirement_reasons, judge
+from pytest_specgate.evidence._trust import NO_PROFILES, TrustCheck, profile_needs
+from pytest_specgate.evidence._trusted import UNTRUSTED, TrustedConfig
 
 GATE_RESULT_SCHEMA_ID = "specgate.gate-result/1"
 _FULL_COMMIT = re.compile(r"^[0-9a-fA-F]{40}$")
+PROJECT_CONFIG_FILES = frozenset({"pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg"})
+"""pytest's configuration files at the repository root: harness for every AC when they change (the
+root conftest.py is harness already, as a conftest above every spec)."""
+GIT_TIMEOUT_S = 30.0
 
 
 class GateInputError(SpecgateInputError):
@@ -70,6 +74,10 @@ class AcJudgement:
     verdict: PolicyVerdict | None
     problems: tuple[str, ...]
     waived: bool = False
+    harness_changed: tuple[str, ...] | None = None
+    """Harness files (the AC's spec files, conftests above them, files beside them, the project's
+    pytest configuration) that differ between the trusted base commit and the record's commit;
+    None when no base ref was given or no record was reached."""
 
     @property
     def accepted(self) -> bool:
@@ -77,19 +85,34 @@ class AcJudgement:
 
 
 @dataclass(frozen=True)
+class SignatureRule:
+    """Whether a missing trust policy rejects (under CI or ``--require-signatures``) or was
+    explicitly allowed (``--allow-unsigned``); both are printed with the result."""
+
+    required: bool = False
+    allow_unsigned: bool = False
+
+
+@dataclass(frozen=True)
 class GateVerdict:
     commit: CommitChoice
     gate: str | None
     judgements: tuple[AcJudgement, ...]
+    trusted: str = UNTRUSTED.source
+    signatures: str = "not checked"
+    run_problems: tuple[str, ...] = ()
+    base_commit: str | None = None
     policy: str = POLICY_VERSION
 
     @property
     def accepted(self) -> tuple[str, ...]:
-        return tuple(j.ac_id for j in self.judgements if j.accepted)
+        return tuple(j.ac_id for j in self.judgements if j.accepted) if not self.run_problems else ()
 
     @property
     def problems(self) -> tuple[str, ...]:
-        return tuple(f"{j.ac_id}: {problem}" for j in self.judgements for problem in j.problems)
+        return self.run_problems + tuple(
+            f"{j.ac_id}: {problem}" for j in self.judgements for problem in j.problems
+        )
 
 
 def resolve_commit(option: str | None, environ: Mapping[str, str]) -> CommitChoice:
@@ -109,27 +132,15 @@ def resolve_commit(option: str | None, environ: Mapping[str, str]) -> CommitChoi
     return CommitChoice(sha=text.strip().lower(), source=source)
 
 
-def read_declared_gates(pyproject: Path) -> tuple[GateName, ...]:
-    """The ``[tool.specgate] gates`` of ``pyproject`` (empty when it declares none or does not exist)."""
-    from pytest_specgate.contracts.hardware import RequirementError
-    from pytest_specgate.selection.hardware import specgate_table
-
-    try:
-        table = specgate_table(pyproject)
-        return declared_gates(table["gates"], str(pyproject)) if "gates" in table else ()
-    except (RequirementError, DeclaredGatesError) as error:
-        raise GateInputError(str(error)) from None
-
-
-def resolve_gate(gate: str | None, declared: tuple[GateName, ...], pyproject: Path) -> GateName | None:
-    """``--gate`` must name one of the project's declared merge gates."""
+def resolve_gate(gate: str | None, trusted: TrustedConfig) -> GateName | None:
+    """``--gate`` must name one of the merge gates the trusted config declares."""
     if gate is None:
         return None
     try:
         name = parse_gate_name(gate)
     except ValueError as error:
         raise GateInputError(f"--gate: {error}") from None
-    problem = undeclared_gate_problem(name.text, declared, str(pyproject))
+    problem = undeclared_gate_problem(name.text, trusted.gates, trusted.source)
     if problem is not None:
         raise GateInputError(f"--gate: {problem}")
     return name
@@ -173,12 +184,16 @@ def evaluate_gate(
     required: Sequence[str],
     commit: CommitChoice,
     gate: GateName | None = None,
-    declared: tuple[GateName, ...] = (),
-    trust_policy: TrustPolicy | None = None,
+    trusted: TrustedConfig = UNTRUSTED,
+    signatures: SignatureRule = SignatureRule(),
+    now: dt.datetime | None = None,
+    repo: Path | None = None,
 ) -> GateVerdict:
-    """Judge a PR body against bundles; see the module docstring for exit semantics.
+    """Judge a PR body against bundles under ``trusted``; see the module docstring for exit semantics.
 
-    With a ``trust_policy`` every AC must also be vouched for by an enrolled signer.
+    With a trust policy every AC must also be vouched for by an enrolled, unexpired signer (keys'
+    ``expires`` are read against ``now``). ``repo`` is where ``git diff`` lists the harness files
+    changed since ``trusted.base_commit`` (default: the working directory).
     """
     for ac_id in required:
         if not is_ac_id(ac_id):
@@ -196,16 +211,62 @@ def evaluate_gate(
         raise GateInputError(
             f"{pr_body.source}: no '## <AC> evidence' block and no --require: nothing to gate"
         )
-    integrity: dict[Path, list[str]] = {}
-    trust = None if trust_policy is None else TrustCheck(trust_policy)
+    context = _AcContext(
+        bundles=bundles,
+        commit=commit,
+        gate=gate,
+        trusted=trusted,
+        trust=None if trusted.trust is None else TrustCheck(trusted.trust, now or dt.datetime.now(dt.UTC)),
+        repo=repo or Path.cwd(),
+    )
     judgements = []
     for ac_id in acs:
         ac_blocks = [b for b in blocks if b.ac_id == ac_id]
         if not ac_blocks and body.hidden_for(ac_id):
             judgements.append(AcJudgement(ac_id, None, (_hidden_only(ac_id, body.hidden_for(ac_id)),)))
             continue
-        judgements.append(_judge_ac(ac_id, ac_blocks, bundles, integrity, commit, gate, declared, trust))
-    return GateVerdict(commit=commit, gate=None if gate is None else gate.text, judgements=tuple(judgements))
+        judgements.append(_judge_ac(ac_id, ac_blocks, context))
+    described, run_problems = _signature_state(trusted, signatures)
+    return GateVerdict(
+        commit=commit,
+        gate=None if gate is None else gate.text,
+        judgements=tuple(judgements),
+        trusted=trusted.source,
+        signatures=described,
+        run_problems=run_problems,
+        base_commit=trusted.base_commit,
+    )
+
+
+def _signature_state(trusted: TrustedConfig, rule: SignatureRule) -> tuple[str, tuple[str, ...]]:
+    """What the result says about signatures, and the rejection a missing policy is where required."""
+    if trusted.trust is not None:
+        signers = len(trusted.trust.signers)
+        return f"checked under the trust policy of {trusted.source} ({signers} signers)", ()
+    if rule.allow_unsigned:
+        return f"NOT checked (--allow-unsigned): no trust policy in {trusted.source}", ()
+    if rule.required:
+        return "required, but there is no trust policy", (
+            f"trust policy: none in {trusted.source}, and signatures are required (under CI, or "
+            "--require-signatures): enrol signers in the base branch's [tool.specgate.trust], or pass "
+            "--allow-unsigned to accept unsigned evidence",
+        )
+    return f"not checked: no trust policy in {trusted.source}", ()
+
+
+@dataclass
+class _AcContext:
+    """What every AC of one gate run is judged against; ``integrity`` and ``diffs`` are filled as
+    ACs are judged, so ACs sharing a bundle or a commit read its files and its diff once."""
+
+    bundles: Sequence[Bundle]
+    commit: CommitChoice
+    gate: GateName | None
+    trusted: TrustedConfig
+    trust: TrustCheck | None
+    repo: Path
+    integrity: dict[Path, list[str]] = field(default_factory=dict)
+    diffs: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
 
 
 def _hidden_only(ac_id: str, hidden: Sequence[HiddenEvidence]) -> str:
@@ -235,35 +296,31 @@ def bundle_problems(bundle: Bundle) -> list[str]:
     return []
 
 
-def _judge_ac(
-    ac_id: str,
-    blocks: Sequence[EvidenceBlock],
-    bundles: Sequence[Bundle],
-    integrity: dict[Path, list[str]],
-    commit: CommitChoice,
-    gate: GateName | None,
-    declared: tuple[GateName, ...],
-    trust: TrustCheck | None = None,
-) -> AcJudgement:
-    """``integrity`` holds each bundle's verification, so ACs sharing a bundle read its files once."""
-    found = _bound_record(ac_id, blocks, bundles, integrity)
+def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) -> AcJudgement:
+    found = _bound_record(ac_id, blocks, context.bundles, context.integrity)
     if isinstance(found, list):
         return AcJudgement(ac_id, None, tuple(found))
     bundle, record, block = found
     verdict = judge(record)
-    problems = _binding_problems(record, verdict, block, bundle, commit)
-    if trust is not None:
-        problems += trust.problems(bundle, record.document, commit.sha)
+    trusted = context.trusted
+    problems = _binding_problems(record, verdict, block, bundle, context.commit)
+    needs = profile_needs(record, trusted.hosts) if trusted.hosts or trusted.trust else NO_PROFILES
+    problems += needs.problems
+    if context.trust is not None:
+        problems += context.trust.problems(bundle, record, needs, context.commit.sha)
+    harness = None if trusted.base_commit is None else _harness_changes(record, trusted.base_commit, context)
     if verdict.waiver is not None:
-        waiver_problem = _waiver_problem(verdict.waiver.to, gate, declared)
+        waiver_problem = _waiver_problem(verdict.waiver.to, context.gate, trusted)
         if waiver_problem is None:
-            return AcJudgement(ac_id, verdict, tuple(problems), waived=True)
+            return AcJudgement(ac_id, verdict, tuple(problems), waived=True, harness_changed=harness)
         problems.append(waiver_problem)
     if verdict.outcome != "passed":
         problems.append(f"outcome is {verdict.outcome}, not passed")
     if not verdict.qualifying:
         problems.append(f"not qualifying under {verdict.policy}: {'; '.join(verdict.reasons)}")
-    return AcJudgement(ac_id, verdict, tuple(problems))
+    engine = engine_requirement_reasons(record, trusted.engine_free(ac_id))
+    problems += [f"not qualifying under the trusted config ({trusted.source}): {reason}" for reason in engine]
+    return AcJudgement(ac_id, verdict, tuple(problems), harness_changed=harness)
 
 
 def _bound_record(
@@ -309,17 +366,15 @@ def _bound_record(
 def _binding_problems(
     record: AcRecord, verdict: PolicyVerdict, block: EvidenceBlock, bundle: Bundle, commit: CommitChoice
 ) -> list[str]:
-    """Commit, the visible verdict, the record's own claims and its attachments, against the facts."""
+    """Commit, what the block shows, the record's own claims and its attachments, against the facts."""
     problems = []
     if record.source.commit != commit.sha:
         problems.append(f"evidence is for commit {record.source.commit or 'unknown'}, not {commit.sha}")
-    if block.verdict_text is None:
-        problems.append(f"block at PR body line {block.line} has no visible '**Verdict: …**' line")
-    elif block.verdict_text != verdict.label:
-        problems.append(
-            f"visible verdict '{block.verdict_text}' (PR body line {block.verdict_line}) disagrees with the "
-            f"verdict {verdict.policy} recomputes: '{verdict.label}'"
-        )
+    ac_sha256 = bundle.files[ac_file_name(record.ac.id)].sha256
+    expected = render_ac_block(record, verdict, ac_sha256, bundle.digest)
+    difference = block_difference(block, expected)
+    if difference is not None:
+        problems.append(difference)
     if (record.outcome, record.qualifying) != (verdict.outcome, verdict.qualifying):
         claimed = f"{record.outcome.upper()} · {'QUALIFYING' if record.qualifying else 'NOT QUALIFYING'}"
         problems.append(
@@ -334,11 +389,91 @@ def _binding_problems(
     return problems
 
 
-def _waiver_problem(target: str, gate: GateName | None, declared: tuple[GateName, ...]) -> str | None:
-    """None when the waiver defers this AC past the current (declared) gate; else why it does not."""
+def _normalised(text: str) -> str:
+    return " ".join(text.split())
+
+
+def block_difference(block: EvidenceBlock, expected: str) -> str | None:
+    """The first visible line where the PR body's block differs from ``expected`` (the block
+    re-rendered from the bound record), else None.
+
+    Lines are compared after the heading (whose words after the AC id are the author's), with
+    whitespace runs collapsed and blank lines dropped, so the comparison holds whatever the
+    renderer's layout is.
+    """
+    rendered = expected.split("\n")
+    heading = next((index for index, line in enumerate(rendered) if line.lstrip().startswith("#")), -1)
+    wanted = [line for line in map(_normalised, rendered[heading + 1 :]) if line]
+    shown = [(number, line) for number, text in block.body if (line := _normalised(text))]
+    for index in range(max(len(wanted), len(shown))):
+        want = wanted[index] if index < len(wanted) else None
+        have = shown[index] if index < len(shown) else None
+        if have is not None and want == have[1]:
+            continue
+        if have is None:
+            return (
+                f"the block at PR body line {block.line} does not show what was judged: it ends before "
+                f"the line {want!r} its record renders"
+            )
+        expected_text = "the end of the block" if want is None else repr(want)
+        return (
+            f"the block does not show what was judged: PR body line {have[0]}: expected {expected_text}, "
+            f"found {have[1]!r}"
+        )
+    return None
+
+
+def harness_paths(record: AcRecord, changed: Sequence[str]) -> tuple[str, ...]:
+    """Which ``changed`` paths are harness for ``record``'s AC: its spec files, any conftest.py at
+    or above their folders, other files in those folders (helpers, data), and the project's pytest
+    configuration at the root. Paths are repository-relative, as nodeids are rootdir-relative."""
+    specs = {PurePosixPath(test.nodeid.split("::", 1)[0]) for test in record.tests}
+    folders = {spec.parent for spec in specs}
+    above = {ancestor for folder in folders for ancestor in (folder, *folder.parents)}
+    found = []
+    for text in changed:
+        path = PurePosixPath(text)
+        if (
+            path in specs
+            or path.parent in folders
+            or (path.name == "conftest.py" and path.parent in above)
+            or (path.parent == PurePosixPath(".") and path.name in PROJECT_CONFIG_FILES)
+        ):
+            found.append(text)
+    return tuple(found)
+
+
+def _harness_changes(record: AcRecord, base: str, context: _AcContext) -> tuple[str, ...]:
+    head = record.source.commit
+    if head is None:
+        return ("(the record names no commit to compare with the base)",)
+    if head not in context.diffs:
+        context.diffs[head] = changed_between(base, head, context.repo)
+    changed = context.diffs[head]
+    if isinstance(changed, str):
+        return (f"(cannot compare with the base: {changed})",)
+    return harness_paths(record, changed)
+
+
+def changed_between(base: str, head: str, repo: Path) -> tuple[str, ...] | str:
+    """Paths that differ between two commits (``git diff --name-only``), or why git could not say."""
+    argv = ["git", "diff", "--name-only", "-z", "--no-renames", "--end-of-options", base, head, "--"]
+    try:
+        completed = subprocess.run(argv, cwd=repo, capture_output=True, timeout=GIT_TIMEOUT_S, check=False)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        return f"cannot run git: {error}"
+    if completed.returncode != 0:
+        said = completed.stderr.decode("utf-8", "replace").strip().splitlines()
+        return said[-1] if said else f"git diff exited {completed.returncode}"
+    return tuple(name for name in completed.stdout.decode("utf-8", "replace").split("\0") if name)
+
+
+def _waiver_problem(target: str, gate: GateName | None, trusted: TrustedConfig) -> str | None:
+    """None when the waiver defers this AC past the current gate, both declared by the trusted
+    config (a gate the PR declares for itself counts for nothing); else why it does not."""
     if gate is None:
         return f"waived → {target}, but no --gate was given to honour the waiver against"
-    undeclared = undeclared_gate_problem(target, declared, "the project")
+    undeclared = undeclared_gate_problem(target, trusted.gates, trusted.source)
     if undeclared is not None:
         return f"waiver does not count: {undeclared}"
     if parse_gate_name(target).is_later_than(gate):
@@ -354,7 +489,11 @@ def gate_result_json(verdict: GateVerdict) -> dict[str, JsonValue]:
         "commit": verdict.commit.sha,
         "commit_source": verdict.commit.source,
         "gate": verdict.gate,
+        "trusted_config": verdict.trusted,
+        "base_commit": verdict.base_commit,
+        "signatures": verdict.signatures,
         "accepted": not verdict.problems,
+        "problems": list(verdict.run_problems),
         "acs": [
             {
                 "ac": judgement.ac_id,
@@ -364,6 +503,9 @@ def gate_result_json(verdict: GateVerdict) -> dict[str, JsonValue]:
                 "qualifying": None if judgement.verdict is None else judgement.verdict.qualifying,
                 "reasons": [] if judgement.verdict is None else list(judgement.verdict.reasons),
                 "problems": list(judgement.problems),
+                "harness_changed": None
+                if judgement.harness_changed is None
+                else list(judgement.harness_changed),
             }
             for judgement in verdict.judgements
         ],
@@ -382,6 +524,9 @@ def gate_summary_markdown(verdict: GateVerdict) -> str:
         f"Policy {verdict.policy}; commit {verdict.commit.sha} (from {verdict.commit.source}); "
         f"gate {verdict.gate or 'none'}",
         "",
+        f"Trusted config {_summary_cell(verdict.trusted)}; signatures {_summary_cell(verdict.signatures)}",
+        "",
+        *(f"- {_summary_cell(problem)}" for problem in verdict.run_problems),
         "| AC | verdict | gate | problems |",
         "|---|---|---|---|",
     ]

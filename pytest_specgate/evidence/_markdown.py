@@ -62,6 +62,10 @@ class EvidenceBlock:
     line: int
     verdict_text: str | None = None
     verdict_line: int | None = None
+    body: tuple[tuple[int, str], ...] = ()
+    """``(line number, visible text)`` of every line after the heading, as a reviewer sees it
+    (quote markers and HTML comments taken out, code hidden): what the gate compares with the
+    block it re-renders from the bound record."""
 
 
 @dataclass(frozen=True)
@@ -337,4 +341,5 @@ def _parse_block(ac_id: str, heading: _Line, body: Sequence[_Line], source: str)
         line=heading.number,
         verdict_text=verdicts[0][1].group("text") if verdicts else None,
         verdict_line=verdicts[0][0].number if verdicts else None,
+        body=tuple((row.number, row.visible) for row in body),
     )

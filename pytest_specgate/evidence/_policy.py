@@ -242,3 +242,23 @@ def _engine_reasons(engine: EngineFact, hardware_checked_here: bool) -> list[str
         reasons.append(f"the {engine.backend} engine at {url} is not on this host ({where}): "
                        "the hardware marker was checked here, not there")
     return reasons
+
+
+def engine_requirement_reasons(record: AcRecord, engine_free: bool) -> list[str]:
+    """A hardware AC must name the engine its figures came from, unless the trusted config declares
+    it engine-free (``[tool.specgate.acs."AC-N"] engine = false``).
+
+    A hardware spec that records figures but never boots an engine would otherwise qualify on
+    numbers nothing measured. The gate applies this rule with the trusted config; it is kept out of
+    :func:`judge`, which sees only the record, so every renderer of a bundle agrees with its writer.
+    """
+    if engine_free:
+        return []
+    on_hardware = [test.nodeid for test in record.tests if test.hardware is not None]
+    if not on_hardware or any(test.engines for test in record.tests):
+        return []
+    return [
+        f"hardware AC records no engine: no test of {record.ac.id} ({', '.join(on_hardware)} on hardware) "
+        "recorded one; only an AC the trusted config declares engine-free "
+        f'([tool.specgate.acs."{record.ac.id}"] engine = false) qualifies without'
+    ]

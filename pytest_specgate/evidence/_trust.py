@@ -1,30 +1,34 @@
-"""The repository's trust policy and the gate's signature check against it.
+"""The trust policy and the gate's signature check against it.
 
 ``[tool.specgate.trust.signers.<name>]`` enrolls a public key for the host profiles it may vouch
-for (the desk M4's key for ``m4-16gb``, the GB10 box's for ``gb10``). Under a policy every AC the
-gate accepts must come from a bundle whose envelope verifies under an enrolled key and whose
-signed subjects are exactly the bundle's files and commit; an AC whose tests ran on a matched
-hardware profile also needs a signer enrolled for that profile. Unsigned ACs without hardware are
-refused too: otherwise dropping the hardware requirement from a record and deleting the envelope
-would turn any forgery into an "unsigned, no hardware" AC that passes.
+for (the desk M4's key for ``m4-16gb``, the GB10 box's for ``gb10``), optionally until it
+``expires``. Under a policy every AC the gate accepts must come from a bundle whose envelope
+verifies under an enrolled, unexpired key and whose signed subjects are exactly the bundle's
+files and commit. Which profiles an AC needs a signer for is derived here from the record's host
+facts against the trusted profile definitions, never read from the profile label a test recorded
+for itself: relabelling a test, or recording no label, must not let the GB10 key vouch for an M4.
+Unsigned ACs without hardware are refused too: otherwise dropping the hardware requirement from
+a record and deleting the envelope would turn any forgery into an "unsigned, no hardware" AC.
 """
 
 from __future__ import annotations
 
-import tomllib
+import datetime as dt
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_specgate.contracts.hardware import HostProfile
 from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import SIGNATURE_NAME, Bundle
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 TRUST_TABLE = "[tool.specgate.trust]"
-_SIGNER_FIELDS = frozenset({"key", "profiles"})
+_SIGNER_FIELDS = frozenset({"key", "profiles", "expires"})
 
 
 class TrustPolicyError(Exception):
@@ -37,22 +41,46 @@ class Signer:
     keyid: str
     public_key: Ed25519PublicKey = field(repr=False)
     profiles: tuple[str, ...]
+    expires: dt.datetime | None = None
 
     def label(self) -> str:
         return f"{self.name} ({self.keyid})"
 
+    def expired(self, now: dt.datetime) -> bool:
+        return self.expires is not None and now >= self.expires
+
 
 @dataclass(frozen=True)
 class TrustPolicy:
-    source: Path
+    source: str
     signers: tuple[Signer, ...]
 
     def signer(self, keyid: str) -> Signer | None:
         return next((signer for signer in self.signers if signer.keyid == keyid), None)
 
-    def allowed(self, profile: str) -> str:
-        enrolled = [signer.label() for signer in self.signers if profile in signer.profiles]
-        return ", ".join(enrolled) or "no enrolled signer"
+    def allowed(self, profile: str, now: dt.datetime) -> str:
+        enrolled = [
+            signer.label()
+            for signer in self.signers
+            if profile in signer.profiles and not signer.expired(now)
+        ]
+        return ", ".join(enrolled) or "no enrolled signer whose key has not expired"
+
+
+def expiry(value: object, where: str) -> dt.datetime:
+    """``expires``: a TOML or ISO date (the key stops vouching at 00:00 UTC that day) or datetime
+    (UTC when it names no offset)."""
+    if isinstance(value, str):
+        try:
+            timed = "T" in value or " " in value
+            value = dt.datetime.fromisoformat(value) if timed else dt.date.fromisoformat(value)
+        except ValueError:
+            raise TrustPolicyError(f"{where}: expires {value!r} is not an ISO date or datetime") from None
+    if isinstance(value, dt.datetime):
+        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+    if isinstance(value, dt.date):
+        return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
+    raise TrustPolicyError(f"{where}: expires must be an ISO date or datetime, found {value!r}")
 
 
 def _signer(name: str, table: object, where: str, declared: Sequence[str] | None) -> Signer:
@@ -62,7 +90,9 @@ def _signer(name: str, table: object, where: str, declared: Sequence[str] | None
         raise TrustPolicyError(f"{where} must be a table with key = ... and profiles = [...]")
     unknown = sorted(set(table) - _SIGNER_FIELDS)
     if unknown or "key" not in table:
-        raise TrustPolicyError(f"{where}: expected the fields key and profiles, found {sorted(table)}")
+        raise TrustPolicyError(
+            f"{where}: expected the fields key, profiles and expires, found {sorted(table)}"
+        )
     key_text, profiles = table["key"], table.get("profiles", [])
     if not isinstance(key_text, str):
         raise TrustPolicyError(f"{where}: key must be an 'ssh-ed25519 AAAA…' line or a PEM public key")
@@ -78,11 +108,12 @@ def _signer(name: str, table: object, where: str, declared: Sequence[str] | None
         public_key = load_public_key(key_text)
     except ValueError as error:
         raise TrustPolicyError(f"{where}: key: {error}") from None
+    expires = expiry(table["expires"], where) if "expires" in table else None
     keyid = key_fingerprint(public_key)
-    return Signer(name=name, keyid=keyid, public_key=public_key, profiles=tuple(profiles))
+    return Signer(name=name, keyid=keyid, public_key=public_key, profiles=tuple(profiles), expires=expires)
 
 
-def trust_policy_from_table(table: object, source: Path, declared: Sequence[str] | None) -> TrustPolicy:
+def trust_policy_from_table(table: object, source: str, declared: Sequence[str] | None) -> TrustPolicy:
     """``declared``: the host profiles the same file declares (None: the file declares none)."""
     if not isinstance(table, dict) or set(table) != {"signers"} or not isinstance(table["signers"], dict):
         raise TrustPolicyError(f"{source}: {TRUST_TABLE} must hold exactly one table, signers")
@@ -102,23 +133,6 @@ def trust_policy_from_table(table: object, source: Path, declared: Sequence[str]
     return TrustPolicy(source=source, signers=signers)
 
 
-def load_trust_policy(path: Path) -> TrustPolicy | None:
-    """The policy in ``path``'s ``[tool.specgate.trust]``; None when the file has no such table."""
-    try:
-        document = tomllib.loads(path.read_text("utf-8"))
-    except FileNotFoundError:
-        raise TrustPolicyError(f"{path}: trust policy file not found") from None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as error:
-        raise TrustPolicyError(f"{path}: cannot read the trust policy: {error}") from None
-    tool = document.get("tool", {})
-    specgate = tool.get("specgate", {}) if isinstance(tool, dict) else {}
-    if not isinstance(specgate, dict) or "trust" not in specgate:
-        return None
-    hosts = specgate.get("hosts")
-    declared = sorted(hosts) if isinstance(hosts, dict) else None
-    return trust_policy_from_table(specgate["trust"], path, declared)
-
-
 @dataclass(frozen=True)
 class BundleTrust:
     """What a bundle's envelope proves under the policy, judged once per bundle."""
@@ -129,8 +143,8 @@ class BundleTrust:
     commit: str | None
 
 
-def judge_bundle(bundle_dir: Path, policy: TrustPolicy) -> BundleTrust:
-    """Verify the envelope: enrolled keys only, and subjects exactly this bundle's files."""
+def judge_bundle(bundle_dir: Path, policy: TrustPolicy, now: dt.datetime) -> BundleTrust:
+    """Verify the envelope: enrolled, unexpired keys only, and subjects exactly this bundle's files."""
     from pytest_specgate.evidence._signing import (
         EnvelopeError,
         envelope_from_bytes,
@@ -152,11 +166,14 @@ def judge_bundle(bundle_dir: Path, policy: TrustPolicy) -> BundleTrust:
         signer = policy.signer(signature.keyid)
         if signer is None:
             found.append(f"unknown key {signature.keyid} (not in the trust policy)")
-        elif envelope.verified_by(signature, signer.public_key):
+        elif not envelope.verified_by(signature, signer.public_key):
+            found.append(f"a signature claiming {signer.label()} that does not verify")
+        elif signer.expires is not None and signer.expired(now):
+            expired = signer.expires.isoformat()
+            found.append(f"{signer.label()}, whose key expired {expired} and vouches for nothing")
+        else:
             verified.append(signer)
             found.append(signer.label())
-        else:
-            found.append(f"a signature claiming {signer.label()} that does not verify")
     described = "; ".join(found)
     if not verified:
         return BundleTrust((), described, f"signed only by {described}", None)
@@ -173,67 +190,137 @@ def judge_bundle(bundle_dir: Path, policy: TrustPolicy) -> BundleTrust:
     return BundleTrust(tuple(verified), described, None, statement.commit)
 
 
-def vouched_profiles(record: Mapping[str, JsonValue]) -> dict[str | None, str]:
-    """Profile of each test that claims it ran on matching hardware (None: no named profile) -> a nodeid."""
-    tests = record.get("tests")
-    profiles: dict[str | None, str] = {}
-    for test in tests if isinstance(tests, list) else []:
-        hardware = test.get("hardware") if isinstance(test, Mapping) else None
-        if isinstance(hardware, Mapping) and hardware.get("matched") is True:
-            profile = hardware.get("profile")
-            profiles.setdefault(profile if isinstance(profile, str) else None, str(test.get("nodeid")))
-    return profiles
+@dataclass(frozen=True)
+class ProfileNeeds:
+    """The trusted profiles an AC needs a signer for, and why its hardware facts cannot be vouched for."""
+
+    profiles: tuple[str, ...]
+    problems: tuple[str, ...]
 
 
-def _recorded_commit(record: Mapping[str, JsonValue]) -> str | None:
-    source = record.get("source")
-    commit = source.get("commit") if isinstance(source, Mapping) else None
-    return commit if isinstance(commit, str) else None
+NO_PROFILES = ProfileNeeds((), ())
+"""Without trusted profiles or a trust policy there is nothing to derive a profile from or for."""
+
+
+def profile_needs(record: AcRecord, hosts: Mapping[str, HostProfile]) -> ProfileNeeds:
+    """Every trusted profile the recorded host facts satisfy, whatever label a test recorded.
+
+    A label names a trusted profile only if that profile is declared there, the test's recorded
+    requirement keeps every clause of its trusted definition, and the host facts satisfy it; a
+    test that matched hardware on a host no trusted profile covers cannot be vouched for at all.
+    """
+    from pytest_specgate.contracts.host import HostFactsError, host_facts_from_dict
+    from pytest_specgate.selection.hardware import evaluate_requirement
+
+    try:
+        host = host_facts_from_dict(record.host.facts, where="recorded host facts")
+    except HostFactsError as error:
+        return ProfileNeeds((), (f"cannot derive its host profiles: {error}",))
+    matching = tuple(
+        name
+        for name, profile in sorted(hosts.items())
+        if evaluate_requirement(profile.requirement, host, _opted_in(profile)).matched
+    )
+    problems: list[str] = []
+    for test in record.tests:
+        hardware = test.hardware
+        if hardware is None or not hardware.matched:
+            continue
+        label = hardware.profile
+        if label is None:
+            if not matching:
+                problems.append(
+                    f"{test.nodeid} ran on hardware no trusted host profile covers ({host.summary()}), and "
+                    "the trust policy enrolls signers per profile: name a [tool.specgate.hosts] profile "
+                    "in its @pytest.mark.hardware"
+                )
+            continue
+        if label not in hosts:
+            declared = ", ".join(sorted(hosts)) or "none"
+            problems.append(
+                f"{test.nodeid} names host profile {label}, which the trusted [tool.specgate.hosts] does "
+                f"not declare (declared: {declared})"
+            )
+            continue
+        changed = requirement_changes(hardware.requirement, hosts[label])
+        if changed is not None:
+            problems.append(f"{test.nodeid}: {changed}")
+        elif label not in matching:
+            problems.append(
+                f"{test.nodeid} names host profile {label}, but the recorded host ({host.summary()}) does "
+                f"not match its trusted definition ({hosts[label].requirement.describe()})"
+            )
+    return ProfileNeeds(matching, tuple(problems))
+
+
+def _opted_in(profile: HostProfile) -> dict[str, str]:
+    """The opt-in variable is not a host fact; the runner's own verdict already speaks for it."""
+    return {profile.requirement.env: "1"} if profile.requirement.env else {}
+
+
+def requirement_changes(
+    recorded: Mapping[str, JsonValue] | None, trusted: HostProfile
+) -> str | None:
+    """Why a recorded requirement is not the trusted definition of its profile (refinements that
+    add a clause are allowed; changing or dropping one is not), else None."""
+    definition = trusted.requirement.to_dict()
+    definition.pop("profile", None)
+    stated = dict(recorded or {})
+    for clause, value in sorted(definition.items()):
+        if clause not in stated:
+            return (
+                f"recorded requirement of profile {trusted.name} drops its trusted clause "
+                f"{clause} = {value!r}"
+            )
+        if stated[clause] != value:
+            return (
+                f"recorded requirement of profile {trusted.name} has {clause} = {stated[clause]!r}, "
+                f"its trusted definition {clause} = {value!r}"
+            )
+    return None
 
 
 def ac_trust_problems(
-    record: Mapping[str, JsonValue], trust: BundleTrust, policy: TrustPolicy, commit: str | None
+    needs: ProfileNeeds, record: AcRecord, trust: BundleTrust, policy: TrustPolicy, commit: str | None,
+    now: dt.datetime,
 ) -> list[str]:
     """Why the policy refuses this AC (empty: the signature vouches for it)."""
-    profiles = vouched_profiles(record)
     if trust.problem is not None:
-        if not profiles:
+        if not needs.profiles:
             everyone = ", ".join(signer.label() for signer in policy.signers)
             return [f"{trust.problem}; under the trust policy ({policy.source}) every AC needs a signature "
                     f"by an enrolled signer ({everyone})"]
         return [
-            f"hardware profile {profile or '(none named)'}: {trust.problem}; "
-            f"{profile or 'it'} may be vouched for by {policy.allowed(profile) if profile else 'no signer'}"
-            for profile in profiles
+            f"hardware profile {profile}: {trust.problem}; {profile} may be vouched for by "
+            f"{policy.allowed(profile, now)}"
+            for profile in needs.profiles
         ]
     problems: list[str] = []
-    recorded = _recorded_commit(record)
+    recorded = record.source.commit
     if trust.commit != recorded:
         problems.append(f"the signed statement is for commit {trust.commit}, the record for {recorded}")
     if commit is not None and not (trust.commit or "").lower().startswith(commit):
         problems.append(f"the signed statement is for commit {trust.commit}, not {commit}")
-    for profile, nodeid in profiles.items():
-        if profile is None:
-            problems.append(
-                f"{nodeid} ran on hardware no host profile names, and the trust policy enrolls signers "
-                "per profile: name a [tool.specgate.hosts] profile in its @pytest.mark.hardware"
-            )
-        elif not any(profile in signer.profiles for signer in trust.signers):
-            problems.append(
-                f"hardware profile {profile}: signed by {trust.found}, not enrolled for {profile}; "
-                f"{profile} may be vouched for by {policy.allowed(profile)}"
-            )
+    problems += [
+        f"hardware profile {profile}: signed by {trust.found}, not enrolled for {profile}; "
+        f"{profile} may be vouched for by {policy.allowed(profile, now)}"
+        for profile in needs.profiles
+        if not any(profile in signer.profiles for signer in trust.signers)
+    ]
     return problems
 
 
 class TrustCheck:
     """The gate's view of the policy: each bundle's envelope is judged once, then each AC."""
 
-    def __init__(self, policy: TrustPolicy) -> None:
+    def __init__(self, policy: TrustPolicy, now: dt.datetime) -> None:
         self.policy = policy
+        self.now = now
         self._bundles: dict[Path, BundleTrust] = {}
 
-    def problems(self, bundle: Bundle, record: Mapping[str, JsonValue], commit: str | None) -> list[str]:
+    def problems(
+        self, bundle: Bundle, record: AcRecord, needs: ProfileNeeds, commit: str | None
+    ) -> list[str]:
         if bundle.path not in self._bundles:
-            self._bundles[bundle.path] = judge_bundle(bundle.path, self.policy)
-        return ac_trust_problems(record, self._bundles[bundle.path], self.policy, commit)
+            self._bundles[bundle.path] = judge_bundle(bundle.path, self.policy, self.now)
+        return ac_trust_problems(needs, record, self._bundles[bundle.path], self.policy, commit, self.now)

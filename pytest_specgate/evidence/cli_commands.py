@@ -31,11 +31,12 @@ from pytest_specgate.evidence._bundle import (
 from pytest_specgate.evidence._gate import (
     GATE_RESULT_SCHEMA_ID,
     GateInputError,
+    GateVerdict,
+    SignatureRule,
     evaluate_gate,
     gate_result_json,
     gate_summary_markdown,
     load_all_bundles,
-    read_declared_gates,
     resolve_commit,
     resolve_gate,
 )
@@ -53,7 +54,12 @@ from pytest_specgate.evidence._policy import judge
 from pytest_specgate.evidence._pr_body_input import pr_body_input
 from pytest_specgate.evidence._records import attachment_path, safe_file_name
 from pytest_specgate.evidence._redact import append_redacted, build_redactor
-from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, load_trust_policy
+from pytest_specgate.evidence._trusted import (
+    UNTRUSTED,
+    TrustedConfigError,
+    load_trusted_config,
+    trusted_config_from_file,
+)
 from pytest_specgate.evidence._writer import write_attachment, write_bundle
 
 EXIT_OK = 0
@@ -272,12 +278,33 @@ def run_sign(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+GATE_EPILOG = """\
+trusted configuration:
+  What decides (host profiles, merge gates, the trust policy, engine-free ACs) is read from
+  --trusted-config, never from the PR's checkout:
+    --trusted-config=origin/main     git show origin/main:pyproject.toml (a git ref; fetch it first)
+    --trusted-config=trusted.toml    a file ending in .toml, taken from somewhere you trust
+  It reads [tool.specgate] hosts, gates, trust and acs ([tool.specgate.acs."AC-N"] engine = false).
+  Under CI ($CI set) or --require-signatures a missing trust policy rejects every AC;
+  --allow-unsigned accepts unsigned evidence instead, and the result says so.
+  With a ref, each AC also lists its harness files (spec files, conftests, helpers, pytest config)
+  that differ from the ref, so a reviewer reads those first.
+
+  in CI:  git fetch --depth=1 origin "$BASE_REF"
+          specgate gate --pr-body-from-event --evidence=out/ --require=AC-10 \\
+                        --trusted-config="origin/$BASE_REF" --gate=PR-B
+"""
+
+
 def configure_gate_parser(parser: argparse.ArgumentParser) -> None:
     parser.description = (
         "Accept a PR body only if every required AC has an evidence block bound to an intact bundle "
-        "for this commit whose verdict, recomputed under the specgate verdict policy, passes and "
-        "qualifies (exit 0); otherwise print one line per problem (exit 1). Unreadable input exits 2."
+        "for this commit, showing exactly what its record renders, whose verdict, recomputed under the "
+        "specgate verdict policy and the trusted configuration, passes and qualifies (exit 0); otherwise "
+        "print one line per problem (exit 1). Unreadable input exits 2."
     )
+    parser.epilog = GATE_EPILOG
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
     body = parser.add_mutually_exclusive_group(required=True)
     body.add_argument(
         "--pr-body", metavar="FILE", help="markdown file with the PR description; '-' reads stdin"
@@ -301,18 +328,26 @@ def configure_gate_parser(parser: argparse.ArgumentParser) -> None:
         "--commit", help="the full 40-hex PR head commit the evidence must be for (default: $GITHUB_SHA)"
     )
     parser.add_argument(
-        "--gate", help="this merge gate, one of [tool.specgate] gates; waivers must name a later one"
+        "--trusted-config", metavar="REF|FILE.toml",
+        help="where [tool.specgate] hosts, gates, trust and acs come from: a git ref of the base branch "
+        "(git show REF:pyproject.toml) or a .toml file; never the PR's working tree (see below)",
     )
-    _add_pyproject_option(parser)
+    parser.add_argument(
+        "--gate", help="this merge gate, one of the trusted config's gates; waivers must name a later one"
+    )
+    signatures = parser.add_mutually_exclusive_group()
+    signatures.add_argument(
+        "--require-signatures", action="store_true",
+        help="reject when the trusted config has no trust policy (the default when $CI is set)",
+    )
+    signatures.add_argument(
+        "--allow-unsigned", action="store_true",
+        help="accept evidence without a trust policy even under CI (printed with the result)",
+    )
     parser.add_argument(
         "--json",
         action="store_true",
         help=f"print the result as JSON ({GATE_RESULT_SCHEMA_ID}) instead of lines",
-    )
-    parser.add_argument(
-        "--trust-policy", type=Path, metavar="FILE",
-        help="TOML file with [tool.specgate.trust] (default: the nearest pyproject.toml); take it from "
-        "the protected base branch, not from the PR",
     )
 
 
@@ -325,48 +360,42 @@ def _add_pyproject_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def gate_trust_policy(explicit: Path | None, start: Path) -> TrustPolicy | None:
-    """``--trust-policy``, else the ``[tool.specgate.trust]`` of the nearest pyproject.toml, if any."""
-    if explicit is not None:
-        policy = load_trust_policy(explicit)
-        if policy is None:
-            raise TrustPolicyError(f"{explicit}: --trust-policy file has no [tool.specgate.trust] table")
-        return policy
-    for directory in (start, *start.parents):
-        candidate = directory / "pyproject.toml"
-        if candidate.is_file():
-            return load_trust_policy(candidate)
-    return None
+def _print_gate_lines(verdict: GateVerdict) -> None:
+    commit = verdict.commit
+    print(f"specgate gate: policy {verdict.policy}; commit {commit.sha} (from {commit.source})")
+    for problem in verdict.problems:
+        print(problem)
+    for judgement in verdict.judgements:
+        if judgement.harness_changed is not None:
+            listed = ", ".join(judgement.harness_changed) or "none"
+            print(f"{judgement.ac_id}: harness files changed since {verdict.base_commit}: {listed}")
+    if not verdict.problems:
+        print(f"specgate gate: accepted {', '.join(verdict.accepted)}")
 
 
 def run_gate(args: argparse.Namespace) -> int:
     try:
         pr_body = pr_body_input(args.pr_body, args.pr_body_from_event, sys.stdin, os.environ)
         commit = resolve_commit(args.commit, os.environ)
-        declared = read_declared_gates(args.pyproject) if args.gate is not None else ()
-        gate = resolve_gate(args.gate, declared, args.pyproject)
-        policy = gate_trust_policy(args.trust_policy, Path.cwd())
-        verdict = evaluate_gate(pr_body, args.evidence, args.require, commit, gate, declared, policy)
-    except (GateInputError, TrustPolicyError) as error:
+        trusted = (
+            UNTRUSTED if args.trusted_config is None else load_trusted_config(args.trusted_config, Path.cwd())
+        )
+        gate = resolve_gate(args.gate, trusted)
+        rule = SignatureRule(
+            required=args.require_signatures or bool(os.environ.get("CI")), allow_unsigned=args.allow_unsigned
+        )
+        verdict = evaluate_gate(pr_body, args.evidence, args.require, commit, gate, trusted, rule)
+    except (GateInputError, TrustedConfigError) as error:
         return _error("gate", str(error))
-    print(
-        "specgate gate: no trust policy ([tool.specgate.trust]): signatures were not checked"
-        if policy is None
-        else f"specgate gate: trust policy {policy.source} ({len(policy.signers)} signers): "
-        "every AC was checked for a signature by an enrolled signer",
-        file=sys.stderr,
-    )
+    trusted_line = f"specgate gate: trusted config {verdict.trusted}; signatures {verdict.signatures}"
+    print(trusted_line, file=sys.stderr)
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         append_redacted(build_redactor(None), Path(summary_path), gate_summary_markdown(verdict))
     if args.json:
         sys.stdout.write(pretty_json(gate_result_json(verdict)))
     else:
-        print(f"specgate gate: policy {verdict.policy}; commit {commit.sha} (from {commit.source})")
-        for problem in verdict.problems:
-            print(problem)
-        if not verdict.problems:
-            print(f"specgate gate: accepted {', '.join(verdict.accepted)}")
+        _print_gate_lines(verdict)
     return EXIT_REJECTED if verdict.problems else EXIT_OK
 
 
@@ -382,8 +411,8 @@ def configure_waivers_parser(parser: argparse.ArgumentParser) -> None:
 
 def run_waivers(args: argparse.Namespace) -> int:
     try:
-        declared = read_declared_gates(args.pyproject) if args.gate is not None else ()
-        gate = resolve_gate(args.gate, declared, args.pyproject)
+        config = UNTRUSTED if args.gate is None else trusted_config_from_file(args.pyproject, "--pyproject")
+        gate = resolve_gate(args.gate, config)
         bundles = load_all_bundles(args.bundles)
         waivers: dict[tuple[str, str, str], list[str]] = {}
         for bundle in bundles:
@@ -399,7 +428,7 @@ def run_waivers(args: argparse.Namespace) -> int:
             state = " (DUE: this is gate " + gate.text + ")" if expired and gate is not None else ""
             runs = ", ".join(waivers[(ac_id, target, reason)])
             print(f"{ac_id} waived → {target}: {reason} [run {runs}]{state}")
-    except (GateInputError, BundleError, GateOrderError) as error:
+    except (GateInputError, TrustedConfigError, BundleError, GateOrderError) as error:
         return _error("waivers", str(error))
     if not waivers:
         print("no waivers")

@@ -11,8 +11,10 @@ from evidence_testkit import GitRepo, make_git_repo
 
 @pytest.fixture(autouse=True)
 def _no_outer_step_summary(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """Runs inside these tests must never append to the real CI job summary."""
+    """Runs inside these tests must never append to the real CI job summary, nor take the outer CI's
+    ``$CI`` (under which the gate requires signatures): a test that wants it sets it."""
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    monkeypatch.delenv("CI", raising=False)
     yield
 
 

@@ -36,7 +36,7 @@ from pytest_specgate.evidence._jsonio import pretty_json, record_json
 from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 
 PLANTED_HF_TOKEN = "hf_PlantedTokenValue0123456789abcdefXYZ"
-HOST_FACTS: Mapping[str, Any] = {"os": "linux", "arch": "x86_64", "memory_gb": 24}
+HOST_FACTS: Mapping[str, Any] = {"os": "linux", "arch": "x86_64", "memory_bytes": 24 * 1024**3}
 M4_HOST_FACTS: Mapping[str, Any] = {
     "os": "macos",
     "arch": "arm64",

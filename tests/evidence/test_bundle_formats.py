@@ -37,10 +37,20 @@ def legacy(tmp_path: Path) -> Path:
     return copy
 
 
-def _gate_args(bundle: Path, body: Path, *extra: str) -> list[str]:
+ENGINE_FREE_AC10 = '[tool.specgate.acs."AC-10"]\nengine = false\n'
+"""The legacy bundle's AC-10 ran on hardware without recording an engine (written before engines
+were recorded): the trusted config must declare it engine-free for it to pass."""
+
+
+def _gate_args(bundle: Path, body: Path, trusted: Path | None = None) -> list[str]:
     body.write_text("## Summary\n\n" + (bundle / "evidence.md").read_text())
+    if trusted is None:
+        trusted = body.with_name("trusted.toml")
+        trusted.write_text(ENGINE_FREE_AC10)
+    else:
+        trusted.write_text(trusted.read_text() + "\n" + ENGINE_FREE_AC10)
     return [f"--commit={LEGACY_COMMIT}", f"--pr-body={body}", f"--evidence={bundle}",
-            "--require=AC-10", "--require=AC-11", *extra]
+            "--require=AC-10", "--require=AC-11", f"--trusted-config={trusted}"]
 
 
 def test_records_are_written_compact_and_every_other_file_indented(git_repo: GitRepo) -> None:
@@ -67,7 +77,7 @@ def test_a_bundle_of_the_previous_format_is_still_verified_and_passes_the_gate(
     assert json.loads((legacy / "manifest.json").read_text())["schema"] == "specgate.manifest/v1"
     assert verify_bundle(load_bundle(legacy)) == []
     code, lines, err = gate(capsys, *_gate_args(legacy, tmp_path / "PR.md"))
-    assert (code, lines) == (0, ACCEPTED) and "signatures were not checked" in err
+    assert (code, lines) == (0, ACCEPTED) and "signatures not checked: no trust policy" in err
 
 
 def test_render_prints_the_markdown_of_a_bundle_of_the_previous_format(
@@ -100,10 +110,10 @@ def test_a_signature_over_a_bundle_of_the_previous_format_verifies_under_a_trust
     keys.mkdir()
     desk, stranger = pem_key(keys, "desk-m4"), pem_key(keys, "stranger")
     policy = write_policy(tmp_path, {"desk-m4": (desk, ["m4-16gb"])})
-    args = _gate_args(legacy, tmp_path / "PR.md", f"--trust-policy={policy}")
+    args = _gate_args(legacy, tmp_path / "PR.md", policy)
     sign_bundle(legacy, load_signing_key(stranger.path, {}), build_redactor(None))
     code, lines, _ = gate(capsys, *args)
     assert code == 1 and lines[0].startswith("AC-10: hardware profile m4-16gb: signed only by unknown key")
     sign_bundle(legacy, load_signing_key(desk.path, {}), build_redactor(None))
     code, lines, err = gate(capsys, *args)
-    assert (code, lines) == (0, ACCEPTED) and "checked for a signature by an enrolled" in err
+    assert (code, lines) == (0, ACCEPTED) and "signatures checked under the trust policy" in err

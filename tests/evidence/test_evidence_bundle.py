@@ -97,7 +97,7 @@ def test_ac_record_carries_the_issue_fields(git_repo: GitRepo) -> None:
     assert record["policy"] == "specgate.policy/1" and record["schema"] == "specgate.evidence/v3"
     assert record["completeness"]["complete"] is True
     assert set(record["versions"]) == {"python", "pytest", "specgate"}
-    assert record["host"]["facts"] == {"arch": "x86_64", "memory_gb": 24, "os": "linux"}
+    assert record["host"]["facts"] == {"arch": "x86_64", "memory_bytes": 24 * 1024**3, "os": "linux"}
     assert record["run"]["id"] == written.path.name and record["run"]["started_at"].endswith("Z")
     assert record["tests"][1]["notes"] == {"engine": {"name": "mock", "version": "0.1.0"}}
 

@@ -26,10 +26,10 @@ from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gat
 
 OTHER_COMMIT = "0123456789abcdef0123456789abcdef01234567"
 def declared_gates(tmp_path: Path, *names: str) -> str:
-    """A pyproject declaring ``names`` as the project's merge gates; returns its --pyproject option."""
+    """A pyproject declaring ``names`` as the project's merge gates; returns its --trusted-config option."""
     pyproject = tmp_path / "gates-pyproject.toml"
     pyproject.write_text("[tool.specgate]\ngates = [" + ", ".join(f'"{n}"' for n in names) + "]\n")
-    return f"--pyproject={pyproject}"
+    return f"--trusted-config={pyproject}"
 
 
 def pr_body(tmp_path: Path, markdown: str, name: str = "PR.md") -> Path:
@@ -247,8 +247,8 @@ def test_a_waiver_to_an_undeclared_gate_is_not_honoured(
     )
     assert code == 1
     assert out[0] == (
-        "AC-10: waiver does not count: PR-ZZZ is not a declared gate; the project declares "
-        "[tool.specgate] gates = PR-A, PR-B"
+        f"AC-10: waiver does not count: PR-ZZZ is not a declared gate; {tmp_path / 'gates-pyproject.toml'} "
+        "declares [tool.specgate] gates = PR-A, PR-B"
     )
 
 
@@ -293,7 +293,7 @@ def test_duplicate_blocks_are_rejected(
             "no-commit",
             "no commit to check the evidence against: pass --commit=<40-hex sha> (or set $GITHUB_SHA)",
         ),
-        ("undeclared-gate", "--gate: PR-B is not a declared gate: "),
+        ("undeclared-gate", "absent.toml: no such file"),
         ("old-schema", "written as specgate.evidence/v1 by an older specgate; this gate reads"),
     ],
 )
@@ -328,7 +328,7 @@ def test_bad_input_exits_2_naming_file_and_problem(
     elif mutate == "short-commit":
         extra = ["--commit", "abcdef1"]
     elif mutate == "undeclared-gate":
-        extra = ["--gate=PR-B", f"--pyproject={tmp_path / 'absent.toml'}"]
+        extra = ["--gate=PR-B", f"--trusted-config={tmp_path / 'absent.toml'}"]
     elif mutate == "old-schema":
         markdown = reseal_bundle(
             bundle.path,
@@ -379,7 +379,11 @@ def test_an_honest_run_on_a_real_engine_is_accepted_with_json_and_step_summary(
         "commit": git_repo.commit,
         "commit_source": "$GITHUB_SHA",
         "gate": None,
+        "trusted_config": "the defaults (no --trusted-config)",
+        "base_commit": None,
+        "signatures": "not checked: no trust policy in the defaults (no --trusted-config)",
         "accepted": True,
+        "problems": [],
         "acs": [
             {
                 "ac": "AC-10",
@@ -389,6 +393,7 @@ def test_an_honest_run_on_a_real_engine_is_accepted_with_json_and_step_summary(
                 "qualifying": True,
                 "reasons": [],
                 "problems": [],
+                "harness_changed": None,
             }
         ],
     }
@@ -444,8 +449,8 @@ def test_a_record_edited_to_qualify_and_resealed_is_rejected_by_the_recomputatio
     forged_verdict = markdown.replace("PASSED · NOT QUALIFYING", "PASSED · QUALIFYING")
     code, out, _ = gate(capsys, f"--pr-body={pr_body(tmp_path, forged_verdict)}", *only_ac10)
     assert code == 1 and out[0].startswith(
-        "AC-10: visible verdict 'PASSED · QUALIFYING' (PR body line 7) disagrees with the verdict "
-        "specgate.policy/1 recomputes: 'PASSED · NOT QUALIFYING'"
+        "AC-10: the block does not show what was judged: PR body line 7: expected "
+        "'**Verdict: PASSED · NOT QUALIFYING**', found '**Verdict: PASSED · QUALIFYING**'"
     )
 
 

@@ -7,7 +7,7 @@ import json
 import shutil
 import subprocess
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from evidence_testkit import (
     AC10,
     AC11,
     M4_HOST_FACTS,
+    REAL_ENGINE,
     TEST_ENV,
     GitRepo,
     SyntheticRun,
@@ -46,11 +47,15 @@ from pytest_specgate.evidence._signing import (
     pae,
     sign_bundle,
 )
-from pytest_specgate.evidence._trust import TrustCheck, TrustPolicy, TrustPolicyError, load_trust_policy
+from pytest_specgate.evidence._trusted import (
+    TrustedConfig,
+    TrustedConfigError,
+    trusted_config_from_file,
+    trusted_config_from_text,
+)
 from pytest_specgate.evidence.cli_commands import (
     configure_gate_parser,
     configure_sign_parser,
-    gate_trust_policy,
     run_gate,
     run_sign,
 )
@@ -98,6 +103,11 @@ def ssh_key(directory: Path, name: str, *, kind: str = "ed25519", passphrase: st
     return Key(path, path.with_suffix(".pub").read_text().strip())
 
 
+def load_policy(path: Path) -> TrustedConfig:
+    """The trusted config of a policy file, as ``--trusted-config=FILE.toml`` reads it."""
+    return trusted_config_from_file(path, "--trusted-config")
+
+
 def write_policy(directory: Path, signers: Mapping[str, tuple[Key, list[str]]]) -> Path:
     lines = [HOSTS_TOML]
     for name, (key, profiles) in signers.items():
@@ -116,7 +126,7 @@ class Setup:
     desk_m4: Key
     gb10: Key
     stranger: Key
-    policy: TrustPolicy
+    policy: TrustedConfig
 
 
 def hardware_bundle(repo: GitRepo) -> WrittenBundle:
@@ -125,6 +135,7 @@ def hardware_bundle(repo: GitRepo) -> WrittenBundle:
     recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
     recorder.measure("median_speedup", 1.52, "x", at_least=1.4)
     recorder.attach("server.log", b"ready on 127.0.0.1:8000\n")
+    recorder.note_engine(REAL_ENGINE)
     run.run_test("acceptance/test_ac10.py::test_speedup", AC10, recorder=recorder, hardware=M4_HARDWARE)
     run.run_test("acceptance/test_ac11.py::test_small_air", AC11)
     return run.finish()
@@ -136,8 +147,8 @@ def setup(git_repo: GitRepo, tmp_path: Path) -> Setup:
     keys.mkdir()
     desk_m4, gb10, stranger = (pem_key(keys, name) for name in ("desk-m4", "gb10-box", "stranger"))
     policy_path = write_policy(tmp_path, {"desk-m4": (desk_m4, ["m4-16gb"]), "gb10-box": (gb10, ["gb10"])})
-    policy = load_trust_policy(policy_path)
-    assert policy is not None
+    policy = load_policy(policy_path)
+    assert policy.trust is not None
     bundle = hardware_bundle(git_repo)
     body = tmp_path / "PR.md"
     body.write_text(bundle.markdown)
@@ -148,9 +159,10 @@ def sign(bundle: Path, key: Key) -> None:
     sign_bundle(bundle, load_signing_key(key.path, {}), build_redactor(None))
 
 
-def gate_problems(setup: Setup, policy: TrustPolicy | None) -> list[str]:
+def gate_problems(setup: Setup, policy: TrustedConfig | None) -> list[str]:
     evidence, commit = [setup.repo.path / "out"], full(setup.repo.commit)
-    verdict = evaluate_gate(setup.pr_body, evidence, ["AC-10", "AC-11"], commit, trust_policy=policy)
+    trusted = policy or trusted_config_from_text(HOSTS_TOML, "hosts only", None)
+    verdict = evaluate_gate(setup.pr_body, evidence, ["AC-10", "AC-11"], commit, trusted=trusted)
     return list(verdict.problems)
 
 
@@ -170,8 +182,6 @@ def test_pae_is_the_dsse_encoding() -> None:
 
 def test_signed_by_the_enrolled_key_is_accepted_and_the_check_names_no_problem(setup: Setup) -> None:
     sign(setup.bundle.path, setup.desk_m4)
-    record = json.loads((setup.bundle.path / "AC-10.json").read_text())
-    assert TrustCheck(setup.policy).problems(load_bundle(setup.bundle.path), record, setup.repo.commit) == []
     assert gate_problems(setup, setup.policy) == []
     envelope = envelope_from_bytes((setup.bundle.path / SIGNATURE_NAME).read_bytes())
     statement = json.loads(envelope.payload)
@@ -191,7 +201,10 @@ def test_unsigned_hardware_ac_is_rejected_naming_profile_and_allowed_signer(setu
         f"AC-10: hardware profile m4-16gb: unsigned (no {SIGNATURE_NAME}); "
         f"m4-16gb may be vouched for by {desk}"
     )
-    assert problems[1].startswith(f"AC-11: unsigned (no {SIGNATURE_NAME}); under the trust policy")
+    assert problems[1] == (
+        f"AC-11: hardware profile m4-16gb: unsigned (no {SIGNATURE_NAME}); "
+        f"m4-16gb may be vouched for by {desk}"
+    ), "AC-11 claims no hardware, but its host facts are an M4's: only the M4's signer may vouch for it"
 
 
 def test_signed_by_an_unenrolled_key_is_rejected(setup: Setup) -> None:
@@ -202,7 +215,8 @@ def test_signed_by_an_unenrolled_key_is_rejected(setup: Setup) -> None:
         f"AC-10: hardware profile m4-16gb: signed only by unknown key {stranger} (not in the trust policy); "
         f"m4-16gb may be vouched for by desk-m4 ({keyid(setup, setup.desk_m4)})"
     )
-    assert len(problems) == 2 and problems[1].startswith("AC-11: signed only by unknown key")
+    assert len(problems) == 2
+    assert problems[1].startswith("AC-11: hardware profile m4-16gb: signed only by unknown key")
 
 
 def test_a_signature_claiming_an_enrolled_keyid_must_verify_under_that_key(setup: Setup) -> None:
@@ -222,8 +236,9 @@ def test_signed_by_a_key_enrolled_for_another_profile_is_rejected(setup: Setup) 
     sign(setup.bundle.path, setup.gb10)
     problems = gate_problems(setup, setup.policy)
     assert problems == [
-        f"AC-10: hardware profile m4-16gb: signed by gb10-box ({keyid(setup, setup.gb10)}), not enrolled for "
+        f"{ac}: hardware profile m4-16gb: signed by gb10-box ({keyid(setup, setup.gb10)}), not enrolled for "
         f"m4-16gb; m4-16gb may be vouched for by desk-m4 ({keyid(setup, setup.desk_m4)})"
+        for ac in ("AC-10", "AC-11")
     ]
 
 
@@ -261,7 +276,7 @@ def test_removing_the_hardware_and_the_signature_does_not_get_around_the_policy(
     (setup.bundle.path / SIGNATURE_NAME).unlink()
     assert gate_problems(setup, None) == []
     problems = gate_problems(setup, setup.policy)
-    assert problems[0].startswith(f"AC-10: unsigned (no {SIGNATURE_NAME}); under the trust policy")
+    assert problems[0].startswith(f"AC-10: hardware profile m4-16gb: unsigned (no {SIGNATURE_NAME})")
 
 
 def test_envelope_edits_that_keep_its_meaning_are_still_rejected(setup: Setup) -> None:
@@ -300,15 +315,16 @@ def test_ssh_keygen_ed25519_key_signs_and_is_enrolled_by_its_pub_line(setup: Set
     printed = subprocess.run(["ssh-keygen", "-lf", str(key.path)], capture_output=True, text=True, check=True)
     assert load_signing_key(key.path, {}).keyid == printed.stdout.split()[1]
     enrolled = {"desk-m4": (key, ["m4-16gb"]), "gb10-box": (setup.gb10, ["gb10"])}
-    policy = load_trust_policy(write_policy(tmp_path, enrolled))
+    policy = load_policy(write_policy(tmp_path, enrolled))
     sign(setup.bundle.path, key)
     assert gate_problems(setup, policy) == []
     sign(setup.bundle.path, setup.gb10)
     assert gate_problems(setup, policy) == []
     assert gate_problems(setup, setup.policy) == [
-        f"AC-10: hardware profile m4-16gb: signed by unknown key {keyid(setup, key)} (not in the trust "
+        f"{ac}: hardware profile m4-16gb: signed by unknown key {keyid(setup, key)} (not in the trust "
         f"policy); gb10-box ({keyid(setup, setup.gb10)}), not enrolled for m4-16gb; m4-16gb may be vouched "
         f"for by desk-m4 ({keyid(setup, setup.desk_m4)})"
+        for ac in ("AC-10", "AC-11")
     ]
 
 
@@ -341,29 +357,30 @@ def test_keys_other_than_ed25519_are_refused_with_one_line(tmp_path: Path) -> No
         Encoding.PEM, PrivateFormat.PKCS8, NoEncryption()))
     with pytest.raises(SigningError, match="key type EC; specgate signs with Ed25519 keys only"):
         load_signing_key(ec, {})
-    with pytest.raises(TrustPolicyError, match=r"signers.ci\]: key: key type RSA; only Ed25519 keys can be"):
-        load_trust_policy(write_policy(tmp_path, {"ci": (rsa, [])}))
+    with pytest.raises(TrustedConfigError, match=r"signers.ci\]: key: key type RSA; only Ed25519 keys"):
+        load_policy(write_policy(tmp_path, {"ci": (rsa, [])}))
 
 
 def test_policy_errors_name_the_file_and_signer(tmp_path: Path) -> None:
     key = pem_key(tmp_path, "k")
-    with pytest.raises(TrustPolicyError, match=r"signers.desk\]: profile 'm4-16g' is not declared"):
-        load_trust_policy(write_policy(tmp_path, {"desk": (key, ["m4-16g"])}))
-    with pytest.raises(TrustPolicyError, match="signers desk and twin share the key SHA256:"):
-        load_trust_policy(write_policy(tmp_path, {"desk": (key, []), "twin": (key, [])}))
+    with pytest.raises(TrustedConfigError, match=r"signers.desk\]: profile 'm4-16g' is not declared"):
+        load_policy(write_policy(tmp_path, {"desk": (key, ["m4-16g"])}))
+    with pytest.raises(TrustedConfigError, match="signers desk and twin share the key SHA256:"):
+        load_policy(write_policy(tmp_path, {"desk": (key, []), "twin": (key, [])}))
     empty = tmp_path / "empty.toml"
     empty.write_text("[tool.specgate.trust.signers]\n")
-    with pytest.raises(TrustPolicyError, match=r"enrolls no signer"):
-        load_trust_policy(empty)
+    with pytest.raises(TrustedConfigError, match=r"enrolls no signer"):
+        load_policy(empty)
 
 
 def test_sign_and_gate_commands(setup: Setup, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     policy = str(setup.policy.source)
     gate_args = ["--pr-body", str(setup.pr_body), "--evidence", str(setup.repo.path / "out"),
-                 "--require", "AC-10", "--commit", setup.repo.commit, f"--trust-policy={policy}"]
+                 "--require", "AC-10", "--commit", setup.repo.commit, f"--trusted-config={policy}"]
     code, out, err = cli(capsys, configure_gate_parser, run_gate, *gate_args)
     assert code == 1 and out.splitlines()[1].startswith("AC-10: hardware profile m4-16gb: unsigned")
-    assert f"trust policy {policy} (2 signers)" in err
+    checked = f"signatures checked under the trust policy of {policy} (2 signers)"
+    assert f"trusted config {policy}; {checked}" in err
     code, out, _ = cli(capsys, configure_sign_parser, run_sign, str(setup.repo.path / "out"),
                         f"--key={setup.desk_m4.path}")
     assert code == 0
@@ -377,10 +394,12 @@ def test_sign_and_gate_commands(setup: Setup, tmp_path: Path, capsys: pytest.Cap
                               "keys only (make one with: ssh-keygen -t ed25519)\n")
     no_policy = tmp_path / "plain.toml"
     no_policy.write_text("[tool.specgate.hosts.gb10]\ncuda_sm = '12.1'\n")
-    without = [*gate_args[:-1], f"--trust-policy={no_policy}"]
-    code, _, err = cli(capsys, configure_gate_parser, run_gate, *without)
-    assert (code, err.splitlines()[-1]) == (
-        2, f"specgate gate: error: {no_policy}: --trust-policy file has no [tool.specgate.trust] table"
+    without = [*gate_args[:-1], f"--trusted-config={no_policy}", "--require-signatures"]
+    code, out, err = cli(capsys, configure_gate_parser, run_gate, *without)
+    assert (code, out.splitlines()[1]) == (
+        1, f"trust policy: none in {no_policy}, and signatures are required (under CI, or "
+        "--require-signatures): enrol signers in the base branch's [tool.specgate.trust], or pass "
+        "--allow-unsigned to accept unsigned evidence",
     )
 
 
@@ -452,7 +471,7 @@ def test_ci_key_without_profiles_vouches_for_a_waived_skipped_hardware_ac_but_no
     git_repo: GitRepo, tmp_path: Path
 ) -> None:
     ci, desk = pem_key(tmp_path, "ci"), pem_key(tmp_path, "desk")
-    policy = load_trust_policy(write_policy(tmp_path, {"ci": (ci, []), "desk-m4": (desk, ["m4-16gb"])}))
+    policy = load_policy(write_policy(tmp_path, {"ci": (ci, []), "desk-m4": (desk, ["m4-16gb"])}))
     run = SyntheticRun(git_repo.path, TEST_ENV)
     skipped = {**M4_HARDWARE, "matched": False, "reasons": ["needs Apple M4; host: linux"]}
     waived = AC10 | {"waived_to": "PR-C", "reason": "no M4 before PR-C"}
@@ -464,41 +483,35 @@ def test_ci_key_without_profiles_vouches_for_a_waived_skipped_hardware_ac_but_no
     body.write_text(bundle.markdown)
     gates = declared_gates(["PR-A", "PR-B", "PR-C"], "test")
     commit = full(git_repo.commit)
-    verdict = evaluate_gate(body, [bundle.path], ["AC-10", "AC-11"], commit, gates[1], gates, policy)
+    trusted = replace(policy, gates=gates)
+    verdict = evaluate_gate(body, [bundle.path], ["AC-10", "AC-11"], commit, gates[1], trusted)
     assert (verdict.accepted, verdict.problems) == (("AC-10", "AC-11"), ())
     ran = hardware_bundle(git_repo)
     sign(ran.path, ci)
     body.write_text(ran.markdown)
-    verdict = evaluate_gate(body, [ran.path], ["AC-10", "AC-11"], commit, trust_policy=policy)
-    assert verdict.accepted == ("AC-11",)
-    assert verdict.problems[0].startswith("AC-10: hardware profile m4-16gb: signed by ci (SHA256:")
+    verdict = evaluate_gate(body, [ran.path], ["AC-10", "AC-11"], commit, trusted=policy)
+    assert verdict.accepted == ()
+    assert [problem[:50] for problem in verdict.problems] == [
+        f"{ac}: hardware profile m4-16gb: signed by ci (SHA256:"[:50] for ac in ("AC-10", "AC-11")
+    ], "on the M4 host even AC-11, which claims no hardware, needs the M4's signer"
 
 
-def test_hardware_named_by_no_profile_cannot_be_vouched_for(git_repo: GitRepo, tmp_path: Path) -> None:
+def test_hardware_no_trusted_profile_covers_cannot_be_vouched_for(git_repo: GitRepo, tmp_path: Path) -> None:
     desk = pem_key(tmp_path, "desk")
-    policy = load_trust_policy(write_policy(tmp_path, {"desk-m4": (desk, ["m4-16gb"])}))
-    run = SyntheticRun(git_repo.path, TEST_ENV, host_facts=M4_HOST_FACTS)
+    policy = load_policy(write_policy(tmp_path, {"desk-m4": (desk, ["m4-16gb"])}))
+    small_m4 = {**M4_HOST_FACTS, "memory_bytes": 8 * 1024**3}
+    run = SyntheticRun(git_repo.path, TEST_ENV, host_facts=small_m4)
     inline = {**M4_HARDWARE, "profile": None, "requirement": {"apple": "M4"}}
-    run.run_test("acceptance/test_ac10.py::test_speedup", AC10, hardware=inline)
+    recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
+    recorder.note_engine(REAL_ENGINE)
+    run.run_test("acceptance/test_ac10.py::test_speedup", AC10, recorder=recorder, hardware=inline)
     bundle = run.finish()
     sign(bundle.path, desk)
     body = tmp_path / "PR.md"
     body.write_text(bundle.markdown)
-    verdict = evaluate_gate(body, [bundle.path], ["AC-10"], full(git_repo.commit), trust_policy=policy)
+    verdict = evaluate_gate(body, [bundle.path], ["AC-10"], full(git_repo.commit), trusted=policy)
     assert verdict.problems == (
-        "AC-10: acceptance/test_ac10.py::test_speedup ran on hardware no host profile names, and the "
-        "trust policy enrolls signers per profile: name a [tool.specgate.hosts] profile in its "
-        "@pytest.mark.hardware",
+        "AC-10: acceptance/test_ac10.py::test_speedup ran on hardware no trusted host profile covers "
+        "(macOS 15.3 arm64, Apple M4, 8.0 GB), and the trust policy enrolls signers per profile: "
+        "name a [tool.specgate.hosts] profile in its @pytest.mark.hardware",
     )
-
-
-def test_gate_finds_the_policy_in_the_nearest_pyproject(tmp_path: Path) -> None:
-    key = pem_key(tmp_path, "k")
-    project = tmp_path / "project"
-    (project / "sub").mkdir(parents=True)
-    write_policy(tmp_path, {"desk-m4": (key, ["m4-16gb"])}).rename(project / "pyproject.toml")
-    policy = gate_trust_policy(None, project / "sub")
-    assert policy is not None and policy.source == project / "pyproject.toml"
-    assert [signer.name for signer in policy.signers] == ["desk-m4"]
-    (project / "sub" / "pyproject.toml").write_text("[tool.specgate.hosts.gb10]\ncuda_sm = '12.1'\n")
-    assert gate_trust_policy(None, project / "sub") is None

@@ -98,26 +98,36 @@ def test_three_hosts_merge_and_the_action_gates_each_ac(
     body = "## Fleet run\r\n\r\n" + (merged / "evidence.md").read_text().replace("\n", "\r\n")
     event.write_text(json.dumps({"pull_request": {"number": 12, "body": body}}))
     commit = git(pytester.path, "rev-parse", "HEAD")
+    branch = git(pytester.path, "branch", "--show-current")
+    git(pytester.path, "init", "-q", "--bare", "origin.git")
+    git(pytester.path, "push", "-q", "origin.git", branch)
+    git(pytester.path, "remote", "add", "origin", str(pytester.path / "origin.git"))
     gated = subprocess.run(
         ["bash", "-c", _gate_script()], capture_output=True, text=True, check=False, cwd=pytester.path,
         env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
              "GITHUB_EVENT_PATH": str(event), "SPECGATE_EVIDENCE": str(merged),
-             "SPECGATE_REQUIRE": "AC-10 AC-11 AC-12", "SPECGATE_COMMIT": commit, "SPECGATE_GATE": ""},
+             "SPECGATE_REQUIRE": "AC-10 AC-11 AC-12", "SPECGATE_COMMIT": commit, "SPECGATE_GATE": "",
+             "SPECGATE_TRUSTED_CONFIG": "", "SPECGATE_BASE_REF": branch, "SPECGATE_ALLOW_UNSIGNED": "false"},
     )
     lines = gated.stdout.splitlines()
     assert lines[0] == (f"+ specgate gate --pr-body-from-event --evidence={merged} --require=AC-10 "
-                        f"--require=AC-11 --require=AC-12 --commit={commit}")
-    assert gated.stderr == (
-        "specgate gate: no trust policy ([tool.specgate.trust]): signatures were not checked\n"
-    )
+                        f"--require=AC-11 --require=AC-12 --commit={commit} "
+                        "--trusted-config=refs/remotes/specgate/base")
+    trusted = f"refs/remotes/specgate/base:pyproject.toml ({commit[:12]})"
+    assert gated.stderr.splitlines()[-1] == (
+        f"specgate gate: trusted config {trusted}; signatures not checked: no trust policy in {trusted}"
+    ), "the action trusts the base branch it fetched, not the checkout"
     assert lines[1] == f"specgate gate: policy specgate.policy/1; commit {commit} (from --commit)"
+    harness = [f"{ac}: harness files changed since {commit}: none" for ac in ("AC-10", "AC-11", "AC-12")]
     if gated.returncode == 0:
-        assert lines[2:] == ["specgate gate: accepted AC-10, AC-11, AC-12"]
+        assert lines[2:] == [*harness, "specgate gate: accepted AC-10, AC-11, AC-12"]
     else:
         assert gated.returncode == 1
-        assert {line.split(":")[0] for line in lines[2:]} == set(AC_OF_PROFILE.values())
-        judged = ("not qualifying under specgate.policy/1: ", "outcome is ")
-        assert all(line.split(": ", 1)[1].startswith(judged) for line in lines[2:]), lines
+        assert lines[-3:] == harness
+        problems = lines[2:-3]
+        assert {line.split(":")[0] for line in problems} == set(AC_OF_PROFILE.values())
+        judged = ("not qualifying under specgate.policy/1: ", "outcome is ", "not qualifying under the")
+        assert all(line.split(": ", 1)[1].startswith(judged) for line in problems), lines
 
 
 def test_the_example_workflow_runs_each_profile_on_its_runner_and_gates_with_the_action() -> None:

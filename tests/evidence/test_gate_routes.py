@@ -123,7 +123,7 @@ def test_a_waiver_on_one_helper_test_waives_nothing(
         passed=2, failed=1
     )
     code, lines = _gate(
-        pytester, capsys, commit, "--gate=PR-A", f"--pyproject={pytester.path / 'pyproject.toml'}"
+        pytester, capsys, commit, "--gate=PR-A", f"--trusted-config={pytester.path / 'pyproject.toml'}"
     )
     assert code == 1
     assert lines[1] == "AC-1: outcome is failed, not passed"
@@ -173,7 +173,7 @@ def test_the_gate_refuses_an_undeclared_gate(
                 "--evidence=out",
                 f"--commit={commit}",
                 "--gate=PR-D",
-                f"--pyproject={pyproject}",
+                f"--trusted-config={pyproject}",
             ]
         )
     )
@@ -243,6 +243,6 @@ def test_a_plugin_written_record_edited_to_qualify_and_resealed_is_rejected(
     lines = capsys.readouterr().out.splitlines()
     assert code == 1
     assert lines[1] == (
-        "AC-1: visible verdict 'PASSED · QUALIFYING' (PR body line 3) disagrees with the verdict "
-        "specgate.policy/1 recomputes: 'INCOMPLETE · NOT QUALIFYING'"
+        "AC-1: the block does not show what was judged: PR body line 3: expected "
+        "'**Verdict: INCOMPLETE · NOT QUALIFYING**', found '**Verdict: PASSED · QUALIFYING**'"
     )

@@ -1,0 +1,180 @@
+"""The configuration the gate trusts: ``[tool.specgate]`` from the base branch, never the PR's.
+
+The gate runs on the PR's checkout, so its ``pyproject.toml`` is the author's claim: a PR that
+deletes ``[tool.specgate.trust]``, adds a gate to waive to, or redefines a host profile must not
+change what counts. ``specgate gate --trusted-config=REF`` reads ``git show REF:pyproject.toml``
+(the base branch, as GitHub's protected-branch rules do); ``--trusted-config=FILE.toml`` reads a
+file the caller took from somewhere it trusts. Only four tables are read: ``hosts`` (profile
+definitions), ``gates`` (merge gates in order), ``trust`` (enrolled signers) and ``acs``
+(per-AC settings, today ``engine = false`` for an AC that needs no engine).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_specgate.contracts.acceptance import AC_ID_FORMS, is_ac_id
+from pytest_specgate.contracts.errors import SpecgateInputError
+from pytest_specgate.contracts.gates import DeclaredGatesError, GateName, declared_gates
+from pytest_specgate.contracts.hardware import HostProfile, RequirementError
+from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, trust_policy_from_table
+
+PYPROJECT = "pyproject.toml"
+FILE_SUFFIX = ".toml"
+GIT_TIMEOUT_S = 30.0
+_REF = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./@{}~^+-]*$")
+"""What a ref may look like here: no leading ``-`` (an option), no ``:`` (it would change the path
+``git show`` reads), no whitespace; git itself then says whether it names a commit."""
+ACS_TABLE = "[tool.specgate.acs]"
+_AC_FIELDS = frozenset({"engine"})
+
+
+class TrustedConfigError(SpecgateInputError):
+    """A trusted configuration that cannot be read; names the ref or file and what was wrong."""
+
+
+@dataclass(frozen=True)
+class AcSettings:
+    """``[tool.specgate.acs."AC-N"]``: ``engine = false`` lets a hardware AC record no engine."""
+
+    engine: bool = True
+
+
+@dataclass(frozen=True)
+class TrustedConfig:
+    """``source`` names where it came from in every message; ``base_commit`` is the commit a ref
+    resolved to (None for a file), against which the gate lists changed harness files."""
+
+    source: str
+    hosts: Mapping[str, HostProfile] = field(default_factory=dict)
+    gates: tuple[GateName, ...] = ()
+    trust: TrustPolicy | None = None
+    acs: Mapping[str, AcSettings] = field(default_factory=dict)
+    base_commit: str | None = None
+
+    def engine_free(self, ac_id: str) -> bool:
+        settings = self.acs.get(ac_id)
+        return settings is not None and not settings.engine
+
+
+UNTRUSTED = TrustedConfig(source="the defaults (no --trusted-config)")
+"""What the gate trusts when it is given nothing: no profiles, no gates, no signers, no exemptions."""
+
+
+def is_file_argument(text: str) -> bool:
+    """``--trusted-config`` is a file when it ends in ``.toml``, else a git ref (one rule, no guess
+    from what happens to exist in the PR's checkout)."""
+    return text.endswith(FILE_SUFFIX)
+
+
+def load_trusted_config(argument: str, repo: Path) -> TrustedConfig:
+    """``--trusted-config=REF`` (``git show REF:pyproject.toml`` in ``repo``) or ``=FILE.toml``."""
+    if is_file_argument(argument):
+        return trusted_config_from_file(Path(argument), "--trusted-config")
+    commit = resolve_ref(argument, repo)
+    text = _git(["show", f"{commit}:{PYPROJECT}"], repo, f"--trusted-config={argument}: {PYPROJECT}")
+    return trusted_config_from_text(text, f"{argument}:{PYPROJECT} ({commit[:12]})", commit)
+
+
+def trusted_config_from_file(path: Path, option: str) -> TrustedConfig:
+    """The ``[tool.specgate]`` of a TOML file; ``option`` names where the path came from."""
+    try:
+        text = path.read_text("utf-8")
+    except FileNotFoundError:
+        raise TrustedConfigError(f"{option}={path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise TrustedConfigError(f"{option}={path}: cannot read: {error}") from None
+    return trusted_config_from_text(text, str(path), None)
+
+
+def resolve_ref(ref: str, repo: Path) -> str:
+    """The full commit ``ref`` names in ``repo``; a malformed ref never reaches git."""
+    if not _REF.match(ref) or ".." in ref:
+        raise TrustedConfigError(
+            f"--trusted-config={ref!r}: not a git ref (e.g. origin/main) nor a .toml file"
+        )
+    found = _git(
+        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+        repo,
+        f"--trusted-config={ref}: no such commit here (fetch the base branch first)",
+    )
+    return found.strip()
+
+
+def _git(arguments: list[str], repo: Path, what: str) -> str:
+    """``git ARGUMENTS`` as a list argv (never a shell); a failure names ``what`` and git's words."""
+    try:
+        completed = subprocess.run(
+            ["git", *arguments], cwd=repo, capture_output=True, text=True, timeout=GIT_TIMEOUT_S, check=False
+        )
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise TrustedConfigError(f"{what}: cannot run git: {error}") from None
+    if completed.returncode != 0:
+        said = completed.stderr.strip().splitlines()
+        raise TrustedConfigError(f"{what}" + (f": {said[-1]}" if said else ""))
+    return completed.stdout
+
+
+def trusted_config_from_text(text: str, source: str, base_commit: str | None) -> TrustedConfig:
+    try:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
+        raise TrustedConfigError(f"{source}: not TOML: {error}") from None
+    tool = document.get("tool", {})
+    table = tool.get("specgate", {}) if isinstance(tool, dict) else {}
+    if not isinstance(table, dict):
+        raise TrustedConfigError(f"{source}: [tool.specgate] must be a table")
+    return trusted_config_from_table(table, source, base_commit)
+
+
+def trusted_config_from_table(
+    table: Mapping[str, Any], source: str, base_commit: str | None
+) -> TrustedConfig:
+    from pytest_specgate.selection.hardware import host_profiles_from_table
+
+    try:
+        hosts = host_profiles_from_table(table.get("hosts", {}), Path(source))
+        gates = declared_gates(table["gates"], source) if "gates" in table else ()
+        trust = (
+            trust_policy_from_table(table["trust"], source, sorted(hosts) if "hosts" in table else None)
+            if "trust" in table
+            else None
+        )
+    except (RequirementError, DeclaredGatesError, TrustPolicyError) as error:
+        raise TrustedConfigError(str(error)) from None
+    return TrustedConfig(
+        source=source,
+        hosts=hosts,
+        gates=gates,
+        trust=trust,
+        acs=_ac_settings(table.get("acs", {}), source),
+        base_commit=base_commit,
+    )
+
+
+def _ac_settings(table: object, source: str) -> dict[str, AcSettings]:
+    """``[tool.specgate.acs."AC-N"]`` tables; an unknown AC id, key or value type is an error."""
+    if not isinstance(table, dict):
+        raise TrustedConfigError(f"{source}: {ACS_TABLE} must be a table of AC tables")
+    settings: dict[str, AcSettings] = {}
+    for ac_id, raw in table.items():
+        where = f'{source}: [tool.specgate.acs."{ac_id}"]'
+        if not is_ac_id(ac_id):
+            raise TrustedConfigError(f"{where}: not an AC id; an AC id looks like {AC_ID_FORMS}")
+        if not isinstance(raw, dict):
+            raise TrustedConfigError(f"{where} must be a table, e.g. engine = false")
+        unknown = sorted(set(raw) - _AC_FIELDS)
+        if unknown:
+            known = ", ".join(sorted(_AC_FIELDS))
+            raise TrustedConfigError(f"{where}: unknown key {unknown[0]!r}; known: {known}")
+        engine = raw.get("engine", True)
+        if not isinstance(engine, bool):
+            raise TrustedConfigError(f"{where}: engine must be true or false, found {engine!r}")
+        settings[ac_id] = AcSettings(engine=engine)
+    return settings

@@ -25,6 +25,7 @@ from benchmarks import (
     real_engines,
     redaction,
     reliability,
+    sequential_stopping,
     startup,
     xdist_scaling,
 )
@@ -42,6 +43,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("startup-version", startup.run_version),
     Benchmark("startup-collect", startup.run_collect),
     Benchmark("accuracy", measurement_accuracy.run),
+    Benchmark("sequential", sequential_stopping.run),
     Benchmark("mock-throughput", mock_engine.run),
     Benchmark("xdist", xdist_scaling.run),
     Benchmark("teardown", reliability.run_teardown),

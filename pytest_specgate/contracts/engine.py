@@ -55,9 +55,18 @@ class Telemetry:
     acceptance_rate: float | None
     window: str
     source: str
+    drafts: int | None = None
+    """Draft rounds (verification steps that drafted), the denominator of per-position rates."""
+    accepted_per_position: tuple[int, ...] | None = None
+    """Accepted tokens at draft position 1, 2, ... (index 0 is position 1); None where the backend
+    does not count them (mlx-lm), never zeros."""
 
     def to_dict(self) -> dict[str, object]:
-        return dataclasses.asdict(self)
+        """JSON-ready: the per-position counts as a list."""
+        fields = dataclasses.asdict(self)
+        positions = self.accepted_per_position
+        fields["accepted_per_position"] = None if positions is None else list(positions)
+        return fields
 
     @classmethod
     def unavailable(

@@ -59,4 +59,9 @@ DURATION_SCALE_HELP = (
     "multiply the durations of long specs (e.g. AC-10's 5-minute sustained window) by this "
     "factor; any value other than 1 makes the run non-qualifying."
 )
+CONFIDENCE_LEVEL_HELP = (
+    "confidence level of the intervals a spec judges its figures on (default 0.95); a bound is "
+    "passed when the interval clears it, failed when the interval misses it, inconclusive "
+    "otherwise. A level below 0.95 never qualifies."
+)
 VLLM_PYTHON_HELP = "Python interpreter that has vLLM installed, for the vllm backend (default: this one)."

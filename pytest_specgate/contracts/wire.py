@@ -48,6 +48,7 @@ class StatusKey(StrEnum):
     SPEC_DECODE_ACCEPTANCE_RATE = "spec_decode_acceptance_rate"
     SPEC_DECODE_DRAFTS_SINCE_LAST = "spec_decode_num_drafts_since_last"
     SPEC_DECODE_DRAFT_FAILURES_SINCE_LAST = "spec_decode_draft_failures_since_last"
+    SPEC_DECODE_ACCEPTED_PER_POSITION_SINCE_LAST = "spec_decode_accepted_per_position_since_last"
     SPEC_DECODE_ALPHA = "spec_decode_alpha"
     WINDOW = "window"
     PREVIOUS_WINDOW = "previous_window"

@@ -206,6 +206,12 @@ def telemetry_from_status(status: Mapping[str, object], *, source: str = "/v1/st
     accepted = _int_or_none(status.get(StatusKey.SPEC_DECODE_ACCEPTED_SINCE_LAST))
     draft_id = status.get(StatusKey.SPEC_DECODE_DRAFT_MODEL_ID)
     gamma = _int_or_none(status.get(StatusKey.SPEC_DECODE_NUM_DRAFT_TOKENS))
+    positions = status.get(StatusKey.SPEC_DECODE_ACCEPTED_PER_POSITION_SINCE_LAST)
+    per_position = (
+        tuple(positions)
+        if isinstance(positions, list) and all(type(count) is int for count in positions)
+        else None
+    )
     return Telemetry(
         available=drafted is not None and accepted is not None,
         enabled=bool(status.get(StatusKey.SPEC_DECODE_ENABLED)),
@@ -216,6 +222,8 @@ def telemetry_from_status(status: Mapping[str, object], *, source: str = "/v1/st
         acceptance_rate=acceptance_rate_of(drafted, accepted),
         window="since_last_roll",
         source=source,
+        drafts=_int_or_none(status.get(StatusKey.SPEC_DECODE_DRAFTS_SINCE_LAST)),
+        accepted_per_position=per_position,
     )
 
 

@@ -156,6 +156,15 @@ def spec_decode_window(baseline: SpecDecodeCounters, now: SpecDecodeCounters) ->
     )
 
 
+def positions_from_zero(counts: tuple[tuple[int, int], ...]) -> tuple[int, ...] | None:
+    """vLLM's ``position`` labels count from 0; the counts in position order with gaps as 0,
+    or None when the server exports no per-position counter."""
+    if not counts:
+        return None
+    by_position = dict(counts)
+    return tuple(by_position.get(position, 0) for position in range(max(by_position) + 1))
+
+
 class SpecDecodeTelemetry:
     """Spec-decode telemetry as ``/metrics`` deltas since the last :meth:`reset`.
 
@@ -207,4 +216,6 @@ class SpecDecodeTelemetry:
             acceptance_rate=window.acceptance_rate,
             window="delta:/metrics",
             source="/metrics",
+            drafts=window.drafts,
+            accepted_per_position=positions_from_zero(window.accepted_per_position),
         )

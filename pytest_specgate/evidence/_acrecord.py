@@ -14,7 +14,7 @@ from typing import Literal, cast
 
 from pytest_specgate.contracts.host import HostFactsError, HostProvenance
 from pytest_specgate.contracts.jsonvalue import JsonValue
-from pytest_specgate.contracts.thresholds import threshold_verdict
+from pytest_specgate.contracts.thresholds import Decide, ThresholdVerdict, three_way_verdict
 from pytest_specgate.evidence._schema import schema_problems
 
 SCHEMA_ID = "specgate.evidence/v3"
@@ -23,7 +23,7 @@ READABLE_SCHEMA_IDS = frozenset({SCHEMA_ID, "specgate.evidence/v2"})
 """Every record format the gate, ``merge``, ``render`` and signature checks read."""
 OLDER_SCHEMA_IDS = frozenset({"specgate.evidence/v1"})
 
-AcOutcome = Literal["passed", "failed", "skipped", "incomplete"]
+AcOutcome = Literal["passed", "failed", "inconclusive", "skipped", "incomplete"]
 RunModeName = Literal["default", "required", "diagnostic"]
 
 
@@ -82,17 +82,28 @@ class TestEntry:
 
 @dataclass(frozen=True)
 class MeasurementRow:
+    """A recorded figure; ``decide`` is ``"point"`` where the record names no rule (v2 records)."""
+
     nodeid: str
     name: str
     value: float | str
     unit: str | None
     at_least: float | None
     at_most: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    confidence_level: float | None = None
+    decide: Decide = "point"
+
+    def verdict(self) -> ThresholdVerdict:
+        """Passed, failed or inconclusive, recomputed from value, interval, bounds and rule."""
+        value = float(self.value) if isinstance(self.value, int | float) else math.nan
+        return three_way_verdict(value, self.at_least, self.at_most, self.ci_low, self.ci_high,
+                                 self.decide)
 
     def miss(self) -> str | None:
-        """Why the value misses its bounds, recomputed (a non-number misses any bound), else None."""
-        value = float(self.value) if isinstance(self.value, int | float) else math.nan
-        return threshold_verdict(value, self.at_least, self.at_most)
+        """Why the figure is not shown to meet its bounds (failed or inconclusive), else None."""
+        return self.verdict().reason
 
 
 @dataclass(frozen=True)
@@ -126,6 +137,8 @@ class RunInfo:
     diagnostic: bool
     interrupted: bool
     duration_scale: float | None
+    boot_start: str | None = None
+    boot_end: str | None = None
 
 
 @dataclass(frozen=True)
@@ -266,6 +279,10 @@ def _record(data: Mapping[str, JsonValue]) -> AcRecord:
                 unit=row["unit"],
                 at_least=_number(row["at_least"]),
                 at_most=_number(row["at_most"]),
+                ci_low=_number(row.get("ci_low")),
+                ci_high=_number(row.get("ci_high")),
+                confidence_level=_number(row.get("confidence_level")),
+                decide="interval" if row.get("decide") == "interval" else "point",
             )
             for row in data["measurements"]
         ),
@@ -293,6 +310,8 @@ def _record(data: Mapping[str, JsonValue]) -> AcRecord:
             diagnostic=run["diagnostic"],
             interrupted=run["interrupted"],
             duration_scale=_number(run["duration_scale"]),
+            boot_start=(run.get("boot_session") or {}).get("start"),
+            boot_end=(run.get("boot_session") or {}).get("end"),
         ),
         completeness=Completeness(
             deselected=tuple(completeness["deselected"]),

@@ -59,6 +59,7 @@ from pytest_specgate.evidence._source import (
     tree_changes,
 )
 from pytest_specgate.evidence._writer import NOT_QUALIFIED, WrittenBundle, write_attachment, write_bundle
+from pytest_specgate.selection.boot_session import boot_session_id
 
 SELECTION_WORKEROUTPUT = "specgate_selection"
 """The ``workeroutput`` key under which an xdist worker ships its :class:`SelectionFacts`."""
@@ -165,6 +166,7 @@ class EvidenceCollector:
         self.evidence_dir, self.staging = prepare_evidence_dir(evidence_dir, self.run_id)
         self.run_dir = self.evidence_dir / self.run_id
         self._started_at = utc_timestamp(started)
+        self._boot_at_start = boot_session_id()
         self._host_facts = dict(host_facts)
         self._host_summary = host_summary or "host summary not probed"
         if isinstance(host_provenance, Mapping):
@@ -328,6 +330,7 @@ class EvidenceCollector:
             host_provenance=self._host_provenance,
             selection=self.selection,
             host_label=self._host_label,
+            boot_session=(self._boot_at_start, boot_session_id()),
             versions={
                 "python": platform.python_version(),
                 "pytest": pytest.__version__,

@@ -109,6 +109,21 @@ def _threshold(row: MeasurementRow) -> str:
     return ", ".join(bounds) or "—"
 
 
+_RESULT_CELLS = {"passed": "pass", "failed": "FAIL", "inconclusive": "INCONCLUSIVE"}
+
+
+def _value_cell(row: MeasurementRow) -> str:
+    """The value, then its interval and level when it has one, and ``(point)`` when the spec chose
+    to be judged on the point value although an interval exists."""
+    if row.ci_low is None and row.ci_high is None and row.confidence_level is None:
+        return _cell(row.value)
+    low = "-inf" if row.ci_low is None else _cell(row.ci_low)
+    high = "+inf" if row.ci_high is None else _cell(row.ci_high)
+    level = "" if row.confidence_level is None else f" {row.confidence_level:.0%}"
+    rule = " (judged on the point)" if row.decide == "point" else ""
+    return f"{_cell(row.value)} [{low}, {high}]{level}{rule}"
+
+
 def _test_counts(record: AcRecord) -> str:
     counts: dict[str, int] = {}
     for test in record.tests:
@@ -151,8 +166,8 @@ def render_ac_block(record: AcRecord, verdict: PolicyVerdict, ac_sha256: str, bu
     if record.measurements:
         lines += ["", "| measurement | value | unit | threshold | result |", "|---|---|---|---|---|"]
         lines += [
-            f"| {_cell(row.name)} | {_cell(row.value)} | {_cell(row.unit)} | "
-            f"{_threshold(row)} | {'FAIL' if row.miss() else 'pass'} |"
+            f"| {_cell(row.name)} | {_value_cell(row)} | {_cell(row.unit)} | "
+            f"{_threshold(row)} | {_RESULT_CELLS[row.verdict().verdict]} |"
             for row in record.measurements
         ]
     lines += ["", f"`{digest_line(record.ac.id, ac_sha256, bundle_sha256)}`", ""]

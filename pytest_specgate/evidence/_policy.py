@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, is_inconclusive_failure
 from pytest_specgate.evidence._acrecord import (
     AcOutcome,
     AcRecord,
@@ -63,6 +64,7 @@ def judge(record: AcRecord) -> PolicyVerdict:
     waiver, waiver_reasons = _effective_waiver(record)
     reasons = [
         *_run_reasons(record, mode),
+        *boot_session_reasons(record),
         *_host_reasons(record),
         *_source_reasons(record),
         *_completeness_reasons(record),
@@ -70,23 +72,72 @@ def judge(record: AcRecord) -> PolicyVerdict:
     ]
     for test in record.tests:
         reasons += _test_reasons(test, record.host.facts)
-    for row in record.measurements:
-        missed = row.miss()
-        if missed is not None:
-            shown = f"{row.value}" + (f" {row.unit}" if row.unit else "")
-            reasons.append(f"{row.nodeid}: {row.name} = {shown} {missed}")
+    reasons += measurement_reasons(record)
     reasons += [
         f"attachment {row.nodeid}: {row.name}" + (f" ({row.problem})" if row.problem else "")
         + " is missing from the bundle"
         for row in record.attachments
         if not row.stored
     ]
-    outcome = ac_outcome(test.outcome for test in record.tests)
+    outcome = measured_outcome(ac_outcome(test.outcome for test in record.tests), record)
     if outcome == "passed" and not _complete(record):
         outcome = "incomplete"
     # Two engines of one configuration (a pooled one and a booted baseline) give one reason.
     unique = tuple(dict.fromkeys(reasons))
     return PolicyVerdict(qualifying=not unique, reasons=unique, outcome=outcome, mode=mode, waiver=waiver)
+
+
+def measurement_reasons(record: AcRecord) -> list[str]:
+    """One reason per figure not shown to meet its bounds, recomputed from value, interval, bounds
+    and rule; an inconclusive one says so, with its interval, level and bound."""
+    reasons = []
+    for row in record.measurements:
+        bounded = row.at_least is not None or row.at_most is not None
+        low_level = not (row.confidence_level or 0) >= DEFAULT_CONFIDENCE_LEVEL
+        if bounded and row.decide == "interval" and low_level:
+            reasons.append(f"{row.nodeid}: {row.name} is judged on an interval at confidence level "
+                           f"{row.confidence_level}, below the {DEFAULT_CONFIDENCE_LEVEL:g} that qualifies")
+        verdict = row.verdict()
+        if verdict.reason is None:
+            continue
+        shown = f"{row.value}" + (f" {row.unit}" if row.unit else "")
+        if verdict.verdict == "inconclusive":
+            level = "" if row.confidence_level is None else f" at {row.confidence_level:.0%} confidence"
+            reasons.append(f"{row.nodeid}: {row.name} = {shown} is inconclusive{level}: "
+                           f"{verdict.reason}; an undecided measurement never qualifies")
+        else:
+            rule = " (judged on its interval)" if row.decide == "interval" else ""
+            reasons.append(f"{row.nodeid}: {row.name} = {shown} {verdict.reason}{rule}")
+    return reasons
+
+
+def measured_outcome(outcome: AcOutcome, record: AcRecord) -> AcOutcome:
+    """The AC's outcome once its figures are judged again: a figure shown to miss fails it; one
+    that is undecided makes it ``inconclusive`` when nothing else failed (tests that failed only
+    on inconclusive figures say so at the start of their message, :func:`is_inconclusive_failure`)."""
+    verdicts = {row.verdict().verdict for row in record.measurements}
+    if "failed" in verdicts:
+        return "failed" if outcome == "passed" else outcome
+    if "inconclusive" not in verdicts:
+        return outcome
+    if outcome == "passed":
+        return "inconclusive"
+    failing = [test for test in record.tests if test.outcome in _FAILING]
+    if outcome == "failed" and all(
+        test.outcome == "failed" and is_inconclusive_failure(test.message)
+        for test in failing
+    ):
+        return "inconclusive"
+    return outcome
+
+
+def boot_session_reasons(record: AcRecord) -> list[str]:
+    """A host that booted again during the run (a reboot, a kernel panic) disqualifies every AC
+    of it: what was measured before and after ran on two different sessions of the machine."""
+    start, end = record.run.boot_start, record.run.boot_end
+    if start is not None and end is not None and start != end:
+        return [f"the host rebooted during the run (boot session {start} at the start, {end} at the end)"]
+    return []
 
 
 def _mode(record: AcRecord) -> str:

@@ -11,12 +11,21 @@ import numbers
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
+from typing import cast
 
 import pytest
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.payload import RecordedProperties
-from pytest_specgate.contracts.thresholds import threshold_verdict
+from pytest_specgate.contracts.thresholds import (
+    DECIDE_RULES,
+    DEFAULT_CONFIDENCE_LEVEL,
+    INCONCLUSIVE_FAILURE_PREFIX,
+    Decide,
+    IntervalEstimate,
+    ThresholdVerdict,
+    three_way_verdict,
+)
 from pytest_specgate.contracts.validation import MAX_VALUE_DEPTH, value_nesting_depth
 from pytest_specgate.evidence._jsonio import replace_atomically, sha256_hex
 from pytest_specgate.evidence._payloads import RefusedPayload
@@ -38,25 +47,44 @@ def staging_dir(evidence_dir: Path, run_id: str) -> Path:
 
 @dataclass(frozen=True)
 class Measurement:
+    """One figure; an estimate's interval and level ride along, with the rule that judges it."""
+
     name: str
     value: float
     unit: str | None
     at_least: float | None
     at_most: float | None
+    ci_low: float | None = None
+    ci_high: float | None = None
+    confidence_level: float | None = None
+    decide: Decide = "point"
+
+    @property
+    def verdict(self) -> ThresholdVerdict:
+        return three_way_verdict(
+            self.value, self.at_least, self.at_most, self.ci_low, self.ci_high, self.decide
+        )
 
     @property
     def passed(self) -> bool:
-        return threshold_verdict(self.value, self.at_least, self.at_most) is None
+        return self.verdict.passed
 
     def to_dict(self) -> dict[str, JsonValue]:
-        return {
+        """The row; the interval's fields only for an estimate (a plain number has none)."""
+        entry: dict[str, JsonValue] = {
             "name": self.name,
             "value": self.value,
             "unit": self.unit,
             "at_least": self.at_least,
             "at_most": self.at_most,
             "passed": self.passed,
+            "decide": self.decide,
+            "verdict": self.verdict.verdict,
         }
+        if self.confidence_level is not None:
+            entry |= {"ci_low": self.ci_low, "ci_high": self.ci_high,
+                      "confidence_level": self.confidence_level}
+        return entry
 
 
 @dataclass(frozen=True)
@@ -90,12 +118,15 @@ def _number(label: str, value: object, figure: str) -> float:
     return float(value)
 
 
-def soft_failure_message(nodeid: str, ac_id: str | None, misses: Sequence[str]) -> str:
+def soft_failure_message(
+    nodeid: str, ac_id: str | None, misses: Sequence[str], *, inconclusive: bool = False
+) -> str:
     """The one failure of a test whose soft checks missed: the first miss and how many others,
-    then the others one per line. Lines start with the AC id when the test has one."""
+    then the others one per line. Lines start with the AC id when the test has one; when every
+    miss is an inconclusive measurement the message begins with ``inconclusive: ``."""
     prefix = f"{ac_id}: " if ac_id else ""
     more = len(misses) - 1
-    first = f"{prefix}{nodeid}: {misses[0]}"
+    first = f"{INCONCLUSIVE_FAILURE_PREFIX if inconclusive else ''}{prefix}{nodeid}: {misses[0]}"
     if more:
         first += f" (and {more} more soft-check miss{'es' if more > 1 else ''})"
     return "\n".join([first, *(f"{prefix}{miss}" for miss in misses[1:])])
@@ -110,10 +141,12 @@ class EvidenceRecorder:
         redactor: Redactor | Callable[[], Redactor],
         staging: Path | None,
         ac_id: str | None = None,
+        confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
     ) -> None:
         """``redactor``: the redactor, or what builds it the first time text needs redacting
         (a test that only measures never does). ``ac_id``: the test's criterion, named first
-        in its soft-check failure."""
+        in its soft-check failure. ``confidence_level``: the run's setting; an estimate whose
+        interval has a lower level is a soft-check miss."""
         self.nodeid = nodeid
         self.ac_id = ac_id
         self._redactor_source = redactor
@@ -123,7 +156,9 @@ class EvidenceRecorder:
         self._attachments: list[Attachment] = []
         self._notes: dict[str, JsonValue] = {}
         self._misses: list[str] = []
+        self._inconclusive: set[int] = set()
         self._reported = 0
+        self.confidence_level = confidence_level
         self._engines: list[JsonValue] = []
 
     @property
@@ -136,29 +171,68 @@ class EvidenceRecorder:
     def measure(
         self,
         name: str,
-        value: float,
+        value: float | IntervalEstimate,
         unit: str | None = None,
         *,
         at_least: float | None = None,
         at_most: float | None = None,
+        decide: Decide | None = None,
     ) -> Measurement:
-        """Record a figure; a missed bound is a soft check: the test fails when it has finished."""
+        """Record a figure, a plain number or an estimate with its confidence interval.
+
+        An estimate is judged on its interval (passed, failed or inconclusive) unless
+        ``decide="point"``; a number can only be judged on itself. A missed bound and an
+        inconclusive one are soft checks: the test fails when it has finished.
+        """
         if not isinstance(name, str) or not name:
             raise TypeError(f"evidence.measure: name must be a non-empty string, found {name!r}")
         if unit is not None and not isinstance(unit, str):
             raise TypeError(f"evidence.measure({name!r}): unit must be a string, found {unit!r}")
-        measurement = Measurement(
-            name=name,
-            value=_number("value", value, name),
-            unit=unit,
-            at_least=None if at_least is None else _number("at_least", at_least, name),
-            at_most=None if at_most is None else _number("at_most", at_most, name),
-        )
+        if decide is not None and decide not in DECIDE_RULES:
+            raise ValueError(f"evidence.measure({name!r}): decide must be one of "
+                             f"{', '.join(DECIDE_RULES)}, found {decide!r}")
+        bounds = (None if at_least is None else _number("at_least", at_least, name),
+                  None if at_most is None else _number("at_most", at_most, name))
+        if isinstance(value, numbers.Real | str):
+            if decide == "interval":
+                raise ValueError(f"evidence.measure({name!r}): decide='interval' needs an estimate "
+                                 f"with a confidence interval, found the number {value!r}")
+            measurement = Measurement(name, _number("value", value, name), unit, *bounds)
+        else:
+            estimate = cast("IntervalEstimate", value)  # numbers.Real does not narrow for mypy
+            measurement = self._estimate(name, estimate, unit, decide or "interval", bounds)
         self._measurements.append(measurement)
-        missed = threshold_verdict(measurement.value, measurement.at_least, measurement.at_most)
-        if missed is not None:
+        verdict = measurement.verdict
+        if verdict.reason is not None:
             shown = f"{measurement.value:g}" + (f" {unit}" if unit else "")
-            self._misses.append(f"measurement {name} = {shown} {missed}")
+            if verdict.verdict == "inconclusive":
+                self._inconclusive.add(len(self._misses))
+            self._misses.append(f"measurement {name} = {shown} {verdict.reason}")
+        return measurement
+
+    def _estimate(self, name: str, estimate: IntervalEstimate, unit: str | None, decide: Decide,
+                  bounds: tuple[float | None, float | None]) -> Measurement:
+        try:
+            point, low, high, level = (estimate.point, estimate.ci_low, estimate.ci_high,
+                                       estimate.confidence_level)
+        except AttributeError:
+            raise TypeError(
+                f"evidence.measure({name!r}): value must be a real number (or an estimate with "
+                f"point, ci_low, ci_high and confidence_level), found {estimate!r}"
+            ) from None
+        measurement = Measurement(
+            name, _number("point", point, name), unit, *bounds,
+            ci_low=None if low is None else _number("ci_low", low, name),
+            ci_high=None if high is None else _number("ci_high", high, name),
+            confidence_level=_number("confidence_level", level, name), decide=decide,
+        )
+        if decide == "interval" and measurement.confidence_level is not None \
+                and measurement.confidence_level < self.confidence_level:
+            self._misses.append(
+                f"measurement {name}: its interval has confidence level "
+                f"{measurement.confidence_level:g}, below the run's {self.confidence_level:g} "
+                "(--specgate-confidence-level)"
+            )
         return measurement
 
     def check(self, condition: bool, message: str) -> bool:
@@ -181,12 +255,19 @@ class EvidenceRecorder:
         self._reported = len(self._misses)
         return new
 
+    def _new_misses_inconclusive(self) -> bool:
+        """Whether every miss not reported yet is an inconclusive measurement (and one exists)."""
+        pending = range(self._reported, len(self._misses))
+        return bool(pending) and all(index in self._inconclusive for index in pending)
+
     def fail_on_new_misses(self) -> None:
         """Fail (``pytest.fail``) with the misses not reported yet; the plugin calls this when the
         test body ends and again at teardown, so each miss fails exactly one phase."""
+        inconclusive = self._new_misses_inconclusive()
         new = self.take_new_misses()
         if new:
-            pytest.fail(soft_failure_message(self.nodeid, self.ac_id, new), pytrace=False)
+            pytest.fail(soft_failure_message(self.nodeid, self.ac_id, new, inconclusive=inconclusive),
+                        pytrace=False)
 
     def attach(self, name: str, content: bytes | str | Path) -> Attachment:
         """Add an artifact (a file path, text or bytes), redacted before it is stored.

@@ -16,7 +16,7 @@ from typing import Literal
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.payload import SpecPayload
-from pytest_specgate.contracts.thresholds import threshold_verdict
+from pytest_specgate.contracts.thresholds import Decide, ThresholdVerdict, three_way_verdict
 from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord
 from pytest_specgate.evidence._policy import POLICY_VERSION, ac_outcome, judge
 
@@ -111,6 +111,8 @@ class RunFacts:
     host_provenance: Mapping[str, JsonValue] | None = None
     selection: SelectionFacts = field(default_factory=SelectionFacts)
     host_label: str | None = None
+    boot_session: tuple[str | None, str | None] = (None, None)
+    """The host's boot identity at the start and at the end of the run (None: unreadable)."""
 
 
 @dataclass(frozen=True)
@@ -173,18 +175,27 @@ def _float_or_none(value: JsonValue) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def measurement_miss(row: Mapping[str, JsonValue]) -> str | None:
-    """Why a recorded figure misses its bounds (a non-number misses any bound), else None."""
+def _decide_of(value: JsonValue) -> Decide:
+    """The recorded rule; a row that names none (a v2 record, a plain number) is judged on its point."""
+    return "interval" if value == "interval" else "point"
+
+
+def measurement_verdict(row: Mapping[str, JsonValue]) -> ThresholdVerdict:
+    """A recorded figure judged again: on its interval when its rule says so (a non-number
+    misses any bound)."""
     value = _float_or_none(row.get("value"))
-    return threshold_verdict(
+    return three_way_verdict(
         math.nan if value is None else value,
         _float_or_none(row.get("at_least")),
         _float_or_none(row.get("at_most")),
+        _float_or_none(row.get("ci_low")),
+        _float_or_none(row.get("ci_high")),
+        _decide_of(row.get("decide")),
     )
 
 
 def measurement_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValue]]:
-    """Every figure, threshold re-checked here rather than trusted from the worker."""
+    """Every figure, its verdict re-judged here rather than trusted from the worker."""
     rows: list[dict[str, JsonValue]] = []
     for result in results:
         for item in result.properties["measurements"]:
@@ -197,8 +208,15 @@ def measurement_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValu
                 "unit": item.get("unit"),
                 "at_least": _float_or_none(item.get("at_least")),
                 "at_most": _float_or_none(item.get("at_most")),
+                "decide": _decide_of(item.get("decide")),
             }
-            row["passed"] = measurement_miss(row) is None
+            level = _float_or_none(item.get("confidence_level"))
+            if level is not None:
+                row |= {"ci_low": _float_or_none(item.get("ci_low")),
+                        "ci_high": _float_or_none(item.get("ci_high")), "confidence_level": level}
+            verdict = measurement_verdict(row)
+            row["passed"] = verdict.passed
+            row["verdict"] = verdict.verdict
             rows.append(row)
     return rows
 
@@ -365,6 +383,7 @@ def build_ac_record(
             "diagnostic": run.diagnostic,
             "interrupted": run.interrupted,
             "duration_scale": run.duration_scale,
+            "boot_session": {"start": run.boot_session[0], "end": run.boot_session[1]},
         },
         "completeness": completeness_of(ac_id, ordered, run.selection),
     }

@@ -7,6 +7,7 @@ matplotlib are imported only by the functions that need them.
 
 from __future__ import annotations
 
+from pytest_specgate.contracts.thresholds import Threshold
 from pytest_specgate.measure.engine_arms import engine_arm, engine_telemetry
 from pytest_specgate.measure.expected import (
     FiniteHorizon,
@@ -21,6 +22,7 @@ from pytest_specgate.measure.expected import (
     expected_tokens_per_round,
     finite_horizon,
 )
+from pytest_specgate.measure.latency import LatencySummary, RatioEstimate, latency_summary
 from pytest_specgate.measure.paired import (
     PairedRun,
     PromptRunner,
@@ -40,6 +42,11 @@ from pytest_specgate.measure.pinned import (
     model_pair,
     repo_fixtures_dir,
 )
+from pytest_specgate.measure.positions import (
+    PositionAcceptance,
+    position_acceptance,
+    write_position_plot,
+)
 from pytest_specgate.measure.progress import ProgressReporter, ProgressSink, TextSink
 from pytest_specgate.measure.samples import (
     ChatMessage,
@@ -47,6 +54,11 @@ from pytest_specgate.measure.samples import (
     RequestSample,
     SamplePair,
     TimedSample,
+)
+from pytest_specgate.measure.sequential import (
+    SequentialEstimate,
+    SequentialStop,
+    median_confidence_sequence,
 )
 from pytest_specgate.measure.statistics import (
     AcceptanceMeasurement,
@@ -79,18 +91,23 @@ __all__ = [
     "FixtureFileError",
     "IdentityCheck",
     "IdentityReport",
+    "LatencySummary",
     "MeasuredVsExpected",
     "ModelPair",
     "PairedRun",
     "PinnedModel",
+    "PositionAcceptance",
     "ProgressReporter",
     "ProgressSink",
     "Prompt",
     "PromptRunner",
     "PromptSet",
     "PromptSpeedup",
+    "RatioEstimate",
     "RequestSample",
     "SamplePair",
+    "SequentialEstimate",
+    "SequentialStop",
     "SpeedupEstimate",
     "SpeedupExpectation",
     "SustainedArtifacts",
@@ -98,6 +115,7 @@ __all__ = [
     "SustainedSettings",
     "TelemetryReader",
     "TextSink",
+    "Threshold",
     "TimedSample",
     "acceptance_from_telemetry",
     "alpha_from_acceptance_rate",
@@ -114,18 +132,22 @@ __all__ = [
     "first_difference",
     "identity_check",
     "identity_report",
+    "latency_summary",
     "load_model_pairs",
     "load_named_prompt_set",
     "load_prompt_set",
+    "median_confidence_sequence",
     "median_speedup",
     "model_pair",
     "paired_schedule",
     "pairs_in_last_window",
     "per_prompt_speedups",
     "pooled_speedup",
+    "position_acceptance",
     "repo_fixtures_dir",
     "run_paired",
     "run_sustained",
     "throughput_series",
+    "write_position_plot",
     "write_sustained_artifacts",
 ]

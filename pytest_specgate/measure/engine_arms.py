@@ -6,6 +6,7 @@ measurement code never imports an engine backend.
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable, Iterator
 from typing import Protocol
@@ -42,7 +43,8 @@ def sample_from_stream(
     """Stream one answer to the end and time it; wall time includes connection and prefill."""
     started = clock()
     outcome = engine.stream(prompt.as_messages(), **params)
-    deltas = sum(1 for _ in outcome)
+    arrivals = [clock() for _ in outcome]
+    deltas = len(arrivals)
     wall_s = clock() - started
     token_ids = outcome.token_ids
     count: int
@@ -60,6 +62,7 @@ def sample_from_stream(
         text=outcome.text,
         token_ids=token_ids,
         token_count_source=source,
+        itl_s=tuple(later - earlier for earlier, later in itertools.pairwise(arrivals)),
     )
 
 

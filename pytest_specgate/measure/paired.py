@@ -15,8 +15,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, Threshold
 from pytest_specgate.measure.progress import ProgressSink
 from pytest_specgate.measure.samples import Arm, Prompt, RequestSample, SamplePair, TimedSample
+from pytest_specgate.measure.sequential import (
+    SequentialEstimate,
+    SequentialStop,
+    median_confidence_sequence,
+    undecided,
+)
 from pytest_specgate.measure.statistics import (
     DEFAULT_BOOTSTRAP_SEED,
     AcceptanceMeasurement,
@@ -116,6 +123,45 @@ def running_speedup(pairs: Sequence[SamplePair]) -> float | None:
 
 
 @dataclass(frozen=True)
+class SpeedupDrift:
+    """Median pair speedup of the first and the last third of the rounds, against the width of
+    the run's interval: a run whose speedup moved by more than its own uncertainty measured a
+    machine that changed under it (heat, a neighbour's load), whatever its verdict says."""
+
+    first_median: float
+    last_median: float
+    interval_width: float | None
+    rounds_each: int
+
+    @property
+    def flagged(self) -> bool:
+        moved = abs(self.last_median - self.first_median)
+        return self.interval_width is not None and moved > self.interval_width
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "first_rounds_median": self.first_median,
+            "last_rounds_median": self.last_median,
+            "interval_width": self.interval_width,
+            "rounds_each": self.rounds_each,
+            "flagged": self.flagged,
+        }
+
+
+def speedup_drift(pairs: Sequence[SamplePair], ci_low: float | None, ci_high: float | None
+                  ) -> SpeedupDrift | None:
+    """The drift of a run of at least two rounds (None for one round: nothing to compare)."""
+    rounds = sorted({pair.round_index for pair in pairs})
+    if len(rounds) < 2:
+        return None
+    each = max(1, len(rounds) // 3)
+    first = [pair.speedup for pair in pairs if pair.round_index in rounds[:each]]
+    last = [pair.speedup for pair in pairs if pair.round_index in rounds[-each:]]
+    width = None if ci_low is None or ci_high is None else ci_high - ci_low
+    return SpeedupDrift(statistics.median(first), statistics.median(last), width, each)
+
+
+@dataclass(frozen=True)
 class PairedRun:
     """The measured (non-warm-up) pairs of a paired run and what telemetry said about them."""
 
@@ -124,13 +170,27 @@ class PairedRun:
     warmup_pairs_discarded: int
     elapsed_s: float
     acceptance: AcceptanceMeasurement | None
+    confidence_level: float = DEFAULT_CONFIDENCE_LEVEL
+    sequential: SequentialStop | None = None
 
     def per_prompt(self) -> tuple[PromptSpeedup, ...]:
         return per_prompt_speedups(self.pairs)
 
-    def speedup(self, *, seed: int = DEFAULT_BOOTSTRAP_SEED) -> SpeedupEstimate:
-        """Median over prompts of each prompt's speedup, with a bootstrap interval over prompts."""
-        return median_speedup([prompt.speedup for prompt in self.per_prompt()], seed=seed)
+    def drift(self) -> SpeedupDrift | None:
+        """First rounds against last rounds, measured against this run's speedup interval."""
+        estimate = self.speedup()
+        return speedup_drift(self.pairs, estimate.ci_low, estimate.ci_high)
+
+    def speedup(self, *, seed: int = DEFAULT_BOOTSTRAP_SEED) -> SpeedupEstimate | SequentialEstimate:
+        """Median over prompts of each prompt's speedup, with a bootstrap interval over prompts.
+
+        A sequential run (``until=``) returns the median pair speedup with its anytime-valid
+        interval instead: a bootstrap interval is not valid once the stopping time depended on it.
+        """
+        if self.sequential is not None:
+            return self.sequential.estimate
+        return median_speedup([prompt.speedup for prompt in self.per_prompt()],
+                              confidence_level=self.confidence_level, seed=seed)
 
     @property
     def pooled_speedup(self) -> float:
@@ -149,9 +209,16 @@ class PairedRun:
             "pooled_speedup": self.pooled_speedup,
             "per_prompt": [prompt.to_dict() for prompt in self.per_prompt()],
             "acceptance": None if self.acceptance is None else self.acceptance.to_dict(),
+            "sequential": None if self.sequential is None else self.sequential.to_dict(),
             "identity": self.identity().to_dict(),
             "pairs": [pair.to_dict() for pair in self.pairs],
         }
+
+
+def _thresholds(until: Threshold | Sequence[Threshold] | None) -> tuple[Threshold, ...]:
+    if until is None:
+        return ()
+    return (until,) if isinstance(until, Threshold) else tuple(until)
 
 
 def run_paired(
@@ -161,6 +228,9 @@ def run_paired(
     rounds: int,
     warmup: int,
     *,
+    until: Threshold | Sequence[Threshold] | None = None,
+    max_rounds: int | None = None,
+    confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
     progress: ProgressSink | None = None,
     candidate_telemetry: TelemetryReader | None = None,
     telemetry_counting: TelemetryCounting = "delta",
@@ -172,13 +242,23 @@ def run_paired(
     of the acceptance rate. ``telemetry_counting="delta"`` subtracts the two
     readings; ``"window"`` is for engines whose reading starts a new window, so the
     final reading alone covers the measured pairs.
+
+    With ``until`` (thresholds on the speedup) the run is sequential: after ``rounds`` rounds
+    it looks at the anytime-valid interval of :mod:`~pytest_specgate.measure.sequential` after
+    every round and stops once every threshold is decided or ``max_rounds`` rounds have run;
+    the run's :meth:`PairedRun.speedup` is then that interval, valid however often it was looked at.
     """
+    thresholds = _thresholds(until)
+    if thresholds and (max_rounds is None or max_rounds < rounds):
+        raise ValueError(f"paired run: until= needs max_rounds >= rounds ({rounds}), found {max_rounds!r}")
     schedule = paired_schedule(prompts, rounds, warmup)
     run_started = clock()
     measured: list[SamplePair] = []
     before: TelemetryLike | None = None
     requests_done = 0
-    for scheduled in schedule:
+
+    def execute(scheduled: ScheduledPair) -> None:
+        nonlocal before, requests_done
         if not scheduled.warmup and before is None and candidate_telemetry is not None:
             before = candidate_telemetry()
         pair = run_pair(baseline, candidate, scheduled, clock=clock, run_started=run_started)
@@ -187,7 +267,23 @@ def run_paired(
             measured.append(pair)
         if progress is not None:
             progress.update(requests_done, running_speedup(measured))
+
+    for scheduled in schedule:
+        execute(scheduled)
+    stop: SequentialStop | None = None
+    rounds_run = rounds
+    if thresholds and max_rounds is not None:
+        while True:
+            estimate = median_confidence_sequence([p.speedup for p in measured], confidence_level)
+            decided = not undecided(thresholds, estimate)
+            if decided or rounds_run >= max_rounds:
+                stop = SequentialStop(thresholds, max_rounds, rounds_run, decided, estimate)
+                break
+            for prompt in prompts:
+                execute(ScheduledPair(prompt, rounds_run, arm_order(rounds_run)[0], False))
+            rounds_run += 1
     acceptance = measure_acceptance(candidate_telemetry, before, telemetry_counting)
     if progress is not None:
         progress.finish(requests_done, running_speedup(measured))
-    return PairedRun(tuple(measured), rounds, warmup, clock() - run_started, acceptance)
+    return PairedRun(tuple(measured), rounds_run, warmup, clock() - run_started, acceptance,
+                     confidence_level, stop)

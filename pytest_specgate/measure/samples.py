@@ -60,6 +60,9 @@ class RequestSample:
     text: str
     token_ids: tuple[int, ...] | None = None
     token_count_source: TokenCountSource = "usage"
+    itl_s: tuple[float, ...] = ()
+    """Gaps between successive streamed deltas (inter-token latency; a delta may hold several
+    tokens where the server sends a verified draft at once). Empty for a non-streamed answer."""
 
     def __post_init__(self) -> None:
         if not self.wall_s > 0:
@@ -81,6 +84,7 @@ class RequestSample:
             "output_tokens": self.output_tokens,
             "tokens_per_s": self.tokens_per_s,
             "token_count_source": self.token_count_source,
+            "itl_s": list(self.itl_s),
             "text_sha256": hashlib.sha256(self.text.encode("utf-8")).hexdigest(),
             "has_token_ids": self.token_ids is not None,
         }

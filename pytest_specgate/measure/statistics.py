@@ -6,16 +6,17 @@ function that resamples, so importing this module stays cheap.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Any, Literal, Protocol
 
 from pytest_specgate.contracts.engine import acceptance_rate_of
+from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL
 from pytest_specgate.measure.samples import RequestSample, SamplePair
 
-DEFAULT_CONFIDENCE_LEVEL = 0.95
 DEFAULT_RESAMPLES = 9999
 DEFAULT_BOOTSTRAP_SEED = 20230518
 
@@ -87,6 +88,11 @@ class SpeedupEstimate:
     method: str
     n_resamples: int
     seed: int
+
+    @property
+    def point(self) -> float:
+        """The median: what ``evidence.measure`` records as the value beside the interval."""
+        return self.median
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -164,6 +170,10 @@ class TelemetryLike(Protocol):
     def window(self) -> str: ...
     @property
     def source(self) -> str: ...
+    @property
+    def drafts(self) -> int | None: ...
+    @property
+    def accepted_per_position(self) -> tuple[int, ...] | None: ...
 
 
 AcceptanceBasis = Literal["delta", "window", "reset_during_window", "unavailable"]
@@ -185,9 +195,23 @@ class AcceptanceMeasurement:
     window: str
     source: str
     reason: str
+    drafts: int | None = None
+    accepted_per_position: tuple[int, ...] | None = None
+    positions_reason: str = "the engine reports no per-position counts"
+
+    def per_position_rates(self) -> tuple[float, ...] | None:
+        """Share of draft rounds whose token at position 1, 2, ... was accepted (None: unknown)."""
+        if not self.complete or self.accepted_per_position is None or not self.drafts:
+            return None
+        return tuple(count / self.drafts for count in self.accepted_per_position)
 
     def to_dict(self) -> dict[str, object]:
         return {
+            "drafts": self.drafts,
+            "accepted_per_position": None if self.accepted_per_position is None
+            else list(self.accepted_per_position),
+            "per_position_rates": None if (rates := self.per_position_rates()) is None else list(rates),
+            "positions_reason": self.positions_reason,
             "drafted": self.drafted,
             "accepted": self.accepted,
             "acceptance_rate": self.acceptance_rate,
@@ -216,9 +240,10 @@ def acceptance_from_telemetry(
             "the engine exposes no drafted/accepted counters",
         )
     if before is None:
-        return _measurement(
-            after.drafted, after.accepted, "window", True, after,
-            f"counts of the engine's own window {after.window!r}",
+        return dataclasses.replace(
+            _measurement(after.drafted, after.accepted, "window", True, after,
+                         f"counts of the engine's own window {after.window!r}"),
+            **_position_delta(None, after),
         )
     if not before.available or before.drafted is None or before.accepted is None:
         return AcceptanceMeasurement(
@@ -234,10 +259,31 @@ def acceptance_from_telemetry(
             f"reset are lost (drafted {before.drafted} -> {after.drafted}, "
             f"accepted {before.accepted} -> {after.accepted})",
         )
-    return _measurement(
-        drafted, accepted, "delta", True, after,
-        f"difference of two readings of window {after.window!r}",
+    return dataclasses.replace(
+        _measurement(drafted, accepted, "delta", True, after,
+                     f"difference of two readings of window {after.window!r}"),
+        **_position_delta(before, after),
     )
+
+
+def _position_delta(before: TelemetryLike | None, after: TelemetryLike) -> dict[str, Any]:
+    """Per-position counts and draft rounds over the window (fields of AcceptanceMeasurement)."""
+    if after.accepted_per_position is None or after.drafts is None:
+        return {"positions_reason": f"{after.source} reports no per-position acceptance counts"}
+    if before is None:
+        return {"drafts": after.drafts, "accepted_per_position": after.accepted_per_position,
+                "positions_reason": f"per-position counts of window {after.window!r}"}
+    if before.accepted_per_position is None or before.drafts is None:
+        return {"positions_reason": "the reading before the candidate runs had no per-position counts"}
+    width = max(len(before.accepted_per_position), len(after.accepted_per_position))
+    earlier = before.accepted_per_position + (0,) * (width - len(before.accepted_per_position))
+    later = after.accepted_per_position + (0,) * (width - len(after.accepted_per_position))
+    counts = tuple(b - a for a, b in zip(earlier, later, strict=True))
+    drafts = after.drafts - before.drafts
+    if drafts < 0 or any(count < 0 for count in counts):
+        return {"positions_reason": "a per-position counter went down between the readings"}
+    return {"drafts": drafts, "accepted_per_position": counts,
+            "positions_reason": f"difference of two readings of window {after.window!r}"}
 
 
 def _measurement(

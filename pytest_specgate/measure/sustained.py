@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL
 from pytest_specgate.measure.paired import (
     PromptRunner,
     ScheduledPair,
@@ -30,8 +31,10 @@ from pytest_specgate.measure.samples import ARMS, Arm, Prompt, SamplePair
 from pytest_specgate.measure.statistics import (
     AcceptanceMeasurement,
     IdentityReport,
+    SpeedupEstimate,
     TelemetryLike,
     identity_report,
+    median_speedup,
 )
 
 if TYPE_CHECKING:
@@ -40,6 +43,8 @@ if TYPE_CHECKING:
 DEFAULT_DURATION_S = 300.0
 DEFAULT_LAST_WINDOW_S = 60.0
 SUSTAINED_SCHEMA = "specgate.sustained/v1"
+MIN_JUDGED_PAIRS = 8
+"""The fewest pairs the last-window estimate is taken over (reaching back before the window)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +143,20 @@ class SustainedRun:
     def last_window_speedup(self) -> float:
         return median_pair_speedup(self.last_window())
 
+    def judged_pairs(self) -> tuple[SamplePair, ...]:
+        """The last window's pairs, or the last :data:`MIN_JUDGED_PAIRS` pairs when the window
+        holds fewer (a shortened or slow run): an interval over three pairs decides nothing."""
+        window = self.last_window()
+        return window if len(window) >= MIN_JUDGED_PAIRS else self.pairs[-MIN_JUDGED_PAIRS:]
+
+    def last_window_estimate(
+        self, *, confidence_level: float = DEFAULT_CONFIDENCE_LEVEL
+    ) -> SpeedupEstimate:
+        """The median pair speedup of :meth:`judged_pairs` with a bootstrap interval over them, so
+        a bound on it is passed, failed or inconclusive rather than decided by one noisy median."""
+        return median_speedup([pair.speedup for pair in self.judged_pairs()],
+                              confidence_level=confidence_level)
+
     def series(self, arm: Arm) -> tuple[ThroughputPoint, ...]:
         return throughput_series(self.pairs, arm)
 
@@ -152,6 +171,7 @@ class SustainedRun:
             "warmup_pairs_discarded": self.warmup_pairs_discarded,
             "pairs_measured": len(self.pairs),
             "pairs_in_last_window": len(self.last_window()),
+            "pairs_judged": len(self.judged_pairs()),
             "window_start_s": self.window_start_s,
             "window_end_s": self.elapsed_s,
             "whole_run_speedup": self.whole_run_speedup,

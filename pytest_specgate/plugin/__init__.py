@@ -95,6 +95,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption("--specgate-duration-scale", dest="specgate_duration_scale", metavar="FACTOR",
                     default=None, help=marker_docs.DURATION_SCALE_HELP)
+    group.addoption("--specgate-confidence-level", dest="specgate_confidence_level", metavar="LEVEL",
+                    default=None, help=marker_docs.CONFIDENCE_LEVEL_HELP)
     group.addoption(
         "--specgate-engine-option", action="append", dest="specgate_engine_option", metavar="KEY=VALUE",
         default=[],
@@ -120,6 +122,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("specgate_engine", marker_docs.ENGINE_HELP, default=None)
     parser.addini("specgate_endpoint", marker_docs.ENDPOINT_HELP, default=None)
     parser.addini("specgate_duration_scale", marker_docs.DURATION_SCALE_HELP, default=None)
+    parser.addini("specgate_confidence_level", marker_docs.CONFIDENCE_LEVEL_HELP, default=None)
 
 
 @contextlib.contextmanager

@@ -41,6 +41,14 @@ def duration_scale(pytestconfig: pytest.Config) -> float:
 
 
 @pytest.fixture
+def confidence_level(pytestconfig: pytest.Config) -> float:
+    """``--specgate-confidence-level`` (ini ``specgate_confidence_level``, default 0.95): the level
+    of every interval a spec computes, e.g. ``paired.speedup(confidence_level=confidence_level)``."""
+    level: float = pytestconfig.stash[SETTINGS_KEY].confidence_level
+    return level
+
+
+@pytest.fixture
 def evidence(request: pytest.FixtureRequest) -> Iterator[EvidenceRecorder]:
     """Record measurements (``measure``, soft checks), artifacts (``attach``) and context (``note``).
 
@@ -52,7 +60,8 @@ def evidence(request: pytest.FixtureRequest) -> Iterator[EvidenceRecorder]:
     criterion = request.node.stash.get(AC_KEY, None)
     recorder = EvidenceRecorder(request.node.nodeid, lambda: session_redactor(config),
                                 _staging_dir(config),
-                                ac_id=criterion.id if criterion is not None else None)
+                                ac_id=criterion.id if criterion is not None else None,
+                                confidence_level=config.stash[SETTINGS_KEY].confidence_level)
     request.node.stash[RECORDER_KEY] = recorder
     yield recorder
     recorder.fail_on_new_misses()

@@ -17,6 +17,7 @@ from pytest_specgate.contracts.gates import GateName, declared_gates
 from pytest_specgate.contracts.hardware import HostProfile
 from pytest_specgate.contracts.markers import DEFAULT_BACKEND
 from pytest_specgate.contracts.runmode import REQUIRE_ALL, RunSettings
+from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, check_confidence_level
 from pytest_specgate.contracts.validation import (
     JsonNestingError,
     compiled_patterns,
@@ -56,6 +57,7 @@ class SpecgateSettings:
     sign_key: Path | None = None
     endpoint_routes: tuple[EndpointRoute, ...] = ()
     record_reference_dir: Path | None = None
+    confidence_level: float = DEFAULT_CONFIDENCE_LEVEL
 
     @property
     def wants_payload(self) -> bool:
@@ -152,6 +154,14 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         ) from None
     if not is_finite_positive(scale):
         raise SpecgateInputError(f"--specgate-duration-scale: expected a finite number > 0, got {scale}")
+    level_text = config.getoption("specgate_confidence_level") or _ini_or(
+        config, "specgate_confidence_level") or str(DEFAULT_CONFIDENCE_LEVEL)
+    try:
+        level = check_confidence_level(float(level_text), "--specgate-confidence-level")
+    except ValueError:
+        raise SpecgateInputError(
+            f"--specgate-confidence-level: expected a number between 0 and 1 (e.g. 0.95), got {level_text!r}"
+        ) from None
     facts = config.getoption("specgate_host_facts")
     evidence = config.getoption("specgate_evidence") or _ini_or(config, "specgate_evidence")
     sign_key = config.getoption("specgate_sign_key")
@@ -175,6 +185,7 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         sign_key=config.invocation_params.dir / sign_key if sign_key else None,
         endpoint_routes=parse_endpoint_routes(config.getoption("specgate_endpoint_for") or []),
         record_reference_dir=(config.invocation_params.dir / record if record else None),
+        confidence_level=level,
     )
 
 

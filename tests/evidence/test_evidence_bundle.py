@@ -85,6 +85,8 @@ def test_ac_record_carries_the_issue_fields(git_repo: GitRepo) -> None:
         "at_least": 1.4,
         "at_most": None,
         "passed": True,
+        "decide": "point",
+        "verdict": "passed",
     }
     assert {a["name"] for a in record["attachments"]} == {"server.log", "trace.bin"}
     assert record["source"] == {

@@ -37,6 +37,8 @@ def test_met_threshold_is_recorded_as_passed() -> None:
             "at_least": 1.4,
             "at_most": 3.0,
             "passed": True,
+            "decide": "point",
+            "verdict": "passed",
         }
     ]
 

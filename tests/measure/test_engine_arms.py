@@ -85,6 +85,8 @@ class FakeTelemetry:
     available: bool = True
     window: str = "since_last_roll"
     source: str = "/v1/status"
+    drafts: int | None = None
+    accepted_per_position: tuple[int, ...] | None = None
 
 
 def test_engine_arms_drive_a_paired_run(clock: FakeClock) -> None:

@@ -93,6 +93,8 @@ class TelemetrySnapshot:
     available: bool = True
     window: str = "since_last_roll"
     source: str = "/v1/status"
+    drafts: int | None = None
+    accepted_per_position: tuple[int, ...] | None = None
 
 
 def counting_telemetry(arm: FakeArm) -> TelemetrySnapshot:

@@ -107,6 +107,8 @@ class FakeTelemetry:
     accepted: int | None = 0
     window: str = "since_last_roll"
     source: str = "/v1/status"
+    drafts: int | None = None
+    accepted_per_position: tuple[int, ...] | None = None
 
 
 def test_acceptance_is_the_delta_of_two_readings() -> None:

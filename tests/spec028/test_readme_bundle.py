@@ -54,7 +54,9 @@ def test_ac10_records_its_thresholds_and_prompt_digest(readme_bundle: BundleRun)
     assert figures["acceptance_rate"]["at_least"] == 0.30
     assert figures["sustained_last_window_speedup"]["at_least"] == 1.2
     assert figures["greedy_outputs_differing_from_baseline"]["at_most"] == 0
-    assert {"median_speedup_ci95_low", "expected_speedup", "measured_over_expected_speedup"} <= set(figures)
+    assert {"expected_speedup", "measured_over_expected_speedup"} <= set(figures)
+    assert figures["median_speedup"]["decide"] == "interval"
+    assert figures["median_speedup"]["ci_low"] <= figures["median_speedup"]["value"]
     notes = record["tests"][0]["notes"]  # type: ignore[index]
     assert len(notes["prompt_fixture"]["sha256"]) == 64
     assert notes["prompt_fixture"]["id"] == "spec028-code-iso8601-v1"

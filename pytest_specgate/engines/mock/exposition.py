@@ -18,6 +18,12 @@ if TYPE_CHECKING:
 __all__ = ["metrics_text", "status_body"]
 
 
+def per_position(accepted: list[int], gamma: int) -> list[int]:
+    """Accepted counts at draft positions 1..gamma, zeros where no draft reached a position."""
+    reached = list(accepted[:gamma])
+    return reached + [0] * (gamma - len(reached))
+
+
 def status_body(state: MockState) -> dict[str, object]:
     telemetry = state.telemetry
     window = telemetry.status_window()
@@ -39,6 +45,9 @@ def status_body(state: MockState) -> dict[str, object]:
                 StatusKey.SPEC_DECODE_ACCEPTED_SINCE_LAST: accepted,
                 StatusKey.SPEC_DECODE_ACCEPTANCE_RATE: acceptance_rate_of(drafted, accepted),
                 StatusKey.SPEC_DECODE_DRAFTS_SINCE_LAST: window["drafts"],
+                StatusKey.SPEC_DECODE_ACCEPTED_PER_POSITION_SINCE_LAST: per_position(
+                    telemetry.window.accepted_per_position, state.settings.num_draft_tokens
+                ) if draft else None,
                 StatusKey.SPEC_DECODE_DRAFT_FAILURES_SINCE_LAST: window["draft_failures"],
                 StatusKey.SPEC_DECODE_ALPHA: draft.alpha if draft else None,
             }
@@ -99,9 +108,7 @@ def metrics_text(state: MockState) -> str:
     for name, help_text, value in counters:
         metric(name, "counter", help_text, [(label, value)])
     if state.draft is not None:
-        gamma = state.settings.num_draft_tokens
-        reached = list(totals.accepted_per_position[:gamma])
-        accepted_at = reached + [0] * (gamma - len(reached))
+        accepted_at = per_position(totals.accepted_per_position, state.settings.num_draft_tokens)
         metric(
             VllmMetric.SPEC_DECODE_ACCEPTED_PER_POSITION_TOTAL,
             "counter",

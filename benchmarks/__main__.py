@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from benchmarks import (
     Row,
+    large_inputs,
     measurement_accuracy,
     mock_engine,
     overhead,
@@ -40,6 +41,8 @@ class Benchmark:
 BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("overhead", overhead.run_with_evidence),
     Benchmark("overhead-no-evidence", overhead.run_without_evidence),
+    Benchmark("evidence-vs-junitxml", overhead.run_evidence_over_junitxml),
+    Benchmark("large-inputs", large_inputs.run),
     Benchmark("startup-version", startup.run_version),
     Benchmark("startup-collect", startup.run_collect),
     Benchmark("accuracy", measurement_accuracy.run),

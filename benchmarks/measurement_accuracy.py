@@ -35,7 +35,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_specgate.engines.config import EngineConfig
+from pytest_specgate.contracts.engine_config import EngineConfig
+from pytest_specgate.engines.backends import boot_function
 from pytest_specgate.engines.mock.settings import DEFAULT_DRAFT, DEFAULT_TARGET
 from pytest_specgate.measure import (
     ProgressReporter,
@@ -48,7 +49,6 @@ from pytest_specgate.measure import (
     load_named_prompt_set,
     run_paired,
 )
-from pytest_specgate.selection.backends import boot_function
 
 if TYPE_CHECKING:
     from benchmarks import Row

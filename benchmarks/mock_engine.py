@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from pytest_specgate.engines.config import EngineConfig
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.engines.mock import DEFAULT_DRAFT, boot
 
 if TYPE_CHECKING:

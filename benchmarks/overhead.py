@@ -14,6 +14,8 @@ markers and a stand-in ``evidence`` fixture where the plugin is off:
 - ``empty-plugin``: off plus a plugin that implements specgate's hooks with empty
   bodies, the anchor for what merely having those hooks costs;
 - ``on``: the plugin without an evidence folder;
+- ``on+junitxml``: the plugin loaded, writing pytest's ``--junitxml`` instead of evidence: the
+  fair anchor for the evidence arm (both pay for the plugin's hooks and fixture alike);
 - ``on+evidence``: the plugin writing a redacted, hashed bundle.
 """
 
@@ -32,6 +34,7 @@ SUITE_TESTS = 2000
 TESTS_PER_FILE = 100
 HOST_FACTS = REPO_ROOT / "fixtures" / "hosts" / "linux-x86_64-24gb-nogpu.json"
 GOAL_WITH_EVIDENCE = 1.08
+GOAL_EVIDENCE_OVER_JUNITXML = 1.05
 GOAL_WITHOUT_EVIDENCE = 1.03
 COMMON_OPTIONS = ("-q", "-p", "no:cacheprovider", "-p", "no:xdist", "-p", "no:randomly")
 
@@ -185,7 +188,7 @@ def _run_plugin_with_evidence(suite: GeneratedSuite) -> float:
     evidence = suite.evidence_root
     shutil.rmtree(evidence, ignore_errors=True)
     elapsed = run_command(suite.plugin_argv("tests", f"--specgate-evidence={evidence}"), suite.root)
-    records = [path for path in evidence.glob("*/AC-*.json")]
+    records = list(evidence.glob("*/AC-*.json"))
     if len(records) != suite.ac_count:
         raise RuntimeError(
             f"plugin overhead: expected {suite.ac_count} AC records under {evidence}, found {len(records)}"
@@ -203,6 +206,9 @@ def measure_overhead(suite: GeneratedSuite, cycles: int, *, warm: bool = True) -
         ),
         "empty-plugin": lambda: run_command(suite.plain_argv("-p", "empty_plugin", "tests"), suite.root),
         "on": lambda: run_command(suite.plugin_argv("tests"), suite.root),
+        "on+junitxml": lambda: run_command(
+            suite.plugin_argv("tests", f"--junitxml={suite.junit_path}"), suite.root
+        ),
         "on+evidence": lambda: _run_plugin_with_evidence(suite),
     }
     if warm:
@@ -246,4 +252,16 @@ def run_without_evidence(quick: bool) -> Row:
         times.median_ratio("on", "off"),
         GOAL_WITHOUT_EVIDENCE,
         times.describe("on", "off") + f"; empty-plugin/off {anchor:.3f}x",
+    )
+
+
+def run_evidence_over_junitxml(quick: bool) -> Row:
+    """The issue's comparison: both arms load the plugin, one writes evidence, one junitxml."""
+    tests, acs, times = _measured(quick)
+    return slowdown_row(
+        f"evidence against junitxml: {tests} tests, {acs} distinct ACs; plugin + --specgate-evidence / "
+        "plugin + --junitxml",
+        times.median_ratio("on+evidence", "on+junitxml"),
+        GOAL_EVIDENCE_OVER_JUNITXML,
+        times.describe("on+evidence", "on+junitxml"),
     )

@@ -14,6 +14,13 @@ from pytest_specgate._lazy import lazy_getattr
 from pytest_specgate._version import __version__
 
 if TYPE_CHECKING:
+    from pytest_specgate.contracts.capabilities import Capabilities as Capabilities
+    from pytest_specgate.contracts.capabilities import EngineProcess as EngineProcess
+    from pytest_specgate.contracts.capabilities import FaultInjection as FaultInjection
+    from pytest_specgate.contracts.capabilities import MissingCapability as MissingCapability
+    from pytest_specgate.contracts.capabilities import RawStatus as RawStatus
+    from pytest_specgate.contracts.capabilities import TelemetryReset as TelemetryReset
+    from pytest_specgate.contracts.capabilities import WarmSwap as WarmSwap
     from pytest_specgate.contracts.engine import ChatResult as ChatResult
     from pytest_specgate.contracts.engine import Engine as Engine
     from pytest_specgate.contracts.engine import EngineBootError as EngineBootError
@@ -21,7 +28,17 @@ if TYPE_CHECKING:
     from pytest_specgate.contracts.engine import StreamResult as StreamResult
     from pytest_specgate.contracts.engine import Telemetry as Telemetry
     from pytest_specgate.contracts.engine import acceptance_rate_of as acceptance_rate_of
-    from pytest_specgate.engines.config import EngineConfig as EngineConfig
+    from pytest_specgate.contracts.engine_backend import BootFunction as BootFunction
+    from pytest_specgate.contracts.engine_backend import EngineBackend as EngineBackend
+    from pytest_specgate.contracts.engine_config import EngineConfig as EngineConfig
+    from pytest_specgate.contracts.engine_options import EngineOption as EngineOption
+    from pytest_specgate.contracts.engine_options import OptionType as OptionType
+    from pytest_specgate.engines.boot import ServerProcess as ServerProcess
+    from pytest_specgate.engines.boot import start_server as start_server
+    from pytest_specgate.engines.client import ClientEngine as ClientEngine
+    from pytest_specgate.engines.client import EngineHTTPError as EngineHTTPError
+    from pytest_specgate.engines.client import OpenAIClient as OpenAIClient
+    from pytest_specgate.engines.client import telemetry_from_status as telemetry_from_status
     from pytest_specgate.evidence._recorder import EvidenceRecorder as EvidenceRecorder
     from pytest_specgate.evidence._recorder import Measurement as Measurement
     from pytest_specgate.examples import host_example_names as host_example_names
@@ -56,7 +73,15 @@ _EXPORTS: dict[str, str] = {
     "ChatResult": "contracts.engine",
     "Engine": "contracts.engine",
     "EngineBootError": "contracts.engine",
-    "EngineConfig": "engines.config",
+    "EngineConfig": "contracts.engine_config",
+    # backend kit: what a backend package implements, returns and starts its server with
+    **dict.fromkeys(("Capabilities", "EngineProcess", "FaultInjection", "MissingCapability", "RawStatus",
+                     "TelemetryReset", "WarmSwap"), "contracts.capabilities"),
+    **dict.fromkeys(("BootFunction", "EngineBackend"), "contracts.engine_backend"),
+    **dict.fromkeys(("EngineOption", "OptionType"), "contracts.engine_options"),
+    **dict.fromkeys(("ServerProcess", "start_server"), "engines.boot"),
+    **dict.fromkeys(("ClientEngine", "EngineHTTPError", "OpenAIClient", "telemetry_from_status"),
+                    "engines.client"),
     "EngineStartupRefused": "contracts.engine",
     "StreamResult": "contracts.engine",
     "Telemetry": "contracts.engine",

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pytest_specgate import __version__
+from pytest_specgate._version import __version__
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.hardware import HostProfile
 from pytest_specgate.contracts.host import HostFacts, HostProvenance

@@ -1,4 +1,4 @@
-"""Spec-local fixtures of SPEC-028: the backend's profile and a terminal for progress lines."""
+"""Spec-local fixtures of SPEC-028: the backend's profile and the run's settings it reads."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from pathlib import Path
 
 import pytest
 from spec028_backends import BackendProfile, profile_for
-from spec028_checks import TerminalLines
 
 from pytest_specgate.engines import EngineConfig
 from pytest_specgate.plugin.stash import SETTINGS_KEY
@@ -30,9 +29,3 @@ def record_reference_dir(request: pytest.FixtureRequest) -> Path | None:
     """``--specgate-record-reference=DIR``: record reference outputs there instead of comparing."""
     directory: Path | None = request.config.stash[SETTINGS_KEY].record_reference_dir
     return directory
-
-
-@pytest.fixture
-def terminal_lines(request: pytest.FixtureRequest) -> TerminalLines:
-    """Progress lines for long runs, written to the terminal even while output is captured."""
-    return TerminalLines(request.config)

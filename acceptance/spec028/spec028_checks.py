@@ -10,11 +10,10 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -285,36 +284,6 @@ def out_of_memory_lines(log: Path | None) -> list[str] | None:
         return None
     return [line for line in log.read_text(encoding="utf-8", errors="replace").splitlines()
             if _OOM_PATTERN.search(line)]
-
-
-class TerminalLines:
-    """A ProgressReporter sink writing whole lines to pytest's terminal, past output capture."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self._reporter = config.pluginmanager.get_plugin("terminalreporter")
-        self._capture = config.pluginmanager.get_plugin("capturemanager")
-
-    def write(self, text: str, /) -> object:
-        with self._uncaptured():
-            if self._reporter is not None:
-                self._reporter.write_line(text.rstrip("\n"))
-            elif sys.__stderr__ is not None:
-                sys.__stderr__.write(text)
-        return None
-
-    def flush(self) -> object:
-        with self._uncaptured():
-            if self._reporter is not None:
-                self._reporter.flush()
-            elif sys.__stderr__ is not None:
-                sys.__stderr__.flush()
-        return None
-
-    def _uncaptured(self) -> AbstractContextManager[object]:
-        if self._capture is None:
-            return nullcontext()
-        disabled: AbstractContextManager[object] = self._capture.global_and_fixture_disabled()
-        return disabled
 
 
 def wait_until(predicate: object, timeout_s: float, what: str) -> None:

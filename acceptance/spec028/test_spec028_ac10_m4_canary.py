@@ -32,7 +32,6 @@ from spec028_backends import (
     fetch_pinned_pair,
     offline_acceptance,
 )
-from spec028_checks import TerminalLines
 
 from pytest_specgate.engines import Engine
 from pytest_specgate.evidence import EvidenceRecorder
@@ -41,7 +40,6 @@ from pytest_specgate.measure import (
     IdentityCheck,
     ModelPair,
     PairedRun,
-    ProgressReporter,
     Prompt,
     PromptRunner,
     PromptSet,
@@ -118,15 +116,13 @@ def _greedy_identity(evidence: EvidenceRecorder, mismatches: Sequence[IdentityCh
 @pytest.mark.specgate_cost(60)  # the paired run; the sustained window is the other AC-10 test
 @pytest.mark.hardware("m4-16gb")
 def test_ac10_paired_speedup_and_acceptance(
-    ac10_arms: Ac10Arms, evidence: EvidenceRecorder, terminal_lines: TerminalLines,
-    confidence_level: float, tmp_path: Path,
+    ac10_arms: Ac10Arms, evidence: EvidenceRecorder, confidence_level: float, tmp_path: Path,
 ) -> None:
     plan, candidate, pair = ac10_arms.plan, ac10_arms.candidate, ac10_arms.pair
     paired = run_paired(
         *ac10_arms.arms, ac10_arms.prompts, plan.rounds, plan.warmup,
         until=Threshold(at_least=MIN_MEDIAN_SPEEDUP), max_rounds=MAX_ROUNDS_FACTOR * plan.rounds,
         confidence_level=confidence_level,
-        progress=ProgressReporter(terminal_lines, label="AC-10 paired"),
         candidate_telemetry=engine_telemetry(candidate),
     )
     evidence.attach("ac10-paired.json", _json(paired.to_dict()))
@@ -170,15 +166,11 @@ def test_ac10_paired_speedup_and_acceptance(
 @pytest.mark.specgate_cost(330)  # a 5-minute sustained window: dispatched first
 @pytest.mark.hardware("m4-16gb")
 def test_ac10_sustained_window(
-    ac10_arms: Ac10Arms, evidence: EvidenceRecorder, duration_scale: float,
-    terminal_lines: TerminalLines, tmp_path: Path, confidence_level: float,
+    ac10_arms: Ac10Arms, evidence: EvidenceRecorder, duration_scale: float, tmp_path: Path,
+    confidence_level: float,
 ) -> None:
     settings = SustainedSettings(scale=duration_scale)
-    sustained = run_sustained(
-        *ac10_arms.arms, ac10_arms.prompts, settings,
-        progress=ProgressReporter(terminal_lines, label="AC-10 sustained",
-                                  planned_s=settings.scaled_duration_s),
-    )
+    sustained = run_sustained(*ac10_arms.arms, ac10_arms.prompts, settings)
     artifacts = write_sustained_artifacts(sustained, tmp_path, stem="ac10-sustained",
                                           title="AC-10 sustained window")
     evidence.attach("ac10-sustained.png", artifacts.plot_path)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import reprlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal, final
@@ -251,6 +252,13 @@ class HostFacts:
         }
 
 
+def _shown(value: object) -> str:
+    """``repr(value)`` cut short: a wrong field of a 30 MB file stays a one-line message."""
+    shown = reprlib.Repr()
+    shown.maxstring = shown.maxother = 80
+    return shown.repr(value)
+
+
 def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], where: str,
            *, required: bool = False) -> Any:
     if name not in data or data[name] is None:
@@ -263,7 +271,7 @@ def _field(data: Mapping[str, Any], name: str, kind: type | tuple[type, ...], wh
     if not isinstance(value, kind):
         expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise HostFactsError(
-            f"{where}: field {name!r} must be {expected}, got {type(value).__name__} {value!r}"
+            f"{where}: field {name!r} must be {expected}, got {type(value).__name__} {_shown(value)}"
         )
     return value
 

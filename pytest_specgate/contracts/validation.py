@@ -4,9 +4,9 @@ Every reader of outside input goes through these few checks, so a bad input is
 one :class:`~pytest_specgate.contracts.errors.SpecgateInputError` line naming where
 it came from, what was expected and what was found, never a RecursionError,
 UnicodeDecodeError or traceback. The number predicates are the one place that says
-a bool is not a number and NaN is not finite; callers word
-their own messages around them. The plugin and the CLI each turn the error into
-what a user sees in one place (a pytest.UsageError, exit 2).
+a bool is not a number and NaN is not finite; callers word their own messages
+around them. The plugin and the CLI each turn the error into what a user sees in
+one place (a pytest.UsageError, exit 2).
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ from pathlib import Path
 from typing import Any, TypeGuard
 
 from pytest_specgate.contracts.errors import SpecgateInputError
+from pytest_specgate.contracts.safe_read import MAX_DOCUMENT_BYTES, read_regular_file
 
 __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_VALUE_DEPTH",
     "JsonNestingError",
+    "SpecgateInputError",
     "compiled_patterns",
     "decode_utf8",
     "is_count",
@@ -33,7 +35,6 @@ __all__ = [
     "is_fraction",
     "is_real",
     "is_whole",
-    "json_nesting_depth",
     "one_line_text",
     "parse_json",
     "read_json_file",
@@ -46,27 +47,10 @@ MAX_VALUE_DEPTH = 64
 """How deeply a value a spec records may nest: room is left for the record around it, so
 every record the plugin writes stays readable under MAX_JSON_DEPTH."""
 
-_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"', re.DOTALL)
-_BRACKET = re.compile(r"[\[\]{}]")
 
 
 class JsonNestingError(SpecgateInputError):
     """JSON nested deeper than MAX_JSON_DEPTH (refused before any parser recurses into it)."""
-
-
-def json_nesting_depth(text: str) -> int:
-    """How deeply arrays and objects nest in ``text`` (brackets inside strings do not count).
-
-    Linear and recursion-free, so it can run before a parser that recurses.
-    """
-    depth = deepest = 0
-    for bracket in _BRACKET.finditer(_JSON_STRING.sub('""', text)):
-        if bracket.group() in "[{":
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
 
 
 def value_nesting_depth(value: object, limit: int = MAX_VALUE_DEPTH) -> int:
@@ -94,18 +78,27 @@ def _refuse_constant(name: str) -> float:
 
 
 def parse_json(text: str, where: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """``text`` parsed as strict JSON (no NaN or Infinity), nested at most ``max_depth`` deep."""
-    depth = json_nesting_depth(text)
-    if depth > max_depth:
-        raise JsonNestingError(f"{where}: JSON nested {depth} levels deep; expected at most {max_depth}")
+    """``text`` parsed as strict JSON (no NaN or Infinity), nested at most ``max_depth`` deep.
+
+    Linear in the text and without a regular expression: the C parser runs first (it stops
+    with a RecursionError past Python's recursion limit, which is refused here too), then an
+    iterative walk measures the depth of what it built.
+    """
     try:
-        return json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
         raise SpecgateInputError(
             f"{where}: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
         ) from None
+    except RecursionError:
+        raise JsonNestingError(f"{where}: JSON nested deeper than {max_depth} levels") from None
     except SpecgateInputError as error:
         raise SpecgateInputError(f"{where}: {error}") from None
+    except ValueError as error:  # an integer of more digits than int() converts
+        raise SpecgateInputError(f"{where}: not valid JSON: {error}") from None
+    if value_nesting_depth(value, max_depth) > max_depth:
+        raise JsonNestingError(f"{where}: JSON nested deeper than {max_depth} levels")
+    return value
 
 
 def decode_utf8(data: bytes, where: str) -> str:
@@ -117,14 +110,13 @@ def decode_utf8(data: bytes, where: str) -> str:
         ) from None
 
 
-def read_json_file(path: Path, *, max_depth: int = MAX_JSON_DEPTH) -> tuple[bytes, Any]:
-    """The file's bytes and what they parse to, from one read; every failure names the file."""
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise SpecgateInputError(f"{path}: file not found") from None
-    except OSError as error:
-        raise SpecgateInputError(f"{path}: cannot read: {error.strerror or error}") from None
+def read_json_file(
+    path: Path, *, max_depth: int = MAX_JSON_DEPTH, what: str = "file", limit: int = MAX_DOCUMENT_BYTES
+) -> tuple[bytes, Any]:
+    """The file's bytes and what they parse to, from one bounded read of a regular file (no
+    symlink, FIFO or device: :mod:`~pytest_specgate.contracts.safe_read`); every failure names
+    the file."""
+    data = read_regular_file(path, what, limit=limit)
     return data, parse_json(decode_utf8(data, str(path)), str(path), max_depth=max_depth)
 
 

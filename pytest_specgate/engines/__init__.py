@@ -1,6 +1,6 @@
 """Engines behind one protocol: the built-in mock, mlx-lm, vLLM and any running endpoint.
 
-Public names load their module on first use: the plugin reads the backend table when it
+Public names load their module on first use: the plugin reads ``engines.backends`` when it
 resolves its settings, and importing a submodule runs this file first, so re-exporting
 eagerly here would load the protocol, capabilities and configuration on every pytest start.
 """
@@ -30,8 +30,8 @@ if TYPE_CHECKING:
         Telemetry,
         acceptance_rate_of,
     )
-    from pytest_specgate.engines.config import EngineConfig, EnginePool, engine_config_from
-    from pytest_specgate.selection.backends import (
+    from pytest_specgate.contracts.engine_config import EngineConfig
+    from pytest_specgate.engines.backends import (
         BUILTIN_BACKENDS,
         DEFAULT_BACKEND,
         ENTRY_POINT_GROUP,
@@ -39,15 +39,17 @@ if TYPE_CHECKING:
         available_backends,
         boot_function,
     )
+    from pytest_specgate.engines.config import EnginePool, engine_config_from
 
 _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("Capabilities", "EngineProcess", "FaultInjection", "MissingCapability",
                      "RawStatus", "TelemetryReset", "WarmSwap"), "pytest_specgate.contracts.capabilities"),
-    **dict.fromkeys(("EngineConfig", "EnginePool", "engine_config_from"), "config"),
+    "EngineConfig": "pytest_specgate.contracts.engine_config",
+    **dict.fromkeys(("EnginePool", "engine_config_from"), "config"),
     **dict.fromkeys(("ChatResult", "Engine", "EngineBootError", "EngineStartupRefused",
                      "StreamResult", "Telemetry", "acceptance_rate_of"), "pytest_specgate.contracts.engine"),
     **dict.fromkeys(("BUILTIN_BACKENDS", "DEFAULT_BACKEND", "ENTRY_POINT_GROUP", "Backend",
-                     "available_backends", "boot_function"), "pytest_specgate.selection.backends"),
+                     "available_backends", "boot_function"), "backends"),
 }
 
 __all__ = [

@@ -19,9 +19,9 @@ import subprocess
 import sys
 import time
 from collections import deque
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO
+from typing import IO, final
 
 import httpx
 
@@ -31,10 +31,12 @@ from pytest_specgate.engines.reaper import RELEASE
 __all__ = [
     "LOG_TAIL_LINES",
     "ManagedProcess",
+    "ServerProcess",
     "boot_error",
     "free_loopback_port",
     "reaped_argv",
     "run_if_orphaned",
+    "start_server",
     "wait_for_health",
 ]
 
@@ -255,3 +257,64 @@ def _group_has_live_members(pgid: int) -> bool:
         if int(group) == pgid and state not in {"Z", "X"}:
             return True
     return False
+
+
+@final
+class ServerProcess:
+    """A backend's server, started by :func:`start_server` under the built-in engines' reaper.
+
+    It is an ``EngineProcess`` capability (``pid``, ``returncode()``); ``log`` is the file its
+    stdout and stderr go to; ``close()`` stops its whole process group and may be called
+    more than once.
+    """
+
+    def __init__(self, process: ManagedProcess, port: int) -> None:
+        self._process = process
+        self.port = port
+        self.base_url = f"http://127.0.0.1:{port}"
+        assert process.log_path is not None
+        self.log: Path = process.log_path
+
+    @property
+    def pid(self) -> int | None:
+        return self._process.pid
+
+    def returncode(self) -> int | None:
+        return self._process.returncode()
+
+    def log_tail(self, n: int = LOG_TAIL_LINES) -> list[str]:
+        return self._process.log_tail(n)
+
+    def close(self) -> None:
+        self._process.terminate()
+
+
+def start_server(
+    command: Callable[[int], Sequence[str]],
+    workdir: Path,
+    *,
+    health_path: str = "/health",
+    boot_timeout_s: float = 60.0,
+    env: Mapping[str, str] | None = None,
+    log_name: str = "server.log",
+) -> ServerProcess:
+    """Start a backend's server on a free 127.0.0.1 port and wait until ``health_path`` answers 200.
+
+    ``command(port)`` is the argv to run. The server runs in its own process group with the
+    reaper that stops the built-in engines: teardown on ``close()``, on any failure here
+    (the EngineBootError carries the log's last lines), and when the process that started
+    it is gone however it ended (``kill -9`` of pytest included).
+    """
+    port = free_loopback_port()
+    process = ManagedProcess()
+    argv = list(command(port))
+    try:
+        process.start(argv, env, workdir / log_name)
+    except FileNotFoundError as exc:
+        raise EngineBootError(f"cannot start {argv[0]!r}: {exc.strerror}") from None
+    try:
+        wait_for_health(f"http://127.0.0.1:{port}{health_path}", boot_timeout_s, process)
+    except BaseException:
+        process.terminate()
+        raise
+    return ServerProcess(process, port)

@@ -81,17 +81,22 @@ def chat_result_from(body: Mapping[str, object], wall_s: float) -> ChatResult:
     )
 
 
-def _sse_events(lines: Iterator[str]) -> Iterator[dict[str, object]]:
-    """JSON payloads of ``data:`` lines up to ``data: [DONE]``."""
-    for line in lines:
-        if not line.startswith("data:"):
-            continue
-        payload = line[5:].strip()
-        if payload == "[DONE]":
+def _sse_events(response: httpx.Response) -> Iterator[dict[str, object]]:
+    """JSON payloads of a stream's server-sent events up to ``[DONE]``.
+
+    httpx-sse splits the events (multi-line ``data:``, comments, ``event:`` and ``id:``
+    fields) and refuses a response that is not ``text/event-stream``.
+    """
+    from httpx_sse import EventSource
+
+    for event in EventSource(response).iter_sse():
+        if event.data == "[DONE]":
             return
-        event = json.loads(payload)
-        if isinstance(event, dict):
-            yield event
+        if not event.data:
+            continue
+        payload = json.loads(event.data)
+        if isinstance(payload, dict):
+            yield payload
 
 
 class OpenAIClient:
@@ -189,7 +194,7 @@ class OpenAIClient:
             response.read()
             response.close()
             self._check("POST", response)
-        return StreamResult(_sse_events(response.iter_lines()), started=started, on_close=response.close)
+        return StreamResult(_sse_events(response), started=started, on_close=response.close)
 
     def close(self) -> None:
         self._http.close()

@@ -1,198 +1,199 @@
-"""Engine configuration: one hashable value per distinct engine, resolved marker > option > default.
+"""Which engine a test gets: its ``@pytest.mark.engine`` over the command line, and the pool that boots it.
 
-Being hashable is what lets :class:`EnginePool` boot each distinct configuration
-once per session (once per xdist worker) and share it between tests.
+The rule (docs/engines.md, "Which backend runs"): a marker that names a backend pins the
+test to it, because its options are that backend's; ``--specgate-engine`` (or the
+``specgate_engine`` ini key, or ``--specgate-endpoint``, which implies the endpoint
+backend) chooses for every test whose marker names none; else the mock. A pinned test
+the command line asked to move is never silent: :class:`EngineChoice` says so, the plugin
+warns, and the evidence records which backend ran and why (``selected_by``).
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, overload
+from typing import TYPE_CHECKING, Final, Protocol, final
 
 from pytest_specgate.contracts.engine import EngineBootError
+from pytest_specgate.contracts.engine_config import (
+    BY_ENDPOINT,
+    BY_OPTION,
+    NAMED_FIELDS,
+    EngineConfig,
+    RunEngineOptions,
+    freeze_option,
+)
+from pytest_specgate.contracts.engine_options import check_engine_options
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.markers import DEFAULT_BACKEND
-from pytest_specgate.contracts.validation import is_count, is_finite_positive, is_whole
-from pytest_specgate.selection.backends import BootFunction, backend_named, boot_function, freeze_option
+from pytest_specgate.contracts.validation import is_count
+from pytest_specgate.engines.backends import BootFunction, backend_named, boot_function
 
 if TYPE_CHECKING:
-    import pytest
-
     from pytest_specgate.contracts.engine import Engine
 
 __all__ = [
-    "EngineConfig",
+    "EngineChoice",
     "EnginePool",
+    "check_run_engines",
     "close_in_reverse",
-    "engine_config_for_node",
+    "engine_choice_for_node",
+    "engine_choice_from",
     "engine_config_from",
     "engine_workdir",
     "fresh_engines",
 ]
 
-_NAMED_FIELDS = ("backend", "target", "draft", "num_draft_tokens")
+BY_MARKER: Final = "marker"
+BY_DEFAULT: Final = "default"
 
 
+@final
 @dataclass(frozen=True)
-class EngineConfig:
-    """Everything that distinguishes one engine instance from another."""
+class EngineChoice:
+    """The engine a test gets and why: ``selected_by`` is ``marker``, ``--specgate-engine``,
+    ``--specgate-endpoint`` or ``default``; ``overridden`` is the option that asked for another
+    backend when the marker pinned this one (``--specgate-engine=vllm``)."""
 
-    backend: str
-    target: str | None = None
-    draft: str | None = None
-    num_draft_tokens: int | None = None
-    options: tuple[tuple[str, object], ...] = ()
+    config: EngineConfig
+    selected_by: str
+    overridden: str | None = None
 
-    def option(self, name: str, default: object = None) -> object:
-        """A backend-specific option, or ``default`` when it was not given."""
-        for key, value in self.options:
-            if key == name:
-                return value
-        return default
+    def reason(self) -> str:
+        """One line for the evidence: which backend ran and why."""
+        if self.overridden is not None:
+            return (f"{BY_MARKER}: @pytest.mark.engine names {self.config.backend}, which wins over "
+                    f"{self.overridden}")
+        return {
+            BY_MARKER: f"{BY_MARKER}: @pytest.mark.engine names {self.config.backend}",
+            BY_OPTION: f"{BY_OPTION}={self.config.backend}",
+            BY_ENDPOINT: f"{BY_ENDPOINT}: implies the endpoint backend",
+        }.get(self.selected_by, f"{BY_DEFAULT}: no marker or option names a backend; {DEFAULT_BACKEND}")
 
-    def positive_number_option(self, name: str, default: float) -> float:
-        """A positive number option (seconds, bytes, a fraction); anything else is a usage error."""
-        value = self.option(name, default)
-        if not is_finite_positive(value):
-            raise SpecgateInputError(
-                f"{self.backend} engine ({self.describe()}): option {name} must be a positive number, "
-                f"got {value!r}"
-            )
-        assert isinstance(value, int | float)
-        return float(value)
-
-    @overload
-    def int_option(self, name: str, default: int, *, minimum: int | None = None) -> int: ...
-
-    @overload
-    def int_option(self, name: str, default: None, *, minimum: int | None = None) -> int | None: ...
-
-    def int_option(self, name: str, default: int | None, *, minimum: int | None = None) -> int | None:
-        """An integer option of at least ``minimum`` (None when absent and ``default`` is None)."""
-        value = self.option(name, default)
-        if value is None:
+    def conflict(self) -> str | None:
+        """The warning a run shows when the marker kept this test off the asked-for backend."""
+        if self.overridden is None:
             return None
-        if not is_whole(value) or (minimum is not None and value < minimum):
-            wanted = {None: "an integer", 1: "a positive integer"}.get(minimum, f"an integer >= {minimum}")
-            raise SpecgateInputError(
-                f"{self.backend} engine ({self.describe()}): option {name} must be {wanted}, got {value!r}"
-            )
-        return value
-
-    def with_options(self, **changes: object) -> EngineConfig:
-        """A copy with some options added or replaced (options stay sorted)."""
-        merged = dict(self.options)
-        merged.update({key: freeze_option(value) for key, value in changes.items()})
-        return EngineConfig(
-            backend=self.backend,
-            target=self.target,
-            draft=self.draft,
-            num_draft_tokens=self.num_draft_tokens,
-            options=tuple(sorted(merged.items())),
-        )
-
-    def changed(self, **changes: object) -> EngineConfig:
-        """A copy with named fields replaced (``draft=None`` turns speculation off) and the
-        other keywords set as backend options."""
-        named = {key: value for key, value in changes.items() if key in _NAMED_FIELDS}
-        options = {key: value for key, value in changes.items() if key not in _NAMED_FIELDS}
-        return dataclasses.replace(self, **named).with_options(**options)  # type: ignore[arg-type]
-
-    def describe(self) -> str:
-        """Short human-readable label, e.g. for logs and evidence."""
-        parts = [self.backend]
-        if self.target:
-            parts.append(f"target={self.target}")
-        if self.draft:
-            parts.append(f"draft={self.draft}")
-        if self.num_draft_tokens is not None:
-            parts.append(f"gamma={self.num_draft_tokens}")
-        parts.extend(f"{key}={value!r}" for key, value in self.options)
-        return " ".join(parts)
+        return (f"@pytest.mark.engine names {self.config.backend!r}, so this test runs on "
+                f"{self.config.backend}, not on {self.overridden} (a marker that names "
+                "a backend pins it; drop the backend from the marker to let the command line choose)")
 
 
 def _optional_str(where: str, name: str, value: object) -> str | None:
     if value is None or isinstance(value, str):
         return value or None
-    raise SpecgateInputError(f"{where}: {name} must be a string, got {value!r}")
+    raise SpecgateInputError(f"{where}: {name} must be a string, got {value!r}", where=f"{where}: {name}",
+                             expected="a string", found=repr(value))
 
 
 def _optional_gamma(where: str, value: object) -> int | None:
     if value is None:
         return None
     if not is_count(value):
-        raise SpecgateInputError(f"{where}: num_draft_tokens must be a positive integer, got {value!r}")
+        raise SpecgateInputError(
+            f"{where}: num_draft_tokens must be a positive integer, got {value!r}",
+            where=f"{where}: num_draft_tokens", expected="a positive integer", found=repr(value))
     return value
 
 
-def engine_config_from(
-    marker_kwargs: Mapping[str, object],
-    option_values: Mapping[str, object],
-    marker_args: Sequence[object] = (),
-    *,
-    where: str = "engine marker",
-) -> EngineConfig:
-    """Resolve an EngineConfig from ``@pytest.mark.engine(...)`` and command-line options.
-
-    ``marker_args`` may hold one positional backend name. ``option_values`` uses the
-    keys ``engine`` (``--specgate-engine``) and ``endpoint`` (``--specgate-endpoint``).
-    A backend in the marker wins over the option, which wins over ``"mock"``; an
-    endpoint URL given without ``--specgate-engine`` selects the endpoint backend.
-    ``where`` names the test in error messages.
-    """
+def _marked_backend(marker_args: Sequence[object], marker_kwargs: Mapping[str, object],
+                    where: str) -> object:
     if len(marker_args) > 1:
         raise SpecgateInputError(
             f"{where}: engine() takes at most one positional argument (the backend), "
-            f"got {list(marker_args)!r}"
-        )
+            f"got {list(marker_args)!r}", where=where, expected="at most one positional argument",
+            found=repr(list(marker_args)))
     if marker_args and "backend" in marker_kwargs:
-        raise SpecgateInputError(f"{where}: backend given both positionally and as backend=")
-    endpoint_url = _optional_str(where, "--specgate-endpoint", option_values.get("endpoint"))
-    option_backend = option_values.get("engine") or ("endpoint" if endpoint_url else None)
-    chosen = (
-        (marker_args[0] if marker_args else marker_kwargs.get("backend")) or option_backend or DEFAULT_BACKEND
-    )
-    resolved = backend_named(chosen, where)
-    backend = resolved.name
-    options = {key: freeze_option(value) for key, value in marker_kwargs.items() if key not in _NAMED_FIELDS}
-    unknown = resolved.unknown_options(options)
-    if unknown:
-        raise SpecgateInputError(
-            f"{where}: unknown option(s) {', '.join(unknown)} for the {backend} backend; "
-            f"it takes {', '.join(sorted(resolved.options or ()))}"
-        )
-    if backend == "endpoint" and "url" not in options:
+        raise SpecgateInputError(f"{where}: backend given both positionally and as backend=", where=where,
+                                 expected="one backend", found="two")
+    return marker_args[0] if marker_args else marker_kwargs.get("backend")
+
+
+def engine_choice_from(
+    marker_kwargs: Mapping[str, object],
+    run: RunEngineOptions,
+    marker_args: Sequence[object] = (),
+    *,
+    where: str = "engine marker",
+    options_where: str = "--specgate-engine-option",
+) -> EngineChoice:
+    """Resolve a test's engine from ``@pytest.mark.engine(...)`` and the run's options.
+
+    ``marker_args`` may hold one positional backend name. Every option, the marker's and
+    ``--specgate-engine-option``'s, is checked against what the backend declares.
+    ``where`` names the test and the marker in error messages, ``options_where`` the test
+    and the command-line option.
+    """
+    marked = _marked_backend(marker_args, marker_kwargs, where)
+    endpoint_url = _optional_str(where, "--specgate-endpoint", run.endpoint)
+    asked = run.backend
+    if marked:
+        backend = backend_named(marked, where)
+        selected_by = BY_MARKER
+        moved = asked is not None and asked != backend.name
+        overridden = (f"{BY_OPTION}={asked}" if run.engine else BY_ENDPOINT) if moved else None
+    elif asked:
+        backend, selected_by, overridden = backend_named(asked, where), run.source(), None
+    else:
+        backend, selected_by, overridden = backend_named(DEFAULT_BACKEND, where), BY_DEFAULT, None
+    declared = backend.definition().options
+    options = {key: freeze_option(value) for key, value in marker_kwargs.items() if key not in NAMED_FIELDS}
+    check_engine_options(options, declared, backend=backend.name, where=where)
+    check_engine_options(dict(run.options), declared, backend=backend.name, where=options_where)
+    if backend.name == "endpoint" and "url" not in options:
         if endpoint_url is None:
             raise SpecgateInputError(
                 f"{where}: the endpoint backend needs a URL: pass --specgate-endpoint URL "
-                'or engine("endpoint", url=...)'
-            )
+                'or engine("endpoint", url=...)', where=where, expected="a URL", found="none")
         options["url"] = endpoint_url
-    return EngineConfig(
-        backend=backend,
+    config = EngineConfig(
+        backend=backend.name,
         target=_optional_str(where, "target", marker_kwargs.get("target")),
         draft=_optional_str(where, "draft", marker_kwargs.get("draft")),
         num_draft_tokens=_optional_gamma(where, marker_kwargs.get("num_draft_tokens")),
         options=tuple(sorted(options.items())),
     )
+    return EngineChoice(config, selected_by, overridden)
 
 
-def engine_config_for_node(
-    node: pytest.Item, option_values: Mapping[str, object], *, where: str | None = None
+def engine_config_from(
+    marker_kwargs: Mapping[str, object],
+    run: RunEngineOptions,
+    marker_args: Sequence[object] = (),
+    *,
+    where: str = "engine marker",
 ) -> EngineConfig:
-    """The EngineConfig for a test: its closest ``engine`` marker over the command-line options.
+    """:func:`engine_choice_from`'s configuration alone."""
+    return engine_choice_from(marker_kwargs, run, marker_args, where=where).config
 
-    ``where`` (default: the test id) starts every error message.
-    """
-    label = node.nodeid if where is None else where
+
+class _Mark(Protocol):
+    @property
+    def args(self) -> tuple[object, ...]: ...
+
+    @property
+    def kwargs(self) -> Mapping[str, object]: ...
+
+
+class _MarkedNode(Protocol):
+    """What of a pytest item the resolution reads (engines do not import pytest)."""
+
+    @property
+    def nodeid(self) -> str: ...
+
+    def get_closest_marker(self, name: str) -> _Mark | None: ...
+
+
+def engine_choice_for_node(node: _MarkedNode, run: RunEngineOptions) -> EngineChoice:
+    """The engine for a test: its closest ``engine`` marker over the run's options; every
+    error message starts with the test id and the marker or option at fault."""
     marker = node.get_closest_marker("engine")
-    if marker is None:
-        return engine_config_from({}, option_values, where=label)
-    return engine_config_from(marker.kwargs, option_values, marker.args, where=label)
+    args, kwargs = (marker.args, marker.kwargs) if marker is not None else ((), {})
+    return engine_choice_from(kwargs, run, args, where=f"{node.nodeid}: @pytest.mark.engine",
+                              options_where=f"{node.nodeid}: --specgate-engine-option")
 
 
 def engine_workdir(base: Path, config: EngineConfig) -> Path:
@@ -213,9 +214,12 @@ class EnginePool:
     """
 
     def __init__(self, boot: BootFunction | None = None,
-                 on_handout: Callable[[EngineConfig, Engine], None] | None = None) -> None:
-        """``on_handout`` sees every engine ``get`` returns, however the caller reached the pool."""
+                 on_handout: Callable[[EngineConfig, Engine], None] | None = None,
+                 watch_boot: BootWatch | None = None) -> None:
+        """``on_handout`` sees every engine ``get`` returns, however the caller reached the pool;
+        ``watch_boot`` wraps each boot (the plugin shows progress while a slow one runs)."""
         self._boot = boot
+        self._watch_boot = watch_boot
         self._on_handout = on_handout
         self._engines: dict[EngineConfig, Engine] = {}
         self._failures: dict[EngineConfig, str] = {}
@@ -236,7 +240,8 @@ class EnginePool:
         boot = self._boot or boot_function(config.backend)
         workdir.mkdir(parents=True, exist_ok=True)
         try:
-            engine = boot(config, workdir)
+            with _watched(self._watch_boot, config):
+                engine = boot(config, workdir)
         except Exception as exc:
             self._failures[config] = _remembered_failure(config, exc, requested_by)
             raise
@@ -280,8 +285,19 @@ def close_in_reverse(engines: Sequence[Engine], failure: str) -> None:
         raise ExceptionGroup(failure, errors)
 
 
+BootWatch = Callable[[str], AbstractContextManager[object]]
+"""``watch(label)``: a context manager around one engine boot."""
+
+
+def _watched(watch: BootWatch | None, config: EngineConfig) -> AbstractContextManager[object]:
+    if watch is None:
+        return nullcontext()
+    return watch(f"engine boot ({dataclasses.replace(config, options=()).describe()})")
+
+
 @contextmanager
-def fresh_engines(workdir_for: Callable[[str], Path]) -> Iterator[Callable[[EngineConfig], Engine]]:
+def fresh_engines(workdir_for: Callable[[str], Path], *,
+                  watch_boot: BootWatch | None = None) -> Iterator[Callable[[EngineConfig], Engine]]:
     """``boot(config)`` boots a new, unshared engine; all are closed at exit.
 
     For specs that need a second engine (a baseline next to the speculative one),
@@ -290,7 +306,8 @@ def fresh_engines(workdir_for: Callable[[str], Path]) -> Iterator[Callable[[Engi
     booted: list[Engine] = []
 
     def boot(config: EngineConfig) -> Engine:
-        engine = boot_function(config.backend)(config, workdir_for(config.backend))
+        with _watched(watch_boot, config):
+            engine = boot_function(config.backend)(config, workdir_for(config.backend))
         booted.append(engine)
         return engine
 
@@ -298,3 +315,12 @@ def fresh_engines(workdir_for: Callable[[str], Path]) -> Iterator[Callable[[Engi
         yield boot
     finally:
         close_in_reverse(booted, "closing engines booted by boot_engine failed")
+
+
+def check_run_engines(run: RunEngineOptions) -> None:
+    """The run's ``--specgate-engine`` names a backend and its ``--specgate-engine-option``
+    pairs are that backend's (checked once at configure; tests pinned to another backend
+    are checked again at collection)."""
+    backend = backend_named(run.backend or DEFAULT_BACKEND, BY_OPTION)
+    check_engine_options(dict(run.options), backend.definition().options, backend=backend.name,
+                         where="--specgate-engine-option")

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pytest_specgate.contracts.engine import EngineBootError, Telemetry
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.contracts.wire import StatusKey
 from pytest_specgate.engines.boot import wait_for_health
 from pytest_specgate.engines.client import (
@@ -19,7 +20,6 @@ from pytest_specgate.engines.client import (
     OpenAIClient,
     telemetry_from_status,
 )
-from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.prometheus import MetricsParseError
 from pytest_specgate.engines.spec_decode_metrics import SpecDecodeTelemetry
 from pytest_specgate.selection.endpoint_routes import normalized_url

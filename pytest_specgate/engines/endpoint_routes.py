@@ -15,8 +15,8 @@ import dataclasses
 import json
 from collections.abc import Sequence
 
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.contracts.engine_options import ENDPOINT_OPTIONS
-from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.selection.endpoint_routes import EndpointRoute, normalized_url
 
 __all__ = ["EndpointUnserved", "route_endpoint"]

@@ -58,11 +58,11 @@ from pytest_specgate.contracts.engine import (
     Telemetry,
     acceptance_rate_of,
 )
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.contracts.engine_options import MLX_OPTIONS
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.engines.boot import ManagedProcess, boot_error, free_loopback_port, wait_for_health
 from pytest_specgate.engines.client import ClientEngine, EngineHTTPError, OpenAIClient
-from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.tokenizer_match import check_draft_tokenizer
 from pytest_specgate.fetching.tiny_models import is_tiny_ref, resolve_model_ref
 

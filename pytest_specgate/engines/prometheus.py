@@ -1,16 +1,15 @@
 """Prometheus text exposition parsing: the one parser every backend's ``/metrics`` goes through.
 
-Label values may hold escaped quotes, backslashes and newlines, samples may
-carry a timestamp, and values may be ``NaN`` or ``±Inf``; a line that is none
-of that is an error quoting the line rather than a silently wrong figure.
+Each sample line is read by ``prometheus_client``'s own text parser (escaped quotes,
+backslashes and newlines in label values, timestamps, ``NaN`` and ``±Inf``). It is given
+one line at a time, without the ``# TYPE`` lines: that is what lets an error name the line,
+and it keeps every sample under the name the server wrote (given a counter's type, the
+parser renames a sample without ``_total`` to ``<name>_total``).
 """
 
 from __future__ import annotations
 
-import math
-import re
 from dataclasses import dataclass
-from typing import Final
 
 __all__ = [
     "MetricsParseError",
@@ -18,11 +17,6 @@ __all__ = [
     "metric_totals",
     "parse_prometheus_text",
 ]
-
-_METRIC_NAME = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
-_LABEL = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"\s*(,|\})')
-_ESCAPES: Final = {"\\\\": "\\", '\\"': '"', "\\n": "\n"}
-_SPECIAL_VALUES: Final = {"+Inf": math.inf, "Inf": math.inf, "-Inf": -math.inf, "NaN": math.nan}
 
 
 class MetricsParseError(ValueError):
@@ -44,53 +38,19 @@ class Sample:
         return None
 
 
-def _unescape(raw: str) -> str:
-    return re.sub(r"\\[\\\"n]", lambda m: _ESCAPES[m.group(0)], raw)
-
-
-def _parse_value(token: str, line_no: int, line: str) -> float:
-    if token in _SPECIAL_VALUES:
-        return _SPECIAL_VALUES[token]
-    try:
-        return float(token)
-    except ValueError:
-        raise MetricsParseError(
-            f"/metrics line {line_no}: value {token!r} is not a number in {line!r}"
-        ) from None
-
-
-def _parse_labels(text: str, line_no: int, line: str) -> tuple[tuple[tuple[str, str], ...], str]:
-    """Labels from just after ``{`` up to ``}``; returns them and the rest of the line."""
-    labels: list[tuple[str, str]] = []
-    position = 0
-    if text.lstrip().startswith("}"):
-        return (), text.lstrip()[1:]
-    while True:
-        match = _LABEL.match(text, position)
-        if match is None:
-            raise MetricsParseError(f"/metrics line {line_no}: malformed labels in {line!r}")
-        labels.append((match.group(1), _unescape(match.group(2))))
-        position = match.end()
-        if match.group(3) == "}":
-            return tuple(sorted(labels)), text[position:]
-        if text[position:].lstrip().startswith("}"):
-            return tuple(sorted(labels)), text[position:].lstrip()[1:]
-
-
 def _parse_sample(line: str, line_no: int) -> Sample:
-    name_match = _METRIC_NAME.match(line)
-    if name_match is None:
-        raise MetricsParseError(f"/metrics line {line_no}: no metric name in {line!r}")
-    rest = line[name_match.end() :]
-    labels: tuple[tuple[str, str], ...] = ()
-    if rest.startswith("{"):
-        labels, rest = _parse_labels(rest[1:], line_no, line)
-    tokens = rest.split()
-    if not tokens or len(tokens) > 2:
-        raise MetricsParseError(
-            f"/metrics line {line_no}: expected 'value [timestamp]' after the name in {line!r}"
-        )
-    return Sample(name_match.group(0), labels, _parse_value(tokens[0], line_no, line))
+    from prometheus_client.parser import text_string_to_metric_families
+
+    try:
+        samples = [sample for family in text_string_to_metric_families(line + "\n")
+                   for sample in family.samples]
+    except ValueError as error:
+        problem = str(error) or "not a sample"
+        raise MetricsParseError(f"/metrics line {line_no}: {problem} in {line!r}") from None
+    if len(samples) != 1:
+        raise MetricsParseError(f"/metrics line {line_no}: expected one sample in {line!r}")
+    (sample,) = samples
+    return Sample(sample.name, tuple(sorted(sample.labels.items())), float(sample.value))
 
 
 def parse_prometheus_text(text: str) -> tuple[Sample, ...]:

@@ -14,12 +14,19 @@ cover every other file, the manifest included (see ``_signing``).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_specgate.contracts.acceptance import is_ac_id
 from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.contracts.safe_read import (
+    MAX_DOCUMENT_BYTES,
+    SafeReadError,
+    digest_regular_file,
+    read_regular_file,
+)
 from pytest_specgate.evidence._acrecord import AcRecord, RecordError
 from pytest_specgate.evidence._jsonio import canonical_json, pretty_json, sha256_hex
 
@@ -97,14 +104,23 @@ class Bundle:
         )
 
 
-def _read_json(path: Path) -> tuple[bytes, JsonValue]:
-    """The file's bytes and what they parse to, from one read (nesting bounded)."""
+def read_bundle_json(path: Path) -> tuple[bytes, JsonValue]:
+    """A bundle file's bytes and what they parse to, from one bounded read of a regular file
+    (no symlink, FIFO or device), nesting bounded; every failure is one :class:`BundleError`."""
     from pytest_specgate.contracts.errors import SpecgateInputError
     from pytest_specgate.contracts.validation import read_json_file
 
     try:
-        return read_json_file(path)
+        return read_json_file(path, what="bundle file")
     except SpecgateInputError as error:
+        raise BundleError(str(error)) from None
+
+
+def read_bundle_bytes(path: Path, limit: int = MAX_DOCUMENT_BYTES) -> bytes:
+    """A bundle file's bytes through the safe reader (a regular file, at most ``limit`` bytes)."""
+    try:
+        return read_regular_file(path, "bundle file", limit=limit)
+    except SafeReadError as error:
         raise BundleError(str(error)) from None
 
 
@@ -120,7 +136,7 @@ def _entry_from(path: Path, name: str, raw: JsonValue) -> FileEntry:
 
 def load_bundle(path: Path) -> Bundle:
     manifest_path = path / MANIFEST_NAME
-    data, document = _read_json(manifest_path)
+    data, document = read_bundle_json(manifest_path)
     if not isinstance(document, Mapping) or document.get("schema") not in READABLE_MANIFEST_SCHEMA_IDS:
         raise BundleError(
             f"{manifest_path}: not a specgate manifest "
@@ -157,13 +173,15 @@ def find_bundles(directory: Path) -> list[Bundle]:
     """``directory`` itself when it is a bundle, else every bundle directly below it."""
     if not directory.is_dir():
         raise BundleError(f"{directory}: not a directory")
-    if (directory / MANIFEST_NAME).exists():
+    if _has_manifest(directory):
         return [load_bundle(directory)]
-    return [
-        load_bundle(child)
-        for child in sorted(directory.iterdir())
-        if child.is_dir() and (child / MANIFEST_NAME).exists()
-    ]
+    children = sorted(directory.iterdir())
+    return [load_bundle(child) for child in children if child.is_dir() and _has_manifest(child)]
+
+
+def _has_manifest(directory: Path) -> bool:
+    """A ``manifest.json`` of any kind, a dangling symlink too: the reader refuses what is not a file."""
+    return os.path.lexists(directory / MANIFEST_NAME)
 
 
 def files_on_disk(path: Path, *, with_manifest: bool = False) -> dict[str, Path]:
@@ -189,11 +207,12 @@ def verify_bundle(bundle: Bundle) -> list[str]:
     for name in sorted(set(on_disk) - set(bundle.files)):
         problems.append(f"{name}: present but not listed in the manifest")
     for name in sorted(set(on_disk) & set(bundle.files)):
-        file = on_disk[name]
-        if file.is_symlink() or not file.is_file():
-            problems.append(f"{name}: not a regular file")
+        try:
+            sha256, size = digest_regular_file(on_disk[name], "bundle file")
+        except SafeReadError as error:
+            problems.append(f"{name}: {str(error).removeprefix(f'{on_disk[name]}: ')}")
             continue
-        actual = file_entry(file.read_bytes())
+        actual = FileEntry(sha256=sha256, size=size)
         expected = bundle.files[name]
         if actual != expected:
             problems.append(
@@ -206,7 +225,7 @@ def verify_bundle(bundle: Bundle) -> list[str]:
 def read_ac_record(bundle: Bundle, ac_id: str) -> AcRecord:
     """Parse and validate one AC file (call only after :func:`verify_bundle`)."""
     path = bundle.path / ac_file_name(ac_id)
-    _, record = _read_json(path)
+    _, record = read_bundle_json(path)
     try:
         return AcRecord.from_json(record, str(path))
     except RecordError as error:

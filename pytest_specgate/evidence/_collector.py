@@ -20,6 +20,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,7 @@ from pytest_specgate.evidence._source import (
     run_git,
     tree_changes,
 )
+from pytest_specgate.evidence._staging import StagingLease, claim_staging, sweep_stale_staging
 from pytest_specgate.evidence._writer import NOT_QUALIFIED, WrittenBundle, write_attachment, write_bundle
 from pytest_specgate.selection.boot_session import boot_session_id
 
@@ -117,23 +119,43 @@ def _phase(report: pytest.TestReport, redactor: Redactor) -> PhaseResult:
     )
 
 
-def prepare_evidence_dir(evidence_dir: Path, run_id: str) -> tuple[Path, Path]:
+@dataclass(frozen=True)
+class PreparedFolder:
+    """The evidence folder, resolved; this run's staging lease in it; whether this run created it."""
+
+    evidence_dir: Path
+    staging: StagingLease
+    created: bool
+
+
+def prepare_evidence_dir(evidence_dir: Path, run_id: str) -> PreparedFolder:
     """The evidence folder, resolved, and this run's staging folder inside it, both created and
     proven writable before the first test: a folder that cannot hold evidence is a usage error
-    naming it, not a lost bundle at the end."""
+    naming it, not a lost bundle at the end. Staging folders of runs no longer alive go first."""
     resolved = evidence_dir.resolve()
-    staging = staging_dir(resolved, run_id)
-    probe = staging / ".write-probe"
+    created = not resolved.exists()
+    root = staging_dir(resolved, run_id).parent
     try:
-        staging.mkdir(parents=True, exist_ok=True)
+        resolved.mkdir(parents=True, exist_ok=True)
+        sweep_stale_staging(root)
+        lease = claim_staging(root, run_id)
+    except OSError as error:
+        raise _unwritable(evidence_dir, error) from None
+    try:
+        probe = lease.folder / ".write-probe"
         replace_atomically(probe, b"")
         probe.unlink()
     except OSError as error:
-        raise SpecgateInputError(
-            f"--specgate-evidence: the evidence folder {evidence_dir} cannot be written "
-            f"({error.strerror or error}); expected a folder this run can create files in"
-        ) from None
-    return resolved, staging
+        lease.release()
+        raise _unwritable(evidence_dir, error) from None
+    return PreparedFolder(resolved, lease, created)
+
+
+def _unwritable(evidence_dir: Path, error: OSError) -> SpecgateInputError:
+    return SpecgateInputError(
+        f"--specgate-evidence: the evidence folder {evidence_dir} cannot be written "
+        f"({error.strerror or error}); expected a folder this run can create files in"
+    )
 
 
 class EvidenceCollector:
@@ -163,7 +185,8 @@ class EvidenceCollector:
         self.redactor: Redactor = build_redactor(rootdir, redact_patterns, self._environ)
         started = dt.datetime.now(dt.UTC)
         self.run_id = new_run_id(started)
-        self.evidence_dir, self.staging = prepare_evidence_dir(evidence_dir, self.run_id)
+        self._folder = prepare_evidence_dir(evidence_dir, self.run_id)
+        self.evidence_dir, self.staging = self._folder.evidence_dir, self._folder.staging.folder
         self.run_dir = self.evidence_dir / self.run_id
         self._started_at = utc_timestamp(started)
         self._boot_at_start = boot_session_id()
@@ -263,8 +286,28 @@ class EvidenceCollector:
         except OSError as error:
             reason = error.strerror or str(error)
             self.write_problem = f"the bundle could not be written to {self.run_dir}: {reason}"
+            if self.bundle is None:
+                self.discard()
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        finally:
+            self._folder.staging.release()
+
+    def discard(self) -> None:
+        """A bundle that could not be written leaves the evidence folder as it was before the run
+        (a full disk gets its space back): the half-written run folder goes, with its receipt
+        and journal, and the evidence folder too when this run created it and it is empty."""
+        self._journal.close(remove=True)
+        shutil.rmtree(self.run_dir, ignore_errors=True)
+        self._folder.staging.release()
+        if self._folder.created:
+            with contextlib.suppress(OSError):
+                self.evidence_dir.rmdir()
+
+    def close(self) -> None:
+        """The run ends without a session finish (unconfigured early): staging goes, the receipt stays."""
+        self._journal.close(remove=False)
+        self._folder.staging.release()
 
     def finish(self, exitstatus: int | pytest.ExitCode) -> WrittenBundle:
         """Write the bundle (and the step summary); an interrupt or unfinished test disqualifies."""
@@ -359,7 +402,7 @@ class EvidenceCollector:
             self._source.commit,
             __version__,
         )
-        shutil.rmtree(self.staging, ignore_errors=True)
+        self._folder.staging.release()
         return bundle
 
     def _copy_attachments(

@@ -23,6 +23,8 @@ from pytest_specgate.contracts.acceptance import AC_ID_FORMS, is_ac_id
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.gates import GateName, parse_gate_name, undeclared_gate_problem
 from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.contracts.safe_read import read_regular_file
+from pytest_specgate.contracts.validation import decode_utf8
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import (
     MARKDOWN_NAME,
@@ -31,6 +33,7 @@ from pytest_specgate.evidence._bundle import (
     ac_file_name,
     find_bundles,
     read_ac_record,
+    read_bundle_bytes,
     read_records,
     verify_bundle,
 )
@@ -147,12 +150,11 @@ def resolve_gate(gate: str | None, trusted: TrustedConfig) -> GateName | None:
 
 
 def read_text_input(path: Path, what: str) -> str:
+    """A UTF-8 text file through the safe reader (a regular file of bounded size)."""
     try:
-        return path.read_text("utf-8")
-    except FileNotFoundError:
-        raise GateInputError(f"{path}: {what} not found") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise GateInputError(f"{path}: cannot read {what}: {error}") from None
+        return decode_utf8(read_regular_file(path, what), str(path))
+    except SpecgateInputError as error:
+        raise GateInputError(str(error)) from None
 
 
 def load_all_bundles(directories: Sequence[Path]) -> list[Bundle]:
@@ -290,8 +292,11 @@ def bundle_problems(bundle: Bundle) -> list[str]:
         [(records[ac], judge(records[ac]), bundle.files[ac_file_name(ac)].sha256) for ac in sorted(records)],
         bundle.digest,
     )
-    markdown = bundle.path / MARKDOWN_NAME
-    if not markdown.is_file() or markdown.read_text("utf-8") != expected:
+    try:
+        markdown = read_bundle_bytes(bundle.path / MARKDOWN_NAME)
+    except BundleError as error:
+        return [str(error)]
+    if markdown != expected.encode():
         return [f"{MARKDOWN_NAME} is not what its records render (edited after writing)"]
     return []
 

@@ -73,14 +73,24 @@ def fold_journal(text: str) -> JournalState:
 
 def read_receipt(run_dir: Path) -> dict[str, JsonValue]:
     """``<run dir>/receipt.json`` as a reader should see it: a run still ``running`` (killed, or
-    not over yet) has its journal folded in, naming every test started and not ended."""
-    from pytest_specgate.evidence._bundle import RECEIPT_NAME
+    not over yet) has its journal folded in, naming every test started and not ended. Both are
+    read through the safe reader; one that cannot be read is a ``BundleError`` naming it."""
+    from pytest_specgate.evidence._bundle import (
+        RECEIPT_NAME,
+        BundleError,
+        read_bundle_bytes,
+        read_bundle_json,
+    )
 
-    receipt: dict[str, JsonValue] = json.loads((run_dir / RECEIPT_NAME).read_text(encoding="utf-8"))
+    path = run_dir / RECEIPT_NAME
+    _, document = read_bundle_json(path)
+    if not isinstance(document, dict):
+        raise BundleError(f"{path}: expected a JSON object, found {type(document).__name__}")
+    receipt: dict[str, JsonValue] = document
     journal = run_dir / JOURNAL_NAME
     if receipt.get("status") != RUNNING_STATUS or not journal.is_file():
         return receipt
-    state = fold_journal(journal.read_text(encoding="utf-8", errors="replace"))
+    state = fold_journal(read_bundle_bytes(journal).decode("utf-8", errors="replace"))
     running = ", ".join(nodeid for nodeid, _ in state.running) or "nothing"
     receipt["running"] = state.running_entries()
     receipt["reasons"] = [f"run in progress; running: {running}"]

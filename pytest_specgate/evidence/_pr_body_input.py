@@ -6,12 +6,13 @@ In GitHub Actions the PR description is in the event payload (``$GITHUB_EVENT_PA
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TextIO
 
-from pytest_specgate.evidence._gate import GateInputError, PrBodyText, read_text_input
+from pytest_specgate.contracts.errors import SpecgateInputError
+from pytest_specgate.contracts.validation import read_json_file
+from pytest_specgate.evidence._gate import GateInputError, PrBodyText
 
 STDIN_ARGUMENT = "-"
 EVENT_PATH_VARIABLE = "GITHUB_EVENT_PATH"
@@ -27,9 +28,9 @@ def pr_body_from_event(environ: Mapping[str, str]) -> PrBodyText:
         )
     path = Path(location)
     try:
-        event = json.loads(read_text_input(path, "GitHub event payload"))
-    except json.JSONDecodeError as error:
-        raise GateInputError(f"{path}: GitHub event payload is not JSON: {error}") from None
+        _, event = read_json_file(path, what="GitHub event payload")
+    except SpecgateInputError as error:
+        raise GateInputError(str(error)) from None
     pull_request = event.get("pull_request") if isinstance(event, dict) else None
     if not isinstance(pull_request, dict):
         name = environ.get("GITHUB_EVENT_NAME", "this")

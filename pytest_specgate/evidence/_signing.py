@@ -34,12 +34,15 @@ from cryptography.hazmat.primitives.serialization import (
 )
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.contracts.safe_read import SafeReadError, digest_regular_file, read_regular_file
 from pytest_specgate.evidence._bundle import (
     SIGNATURE_NAME,
     STATEMENT_NAME,
     BundleError,
     files_on_disk,
     load_bundle,
+    read_bundle_bytes,
+    read_records,
     verify_bundle,
 )
 from pytest_specgate.evidence._jsonio import canonical_json, pretty_json, replace_atomically
@@ -51,6 +54,8 @@ COMMIT_SUBJECT = "source"
 _OPENSSH_PRIVATE = b"-----BEGIN OPENSSH PRIVATE KEY-----"
 _ENVELOPE_FIELDS = frozenset({"payload", "payloadType", "signatures"})
 _SIGNATURE_FIELDS = frozenset({"keyid", "sig"})
+_KEY_LIMIT = 64 * 1024
+"""An Ed25519 private key file is a few hundred bytes; anything past this is not one."""
 
 
 class SigningError(Exception):
@@ -88,9 +93,9 @@ def _key_kind(key: object) -> str:
 def load_signing_key(path: Path, environ: Mapping[str, str]) -> SigningKey:
     """An Ed25519 private key from a PEM or OpenSSH file; the passphrase, if any, from the env."""
     try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise SigningError(f"{path}: cannot read the signing key: {error.strerror or error}") from None
+        data = read_regular_file(path, "the signing key", limit=_KEY_LIMIT)
+    except SafeReadError as error:
+        raise SigningError(str(error)) from None
     if data.lstrip().startswith((b"ssh-", b"-----BEGIN PUBLIC KEY-----")):
         raise SigningError(f"{path}: a public key; signing needs the private key it belongs to")
     passphrase = environ.get(PASSPHRASE_ENV)
@@ -236,11 +241,15 @@ def statement_from_payload(payload: bytes) -> SignedStatement:
 
 
 def file_digests(bundle_dir: Path) -> dict[str, str]:
-    """sha256 of every file the signature must cover: all but the signature itself."""
-    return {
-        name: hashlib.sha256(path.read_bytes()).hexdigest()
-        for name, path in files_on_disk(bundle_dir, with_manifest=True).items()
-    }
+    """sha256 of every file the signature must cover: all but the signature itself (each read
+    through the safe reader: a symlink, FIFO or device among them is a :class:`BundleError`)."""
+    digests = {}
+    for name, path in files_on_disk(bundle_dir, with_manifest=True).items():
+        try:
+            digests[name] = digest_regular_file(path, "bundle file")[0]
+        except SafeReadError as error:
+            raise BundleError(str(error)) from None
+    return digests
 
 
 def subject_mismatches(statement: SignedStatement, on_disk: Mapping[str, str]) -> list[str]:
@@ -257,28 +266,33 @@ def subject_mismatches(statement: SignedStatement, on_disk: Mapping[str, str]) -
 
 
 def statement_to_sign(bundle_dir: Path) -> tuple[dict[str, JsonValue], SignedStatement]:
-    """The bundle's test-result Statement, its subjects widened to the commit and every file."""
-    try:
-        bundle = load_bundle(bundle_dir)
-    except BundleError as error:
-        raise SigningError(str(error)) from None
-    problems = verify_bundle(bundle)
-    if problems:
-        raise SigningError(
-            f"{bundle_dir}: the bundle does not match its manifest, refusing to sign it: {problems[0]}"
-        )
+    """The bundle's test-result Statement, its subjects widened to the commit and every file.
+
+    Only a bundle that verifies is signed: every file as its manifest lists it and every AC
+    record valid under its schema (a truncated, NaN, deeply nested, non-UTF-8 or oversized
+    record is refused here, as ``render`` and the gate refuse it).
+    """
     path = bundle_dir / STATEMENT_NAME
     try:
-        data = path.read_bytes()
+        bundle = load_bundle(bundle_dir)
+        problems = verify_bundle(bundle)
+        if problems:
+            raise SigningError(
+                f"{bundle_dir}: the bundle does not match its manifest, refusing to sign it: {problems[0]}"
+            )
+        read_records(bundle)
+        if STATEMENT_NAME not in bundle.files:
+            raise SigningError(
+                f"{bundle_dir}: no {STATEMENT_NAME}: the run knew no git commit, so there is nothing to "
+                "bind a signature to"
+            )
+        data = read_bundle_bytes(path)
         commit = statement_from_payload(data).commit
-    except FileNotFoundError:
-        raise SigningError(
-            f"{bundle_dir}: no {STATEMENT_NAME}: the run knew no git commit, so there is nothing to "
-            "bind a signature to"
-        ) from None
+        digests = file_digests(bundle_dir)
+    except BundleError as error:
+        raise SigningError(f"{error}; refusing to sign it") from None
     except EnvelopeError as error:
         raise SigningError(f"{path}: {error}") from None
-    digests = file_digests(bundle_dir)
     statement = {
         **json.loads(data),
         "subject": [
@@ -305,10 +319,10 @@ def sign_bundle(bundle_dir: Path, key: SigningKey, redactor: Redactor) -> Signed
     payload = canonical_json(statement).encode()
     target = bundle_dir / SIGNATURE_NAME
     others: tuple[Signature, ...] = ()
-    if target.exists():
+    if target.exists() or target.is_symlink():
         try:
-            existing = envelope_from_bytes(target.read_bytes())
-        except EnvelopeError as error:
+            existing = envelope_from_bytes(read_bundle_bytes(target))
+        except (EnvelopeError, BundleError) as error:
             raise SigningError(f"{target}: {error}; delete it to sign again") from None
         if existing.payload != payload:
             raise SigningError(

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from pytest_specgate.contracts.hardware import HostProfile
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.evidence._acrecord import AcRecord
-from pytest_specgate.evidence._bundle import SIGNATURE_NAME, Bundle
+from pytest_specgate.evidence._bundle import SIGNATURE_NAME, Bundle, BundleError, read_bundle_bytes
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
@@ -157,8 +157,8 @@ def judge_bundle(bundle_dir: Path, policy: TrustPolicy, now: dt.datetime) -> Bun
     if not path.is_file() or path.is_symlink():
         return BundleTrust((), "no signature", f"unsigned (no {SIGNATURE_NAME})", None)
     try:
-        envelope = envelope_from_bytes(path.read_bytes())
-    except EnvelopeError as error:
+        envelope = envelope_from_bytes(read_bundle_bytes(path))
+    except (EnvelopeError, BundleError) as error:
         return BundleTrust((), "an unreadable signature", f"{SIGNATURE_NAME}: {error}", None)
     verified: list[Signer] = []
     found: list[str] = []

@@ -23,6 +23,7 @@ from pytest_specgate.contracts.acceptance import AC_ID_FORMS, is_ac_id
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.gates import DeclaredGatesError, GateName, declared_gates
 from pytest_specgate.contracts.hardware import HostProfile, RequirementError
+from pytest_specgate.contracts.safe_read import SafeReadError, read_regular_file
 from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, trust_policy_from_table
 
 PYPROJECT = "pyproject.toml"
@@ -85,11 +86,11 @@ def load_trusted_config(argument: str, repo: Path) -> TrustedConfig:
 def trusted_config_from_file(path: Path, option: str) -> TrustedConfig:
     """The ``[tool.specgate]`` of a TOML file; ``option`` names where the path came from."""
     try:
-        text = path.read_text("utf-8")
-    except FileNotFoundError:
-        raise TrustedConfigError(f"{option}={path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise TrustedConfigError(f"{option}={path}: cannot read: {error}") from None
+        text = read_regular_file(path, "the trusted config").decode("utf-8")
+    except SafeReadError as error:
+        raise TrustedConfigError(f"{option}: {error}") from None
+    except UnicodeDecodeError as error:
+        raise TrustedConfigError(f"{option}={path}: not UTF-8 text: {error}") from None
     return trusted_config_from_text(text, str(path), None)
 
 

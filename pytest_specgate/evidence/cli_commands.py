@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -16,6 +17,7 @@ from pathlib import Path
 from pytest_specgate._version import __version__
 from pytest_specgate.contracts.gates import GateOrderError, parse_gate_name
 from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.contracts.safe_read import MAX_FILE_BYTES
 from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord
 from pytest_specgate.evidence._bundle import (
     MERGE_NAME,
@@ -25,6 +27,7 @@ from pytest_specgate.evidence._bundle import (
     FileEntry,
     ac_file_name,
     find_bundles,
+    read_bundle_bytes,
     read_records,
     verify_bundle,
 )
@@ -73,6 +76,8 @@ def _error(command: str, message: str) -> int:
 
 
 def _verified_records(bundle: Bundle) -> dict[str, AcRecord]:
+    """The bundle's AC records, only once every file matches the manifest and every record its
+    schema: ``render``, ``merge`` and ``waivers`` act on nothing else (``sign`` checks the same)."""
     problems = verify_bundle(bundle)
     if problems:
         raise BundleError(f"{bundle.path}: bundle does not match its manifest: {problems[0]}")
@@ -155,6 +160,8 @@ def _merge_receipt(
 
 
 def _unwritable_merge(output: Path, error: OSError) -> int:
+    """The half-written output goes (merge refuses an existing ``-o``, so all of it is ours)."""
+    shutil.rmtree(output, ignore_errors=True)
     return _error("merge", f"-o {output}: cannot write the merged bundle: {error.strerror or error}")
 
 
@@ -190,9 +197,9 @@ def run_merge(args: argparse.Namespace) -> int:
                 continue
             source = choice.kept.path / row.path
             try:
-                data = source.read_bytes()
-            except OSError as error:
-                return _error("merge", f"{source}: cannot read the attachment: {error.strerror or error}")
+                data = read_bundle_bytes(source, MAX_FILE_BYTES)
+            except BundleError as error:
+                return _error("merge", str(error))
             # This host redacts again, with its own patterns: the file goes where its redacted
             # bytes and name say, and the row names what was written.
             try:
@@ -416,7 +423,7 @@ def run_waivers(args: argparse.Namespace) -> int:
         bundles = load_all_bundles(args.bundles)
         waivers: dict[tuple[str, str, str], list[str]] = {}
         for bundle in bundles:
-            for ac_id, record in read_records(bundle).items():
+            for ac_id, record in _verified_records(bundle).items():
                 waiver = judge(record).waiver
                 if waiver is not None:
                     waivers.setdefault((ac_id, waiver.to, waiver.reason), []).append(bundle.run_id)

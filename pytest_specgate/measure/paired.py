@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from pytest_specgate.contracts.progress import progress_for
 from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, Threshold
 from pytest_specgate.measure.progress import ProgressSink
 from pytest_specgate.measure.samples import Arm, Prompt, RequestSample, SamplePair, TimedSample
@@ -252,6 +253,7 @@ def run_paired(
     if thresholds and (max_rounds is None or max_rounds < rounds):
         raise ValueError(f"paired run: until= needs max_rounds >= rounds ({rounds}), found {max_rounds!r}")
     schedule = paired_schedule(prompts, rounds, warmup)
+    progress = progress if progress is not None else progress_for("paired rounds")
     run_started = clock()
     measured: list[SamplePair] = []
     before: TelemetryLike | None = None

@@ -1,15 +1,31 @@
 """A progress line for long measurements, so a five-minute canary never looks hung.
 
-The reporter writes to any text stream (the plugin hands it the terminal) and is
+The reporter writes to any text stream (the plugin hands it pytest's terminal) and is
 throttled: nothing during the first few seconds, then at most one line per interval.
 The clock is injected so tests never sleep.
+
+Inside pytest the plugin sets, for the running test, where long steps report
+(``contracts.progress``); ``run_paired``, ``run_sustained`` and engine boots ask
+``progress_for`` and get None outside pytest, under ``-q`` and on xdist workers.
 """
 
 from __future__ import annotations
 
+import contextlib
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Protocol
+
+from pytest_specgate.contracts.progress import progress_for
+
+__all__ = [
+    "ProgressReporter",
+    "ProgressSink",
+    "TextSink",
+    "format_progress_line",
+    "progress_ticker",
+]
 
 
 class TextSink(Protocol):
@@ -86,6 +102,24 @@ class ProgressReporter:
             return
         self._write(self._clock() - self._started, requests_done, current_speedup, done=True)
 
+    def tick(self, *, done: bool = False) -> None:
+        """A step without counts (an engine boot): ``label: 12s elapsed``, throttled like
+        :meth:`update`; ``done=True`` closes a reported step."""
+        now = self._clock()
+        elapsed = now - self._started
+        if done:
+            if self._last_written is not None:
+                self._stream.write(f"{self._label}: done in {elapsed:.0f}s\n")
+                self._stream.flush()
+            return
+        if elapsed < self._quiet_s:
+            return
+        if self._last_written is not None and now - self._last_written < self._min_interval_s:
+            return
+        self._stream.write(f"{self._label}: {elapsed:.0f}s elapsed\n")
+        self._stream.flush()
+        self._last_written = now
+
     def _write(
         self,
         elapsed_s: float,
@@ -99,3 +133,27 @@ class ProgressReporter:
         )
         self._stream.write(f"{line}{' (done)' if done else ''}\n")
         self._stream.flush()
+
+
+@contextlib.contextmanager
+def progress_ticker(label: str, *, interval_s: float = 1.0) -> Iterator[None]:
+    """Elapsed-time lines while a blocking step runs (an engine boot), from a helper thread;
+    silent when the step is short or nobody listens."""
+    reporter = progress_for(label)
+    if reporter is None:
+        yield
+        return
+    stop = threading.Event()
+
+    def tick() -> None:
+        while not stop.wait(interval_s):
+            reporter.tick()
+
+    ticker = threading.Thread(target=tick, name="specgate-progress", daemon=True)
+    ticker.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        ticker.join()
+        reporter.tick(done=True)

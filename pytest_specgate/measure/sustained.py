@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_specgate.contracts.progress import progress_for
 from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL
 from pytest_specgate.measure.paired import (
     PromptRunner,
@@ -207,6 +208,8 @@ def run_sustained(
         raise ValueError("sustained run: the prompt set is empty")
     if warmup < 0:
         raise ValueError(f"sustained run: warmup must be >= 0, found {warmup!r}")
+    progress = progress if progress is not None else progress_for("sustained window",
+                                                                  settings.scaled_duration_s)
     warmup_started = clock()
     for index in range(warmup):
         scheduled = ScheduledPair(prompts[index % len(prompts)], -1, arm_order(index)[0], True)

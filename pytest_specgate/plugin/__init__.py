@@ -27,7 +27,7 @@ from pytest_specgate.plugin.stash import (
     CURRENT_ITEM_KEY,
     DECISION_KEY,
     DEFAULT_HOST_FACTS_KEY,
-    ENGINE_CONFIG_KEY,
+    ENGINE_CHOICE_KEY,
     HOST_FACTS_KEY,
     HOST_PROVENANCE_KEY,
     PLAN_KEY,
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from pytest_specgate.contracts.hardware import HardwareVerdict
     from pytest_specgate.contracts.host import HostFacts, HostProvenance
     from pytest_specgate.contracts.runmode import RunDecision
-    from pytest_specgate.engines import EngineConfig
+    from pytest_specgate.engines.config import EngineChoice
     from pytest_specgate.evidence import EvidenceCollector, Redactor, SigningKey
     from pytest_specgate.selection.collection import SpecPlan
     from pytest_specgate.selection.settings import ProjectSettings, SpecgateSettings
@@ -150,12 +150,19 @@ def pytest_configure(config: pytest.Config) -> None:
         config.stash[SETTINGS_KEY] = resolve_settings(config)
         config.stash[PROJECT_KEY] = load_project_settings(_pyproject(config))
         settings = config.stash[SETTINGS_KEY]
+        _check_run_engines(settings)
         if settings.evidence_dir is not None and not hasattr(config, "workerinput"):
             if settings.sign_key is not None:
                 config.stash[SIGNING_KEY] = _signing_key(settings.sign_key)
             collector = _evidence_collector(config, settings, settings.evidence_dir)
             config.stash[COLLECTOR_KEY] = collector
             config.pluginmanager.register(collector, "specgate-evidence")
+
+
+def _check_run_engines(settings: SpecgateSettings) -> None:
+    from pytest_specgate.engines.config import check_run_engines
+
+    check_run_engines(settings.engines)
 
 
 def _signing_key(path: Path) -> SigningKey:
@@ -198,6 +205,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if collector is not None:
         del config.stash[COLLECTOR_KEY]
         config.pluginmanager.unregister(collector)
+        collector.close()
 
 
 def _evidence_collector(config: pytest.Config, settings: SpecgateSettings,
@@ -425,7 +433,7 @@ def _prepare_item(item: pytest.Item, config: pytest.Config, plan: SpecPlan) -> f
         verdict = item.stash[VERDICT_KEY] = plan.verdict(
             marker.args, marker.kwargs, lambda: _hardware_verdict(marker, item.nodeid, config))
     if "engine" in markers:
-        item.stash[ENGINE_CONFIG_KEY] = _marked_engine_config(item, config.stash[SETTINGS_KEY])
+        item.stash[ENGINE_CHOICE_KEY] = _marked_engine_choice(item, config.stash[SETTINGS_KEY])
     item.stash[DECISION_KEY] = decide_run(verdict, required=required, diagnostic=settings.diagnostic)
     cost = markers.get(marker_docs.COST_MARKER)
     return None if cost is None else declared_cost(cost.args, cost.kwargs, item.nodeid)
@@ -442,12 +450,16 @@ def _hardware_verdict(marker: pytest.Mark, nodeid: str, config: pytest.Config) -
     return evaluate_requirement(requirement, session_host_facts(config), os.environ)
 
 
-def _marked_engine_config(item: pytest.Item, settings: SpecgateSettings) -> EngineConfig:
-    """The test's ``@pytest.mark.engine`` resolved now, so a bad one stops collection naming the test."""
-    from pytest_specgate.engines.config import engine_config_for_node
+def _marked_engine_choice(item: pytest.Item, settings: SpecgateSettings) -> EngineChoice:
+    """The test's ``@pytest.mark.engine`` resolved now, so a bad one stops collection naming the
+    test; a marker that keeps the test off the asked-for backend is a warning naming it."""
+    from pytest_specgate.engines.config import engine_choice_for_node
 
-    return engine_config_for_node(item, {"engine": settings.engine, "endpoint": settings.endpoint},
-                                  where=f"{item.nodeid}: @pytest.mark.engine")
+    choice = engine_choice_for_node(item, settings.engines)
+    conflict = choice.conflict()
+    if conflict is not None:
+        item.warn(pytest.PytestWarning(f"specgate: {item.nodeid}: {conflict}"))
+    return choice
 
 
 def _check_waiver_declared(criterion: AcceptanceCriterion, nodeid: str,
@@ -630,10 +642,15 @@ def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_protocol(item: pytest.Item) -> Iterator[None]:
-    """Remember the running test, so an engine handed out by the pool is recorded for it."""
+    """Remember the running test, so an engine handed out by the pool is recorded for it, and
+    let its long steps (engine boot, paired rounds, sustained window) show progress."""
+    from pytest_specgate.contracts.progress import reporting_progress
+    from pytest_specgate.plugin.terminal import progress_factory
+
     item.config.stash[CURRENT_ITEM_KEY] = item
     try:
-        return (yield)
+        with reporting_progress(progress_factory(item)):
+            return (yield)
     finally:
         del item.config.stash[CURRENT_ITEM_KEY]
 

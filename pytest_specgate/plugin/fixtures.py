@@ -19,7 +19,7 @@ from pytest_specgate.plugin.stash import (
     AC_KEY,
     COLLECTOR_KEY,
     CURRENT_ITEM_KEY,
-    ENGINE_CONFIG_KEY,
+    ENGINE_CHOICE_KEY,
     ENGINE_RECORDS_KEY,
     ITEM_ENGINES_KEY,
     RECORDER_KEY,
@@ -89,9 +89,11 @@ def specgate_engine_pool(pytestconfig: pytest.Config) -> Iterator[EnginePool]:
     Every engine it hands out is recorded for the running test, fixture or not.
     """
     from pytest_specgate.engines.config import EnginePool
+    from pytest_specgate.measure.progress import progress_ticker
 
     pool = EnginePool(on_handout=lambda config, engine: _record_engine(pytestconfig, config, engine,
-                                                                       pooled=True))
+                                                                       pooled=True),
+                      watch_boot=progress_ticker)
     try:
         yield pool
     finally:
@@ -107,15 +109,22 @@ def tiny_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> EngineConfig:
     """The engine this test asks for: ``@pytest.mark.engine`` over the command line."""
-    from pytest_specgate.engines.config import engine_config_for_node
-    from pytest_specgate.selection.backends import backend_named
+    from pytest_specgate.contracts.errors import SpecgateInputError
+    from pytest_specgate.engines.backends import backend_named
+    from pytest_specgate.engines.config import engine_choice_for_node
 
     settings = request.config.stash[SETTINGS_KEY]
     node = request.node
     assert isinstance(node, pytest.Item)
-    config = node.stash.get(ENGINE_CONFIG_KEY, None) or engine_config_for_node(
-        node, {"engine": settings.engine, "endpoint": settings.endpoint})
-    if backend_named(config.backend, node.nodeid).builds_tiny_models and config.option("model_cache") is None:
+    choice = node.stash.get(ENGINE_CHOICE_KEY, None)
+    if choice is None:
+        try:
+            choice = node.stash[ENGINE_CHOICE_KEY] = engine_choice_for_node(node, settings.engines)
+        except SpecgateInputError as exc:
+            raise pytest.UsageError(str(exc)) from None
+    config = choice.config
+    builds_tiny_models = backend_named(config.backend, node.nodeid).definition().builds_tiny_models
+    if builds_tiny_models and config.option("model_cache") is None:
         config = config.with_options(model_cache=str(tiny_model_cache))
     if config.backend == "vllm" and settings.vllm_python and config.option("python") is None:
         config = config.with_options(python=settings.vllm_python)
@@ -229,9 +238,10 @@ def boot_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
     an engine a spec may break, or one that must not boot before a budget is priced.
     """
     from pytest_specgate.engines.config import fresh_engines
+    from pytest_specgate.measure.progress import progress_ticker
 
     routes = pytestconfig.stash[SETTINGS_KEY].endpoint_routes
-    with fresh_engines(tmp_path_factory.mktemp) as boot:
+    with fresh_engines(tmp_path_factory.mktemp, watch_boot=progress_ticker) as boot:
 
         def boot_and_record(**changes: object) -> Engine:
             config = _served_config(engine_config, changes, routes, "boot_engine")

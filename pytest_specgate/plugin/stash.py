@@ -13,10 +13,11 @@ import pytest
 if TYPE_CHECKING:
     from pytest_specgate.contracts.acceptance import AcceptanceCriterion
     from pytest_specgate.contracts.engine import Engine
+    from pytest_specgate.contracts.engine_config import EngineConfig
     from pytest_specgate.contracts.hardware import HardwareVerdict
     from pytest_specgate.contracts.host import HostFacts, HostProvenance
     from pytest_specgate.contracts.runmode import RunDecision
-    from pytest_specgate.engines import EngineConfig
+    from pytest_specgate.engines.config import EngineChoice
     from pytest_specgate.evidence import (
         EvidenceCollector,
         EvidenceRecorder,
@@ -43,7 +44,7 @@ SELECTION_KEY: Final[pytest.StashKey[SelectionFacts]] = pytest.StashKey()
 ENGINE_RECORDS_KEY: Final[pytest.StashKey[dict[EngineConfig, dict[str, Any]]]] = pytest.StashKey()
 SIGNING_KEY: Final[pytest.StashKey[SigningKey]] = pytest.StashKey()
 SIGNED_KEY: Final[pytest.StashKey[SignedBundle | str]] = pytest.StashKey()
-ENGINE_CONFIG_KEY: Final[pytest.StashKey[EngineConfig]] = pytest.StashKey()
+ENGINE_CHOICE_KEY: Final[pytest.StashKey[EngineChoice]] = pytest.StashKey()
 PLAN_KEY: Final[pytest.StashKey[SpecPlan]] = pytest.StashKey()
 CURRENT_ITEM_KEY: Final[pytest.StashKey[pytest.Item]] = pytest.StashKey()
 ITEM_ENGINES_KEY: Final[pytest.StashKey[list[tuple[Engine, dict[str, Any]]]]] = pytest.StashKey()

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_specgate.plugin.stash import ITEM_ENGINES_KEY
+from pytest_specgate.plugin.stash import ENGINE_CHOICE_KEY, ITEM_ENGINES_KEY
 
 
 def engine_entries(item: pytest.Item) -> list[dict[str, Any]]:
@@ -20,8 +20,12 @@ def engine_entries(item: pytest.Item) -> list[dict[str, Any]]:
         return []
     from pytest_specgate.engines.client import ClientEngine
 
+    choice = item.stash.get(ENGINE_CHOICE_KEY, None)
     entries = []
     for engine, record in used:
         fingerprint = engine.client.system_fingerprint if isinstance(engine, ClientEngine) else None
-        entries.append({**record, "identity": {**record["identity"], "system_fingerprint": fingerprint}})
+        entry = {**record, "identity": {**record["identity"], "system_fingerprint": fingerprint}}
+        if choice is not None and engine.backend == choice.config.backend:
+            entry["selected_by"] = choice.reason()
+        entries.append(entry)
     return entries

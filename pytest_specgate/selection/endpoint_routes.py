@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Final, final
 
-from pytest_specgate.selection.backends import freeze_option
+from pytest_specgate.contracts.engine_config import freeze_option
 
 __all__ = ["EndpointRoute", "normalized_url", "parse_endpoint_route"]
 

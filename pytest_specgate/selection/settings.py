@@ -12,10 +12,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, final
 
+from pytest_specgate.contracts.engine_config import RunEngineOptions
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.gates import GateName, declared_gates
 from pytest_specgate.contracts.hardware import HostProfile
-from pytest_specgate.contracts.markers import DEFAULT_BACKEND
+from pytest_specgate.contracts.project_keys import check_known_keys
 from pytest_specgate.contracts.runmode import REQUIRE_ALL, RunSettings
 from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, check_confidence_level
 from pytest_specgate.contracts.validation import (
@@ -24,7 +25,6 @@ from pytest_specgate.contracts.validation import (
     is_finite_positive,
     parse_json,
 )
-from pytest_specgate.selection.backends import backend_named
 from pytest_specgate.selection.hardware import host_profiles_from_table, specgate_table
 
 if TYPE_CHECKING:
@@ -49,7 +49,7 @@ class SpecgateSettings:
     host_facts_file: Path | None
     evidence_dir: Path | None
     allow_dirty: bool
-    engine: str
+    engine: str | None
     endpoint: str | None
     duration_scale: float
     vllm_python: str | None
@@ -58,6 +58,12 @@ class SpecgateSettings:
     endpoint_routes: tuple[EndpointRoute, ...] = ()
     record_reference_dir: Path | None = None
     confidence_level: float = DEFAULT_CONFIDENCE_LEVEL
+
+    @property
+    def engines(self) -> RunEngineOptions:
+        """What the run asks of every engine; the backend name is checked where backends are
+        known (``engines.backends``, at configure)."""
+        return RunEngineOptions(self.engine, self.endpoint, self.engine_options)
 
     @property
     def wants_payload(self) -> bool:
@@ -78,10 +84,12 @@ class ProjectSettings:
 
 
 def load_project_settings(pyproject: Path | None) -> ProjectSettings:
-    """Host profiles, redaction patterns and merge gates; a bad table is an input error naming it."""
+    """Host profiles, redaction patterns and merge gates; a bad table or an unknown key is an
+    input error naming it (and the key meant, when one is close)."""
     if pyproject is None:
         return ProjectSettings(profiles={}, redact_patterns=())
     table = specgate_table(pyproject)
+    check_known_keys(table, where=str(pyproject))
     profiles = host_profiles_from_table(table.get("hosts", {}), pyproject)
     redact = table.get("redact", {})
     patterns = redact.get("patterns", []) if isinstance(redact, dict) else None
@@ -137,11 +145,7 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         )
     diagnostic = bool(config.getoption("specgate_diagnostic"))
     endpoint = config.getoption("specgate_endpoint") or _ini_or(config, "specgate_endpoint")
-    engine = backend_named(
-        config.getoption("specgate_engine") or _ini_or(config, "specgate_engine")
-        or ("endpoint" if endpoint else DEFAULT_BACKEND),
-        "--specgate-engine",
-    ).name
+    engine = config.getoption("specgate_engine") or _ini_or(config, "specgate_engine")
     if engine == "endpoint" and not endpoint:
         raise SpecgateInputError("--specgate-engine endpoint needs --specgate-endpoint URL")
     scale_text = config.getoption("specgate_duration_scale") or _ini_or(

@@ -7,13 +7,17 @@ loop, so the server's telemetry is checked against arithmetic it did not do.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import time
-from collections.abc import Callable
+import zipfile
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from openai.types.chat import ChatCompletionUserMessageParam
 
-from pytest_specgate.engines.config import EngineConfig
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.engines.mock import DEFAULT_DRAFT, DEFAULT_TARGET, MockEngine
 from pytest_specgate.engines.mock.model import DraftModel, TargetModel, vocabulary_named
 
@@ -116,3 +120,30 @@ def wait_until(condition: Callable[[], bool], deadline_s: float = 10.0) -> bool:
             return True
         time.sleep(0.02)
     return condition()
+
+
+def _record_line(path: str, data: bytes) -> str:
+    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+    return f"{path},sha256={digest},{len(data)}"
+
+
+def build_wheel(directory: Path, name: str, version: str, files: Mapping[str, bytes],
+                entry_points: Mapping[str, Mapping[str, str]]) -> Path:
+    """A real pure-Python wheel of ``files`` declaring ``entry_points`` (group -> name -> value),
+    built without setuptools or network, so pip can install it with ``--no-index``."""
+    dist = name.replace("-", "_")
+    info = f"{dist}-{version}.dist-info"
+    groups = "".join(f"[{group}]\n" + "".join(f"{key} = {value}\n" for key, value in entries.items())
+                     for group, entries in entry_points.items())
+    content = {
+        **files,
+        f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{info}/entry_points.txt": groups.encode(),
+    }
+    record = "\n".join([*(_record_line(path, data) for path, data in content.items()), f"{info}/RECORD,,"])
+    wheel = directory / f"{dist}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, data in {**content, f"{info}/RECORD": (record + "\n").encode()}.items():
+            archive.writestr(path, data)
+    return wheel

@@ -2,23 +2,21 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
+import os
 import subprocess
 import sys
-import zipfile
 from importlib import metadata
 from pathlib import Path
 
 import pytest
+from engines_testkit import build_wheel
 
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.markers import BUILTIN_BACKEND_NAMES, ENGINE_HELP
-from pytest_specgate.selection import backends as registry
-from pytest_specgate.selection.backends import (
+from pytest_specgate.engines import backends as registry
+from pytest_specgate.engines.backends import (
     BUILTIN_BACKENDS,
     ENTRY_POINT_GROUP,
-    Backend,
     backend_named,
     backends_from_entry_points,
     boot_function,
@@ -40,11 +38,11 @@ def test_the_built_ins_are_the_one_list_every_message_uses() -> None:
 
 def test_an_entry_point_adds_a_backend_and_may_not_replace_one() -> None:
     found = backends_from_entry_points([_entry("echo", "specgate_echo:boot")])
-    assert found["echo"] == Backend("echo", "specgate_echo:boot", "entry point echo = specgate_echo:boot "
-                                                                  "(unknown distribution)")
+    assert (found["echo"].name, found["echo"].origin) == (
+        "echo", "entry point echo = specgate_echo:boot (unknown distribution)")
     assert found["mock"] is BUILTIN_BACKENDS["mock"]
     with pytest.raises(SpecgateInputError, match=r"'mock': entry point mock = evil:boot .* clashes with the "
-                                                r"built in one"):
+                                                 r"built in one"):
         backends_from_entry_points([_entry("mock", "evil:boot")])
     with pytest.raises(SpecgateInputError, match=r"'echo': entry point echo = b:boot .* clashes "
                                                 r"with the entry point echo = a:boot"):
@@ -58,10 +56,10 @@ def test_an_entry_point_adds_a_backend_and_may_not_replace_one() -> None:
          "cannot be loaded: ModuleNotFoundError: No module named 'no_such_module_xyz'"),
         ("json:no_such_boot", "cannot be loaded: AttributeError: "),
         ("json.decoder:JSONArray", None),
-        ("sys:maxsize", "names a int, not a boot function"),
+        ("sys:maxsize", "names a int, not an EngineBackend or a boot function"),
     ],
 )
-def test_an_entry_point_that_does_not_load_to_a_boot_function_is_a_usage_error(
+def test_an_entry_point_that_does_not_load_to_a_backend_is_an_input_error(
     monkeypatch: pytest.MonkeyPatch, value: str, message: str | None
 ) -> None:
     monkeypatch.setattr(registry, "available_backends",
@@ -137,26 +135,10 @@ def test_chosen_on_the_command_line(engine):
 """
 
 
-def _record_line(path: str, data: bytes) -> str:
-    digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-    return f"{path},sha256={digest},{len(data)}"
-
-
 def build_echo_wheel(directory: Path) -> Path:
     """A real wheel of the ``specgate-echo`` distribution declaring its backend entry point."""
-    info = "specgate_echo-1.0.dist-info"
-    files = {
-        "specgate_echo.py": ECHO_BACKEND.encode(),
-        f"{info}/METADATA": b"Metadata-Version: 2.1\nName: specgate-echo\nVersion: 1.0\n",
-        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        f"{info}/entry_points.txt": f"[{ENTRY_POINT_GROUP}]\necho = specgate_echo:boot\n".encode(),
-    }
-    record = "\n".join([*(_record_line(path, data) for path, data in files.items()), f"{info}/RECORD,,"])
-    wheel = directory / "specgate_echo-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as archive:
-        for path, data in {**files, f"{info}/RECORD": (record + "\n").encode()}.items():
-            archive.writestr(path, data)
-    return wheel
+    return build_wheel(directory, "specgate-echo", "1.0", {"specgate_echo.py": ECHO_BACKEND.encode()},
+                       {ENTRY_POINT_GROUP: {"echo": "specgate_echo:boot"}})
 
 
 def test_a_pip_installed_backend_package_runs_specs_by_its_entry_point(
@@ -169,7 +151,7 @@ def test_a_pip_installed_backend_package_runs_specs_by_its_entry_point(
         check=True, capture_output=True, timeout=120,
     )
     assert (site / "specgate_echo-1.0.dist-info" / "entry_points.txt").is_file()
-    monkeypatch.setenv("PYTHONPATH", str(site))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
     pytester.makepyfile(test_echo=ECHO_SPECS)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--specgate-engine=echo")
     result.assert_outcomes(passed=2)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from engines_testkit import GREEDY, BootMock, user
 
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.engines import Capabilities, Engine, MissingCapability
-from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.endpoint import boot as endpoint_boot
 from pytest_specgate.engines.mock import MockEngine
 from pytest_specgate.qualification import ClientFaultInjector, MockFaultInjector, injector_for

@@ -12,10 +12,11 @@ import pytest
 from engines_testkit import GREEDY, BootMock, user
 
 from pytest_specgate.contracts.engine import EngineBootError
+from pytest_specgate.contracts.engine_config import EngineConfig, RunEngineOptions
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.engines.boot import ManagedProcess, free_loopback_port, wait_for_health
 from pytest_specgate.engines.client import OpenAIClient
-from pytest_specgate.engines.config import EngineConfig, EnginePool, engine_config_from
+from pytest_specgate.engines.config import EnginePool, engine_config_from
 from pytest_specgate.engines.endpoint import boot as endpoint_boot
 from pytest_specgate.engines.endpoint import choose_telemetry
 from pytest_specgate.engines.mock import MockEngine
@@ -30,7 +31,7 @@ def test_endpoint_uses_status_telemetry_and_leaves_the_server_running(
     spec_engine: MockEngine, tmp_path: Path
 ) -> None:
     pool = EnginePool()
-    config = engine_config_from({}, {"engine": None, "endpoint": f"{spec_engine.base_url}/v1"})
+    config = engine_config_from({}, RunEngineOptions(endpoint=f"{spec_engine.base_url}/v1"))
     try:
         engine = pool.get(config, tmp_path)
         assert engine.backend == "endpoint" and engine.model_id == spec_engine.model_id
@@ -106,7 +107,7 @@ def test_endpoint_that_never_answers_fails_to_boot(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("option", ["health_deadline_s", "request_timeout_s"])
 @pytest.mark.parametrize("bad", ["soon", 0, True])
-def test_endpoint_timing_option_that_is_not_a_positive_number_is_a_usage_error(
+def test_endpoint_timing_option_that_is_not_a_positive_number_is_an_input_error(
     option: str, bad: object, spec_engine: MockEngine, tmp_path: Path
 ) -> None:
     with pytest.raises(SpecgateInputError, match=rf"option {option} must be a positive number, got {bad!r}"):

@@ -9,9 +9,9 @@ import httpx
 import pytest
 
 from pytest_specgate.contracts.engine import EngineBootError
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.engines.client import OpenAIClient
-from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.endpoint import served_model
 from pytest_specgate.engines.endpoint_routes import EndpointUnserved, route_endpoint
 from pytest_specgate.engines.mock import MockEngine

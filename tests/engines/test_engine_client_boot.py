@@ -72,7 +72,10 @@ def test_status_without_spec_fields_is_unavailable_not_zero() -> None:
         "acceptance_rate",
         "window",
         "source",
+        "drafts",
+        "accepted_per_position",
     }
+    assert telemetry.drafts is None and telemetry.accepted_per_position is None
 
 
 def test_status_with_spec_fields_is_normalized() -> None:

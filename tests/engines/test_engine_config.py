@@ -1,4 +1,4 @@
-"""EngineConfig resolution (marker > option > default) and EnginePool sharing and teardown."""
+"""EngineConfig resolution (a marker's backend > option > default) and EnginePool sharing and teardown."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
+from pytest_specgate.contracts.engine_config import EngineConfig, RunEngineOptions, freeze_option
 from pytest_specgate.contracts.errors import SpecgateInputError
-from pytest_specgate.engines.config import EngineConfig, EnginePool, engine_config_from
+from pytest_specgate.engines.backends import BUILTIN_BACKENDS, boot_function
+from pytest_specgate.engines.config import EnginePool, engine_config_from
 from pytest_specgate.engines.mock import MockEngine
-from pytest_specgate.engines.mock import boot as mock_boot
-from pytest_specgate.selection.backends import BUILTIN_BACKENDS, boot_function
 
-NO_OPTIONS: dict[str, object] = {"engine": None, "endpoint": None}
+NO_OPTIONS = RunEngineOptions()
 
 
 def test_default_backend_is_mock() -> None:
@@ -23,28 +23,29 @@ def test_default_backend_is_mock() -> None:
 
 
 def test_marker_beats_option_beats_default() -> None:
-    assert engine_config_from({}, {"engine": "vllm"}).backend == "vllm"
-    assert engine_config_from({"backend": "mock"}, {"engine": "vllm"}).backend == "mock"
-    assert engine_config_from({}, {"engine": "vllm"}, ("mlx",)).backend == "mlx"
+    assert engine_config_from({}, RunEngineOptions("vllm")).backend == "vllm"
+    assert engine_config_from({"backend": "mock"}, RunEngineOptions("vllm")).backend == "mock"
+    assert engine_config_from({}, RunEngineOptions("vllm"), ("mlx",)).backend == "mlx"
 
 
 def test_endpoint_url_selects_the_endpoint_backend() -> None:
-    config = engine_config_from({}, {"engine": None, "endpoint": "http://127.0.0.1:9"})
+    config = engine_config_from({}, RunEngineOptions(endpoint="http://127.0.0.1:9"))
     assert config.backend == "endpoint" and config.option("url") == "http://127.0.0.1:9"
-    explicit = engine_config_from({"url": "http://127.0.0.1:8"}, {"engine": "endpoint", "endpoint": None})
+    explicit = engine_config_from({"url": "http://127.0.0.1:8"}, RunEngineOptions("endpoint"))
     assert explicit.option("url") == "http://127.0.0.1:8"
 
 
 def test_named_fields_and_sorted_hashable_options() -> None:
-    marker = {"target": "t", "draft": "d", "num_draft_tokens": 3, "host_facts": {"b": 1},
+    marker = {"target": "t", "draft": "d", "num_draft_tokens": 3, "image_platforms": ["b", "a"],
               "gpu_indices": [1, 2], "gpu_memory_utilization": 0.5}
-    config = engine_config_from(marker, {"engine": "vllm"})
+    config = engine_config_from(marker, RunEngineOptions("vllm"))
     assert (config.target, config.draft, config.num_draft_tokens) == ("t", "d", 3)
     assert config.options == (
-        ("gpu_indices", (1, 2)), ("gpu_memory_utilization", 0.5), ("host_facts", (("b", 1),))
+        ("gpu_indices", (1, 2)), ("gpu_memory_utilization", 0.5), ("image_platforms", ("b", "a"))
     )
+    assert freeze_option({"b": [1, {2}], "a": None}) == (("a", None), ("b", (1, (2,))))
     reordered = dict(reversed(list(marker.items())), gpu_indices=(1, 2))
-    assert hash(config) == hash(engine_config_from(reordered, {"engine": "vllm"}))
+    assert hash(config) == hash(engine_config_from(reordered, RunEngineOptions("vllm")))
     assert config.with_options(gpu_memory_utilization=0.9).option("gpu_memory_utilization") == 0.9
     assert "gamma=3" in config.describe()
 
@@ -53,30 +54,38 @@ def test_named_fields_and_sorted_hashable_options() -> None:
     ("marker", "options", "args", "message"),
     [
         ({"backend": "tgi"}, NO_OPTIONS, (), "unknown engine backend 'tgi'"),
-        ({}, {"engine": "nope"}, (), "unknown engine backend 'nope'"),
+        ({}, RunEngineOptions("nope"), (), "unknown engine backend 'nope'"),
         ({"num_draft_tokens": 0}, NO_OPTIONS, (), "num_draft_tokens must be a positive integer, got 0"),
         ({"num_draft_tokens": "4"}, NO_OPTIONS, (), "num_draft_tokens must be a positive integer"),
         ({"target": 3}, NO_OPTIONS, (), "target must be a string"),
         ({}, NO_OPTIONS, ("mock", "mlx"), "at most one positional argument"),
         ({"backend": "mock"}, NO_OPTIONS, ("mock",), "backend given both"),
-        ({}, {"engine": "endpoint"}, (), "the endpoint backend needs a URL"),
+        ({}, RunEngineOptions("endpoint"), (), "the endpoint backend needs a URL"),
         ({"alpha": 0.5, "gama": 3}, NO_OPTIONS, (),
-         r"unknown option\(s\) gama for the mock backend; it takes "),
-        ({"urll": "http://x"}, {"engine": "endpoint", "endpoint": "http://127.0.0.1:9"}, (),
-         r"unknown option\(s\) urll for the endpoint backend"),
-        ({"gpu_memory_utilisation": 0.5}, {"engine": "vllm"}, (),
-         r"unknown option\(s\) gpu_memory_utilisation for the vllm backend; it takes boot_timeout_s, "),
+         r"option gama: the mock backend has no option gama; it takes alpha, "),
+        ({"urll": "http://x"}, RunEngineOptions("endpoint", "http://127.0.0.1:9"), (),
+         r"option urll: the endpoint backend has no option urll \(did you mean url\?\)"),
+        ({"gpu_memory_utilisation": 0.5}, RunEngineOptions("vllm"), (),
+         r"option gpu_memory_utilisation: the vllm backend has no option gpu_memory_utilisation "
+         r"\(did you mean gpu_memory_utilization\?\); it takes boot_timeout_s, "),
+        ({"alpha": "high"}, NO_OPTIONS, (),
+         r"option alpha of the mock backend must be a number within \[0, 1\], got 'high' \(the draft's"),
+        ({"isolation": "process"}, NO_OPTIONS, (),
+         r"option isolation of the mock backend must be one of 'thread', 'subprocess', got 'process'"),
+        ({}, RunEngineOptions(options=(("seed", 1.5),)), (),
+         r"^--specgate-engine-option: option seed of the mock backend must be an integer, got 1.5"),
     ],
 )
-def test_bad_engine_configuration_is_a_usage_error_naming_the_test(
-    marker: dict[str, object], options: dict[str, object], args: tuple[object, ...], message: str
+def test_bad_engine_configuration_is_one_line_naming_the_test(
+    marker: dict[str, object], options: RunEngineOptions, args: tuple[object, ...], message: str
 ) -> None:
     with pytest.raises(SpecgateInputError, match=message) as error:
         engine_config_from(marker, options, args, where="test_x.py::test_y")
-    assert str(error.value).startswith("test_x.py::test_y: ")
+    assert str(error.value).startswith(("test_x.py::test_y: ", "--specgate-engine-option: "))
+    assert "\n" not in str(error.value)
 
 
-def test_unhashable_option_is_a_usage_error() -> None:
+def test_unhashable_option_is_an_input_error() -> None:
     with pytest.raises(SpecgateInputError, match="not hashable"):
         engine_config_from({"weird": bytearray(b"x")}, NO_OPTIONS)
 
@@ -84,7 +93,7 @@ def test_unhashable_option_is_a_usage_error() -> None:
 def test_backends_resolve_by_name_and_an_unknown_one_is_a_usage_error() -> None:
     # That resolving loads only the named backend is checked in tests/foundation/test_lazy_imports.py.
     assert set(BUILTIN_BACKENDS) == {"mock", "mlx", "vllm", "endpoint"}
-    assert boot_function("mock") is mock_boot
+    assert boot_function("mock").__name__ == "_boot_mock"
     with pytest.raises(SpecgateInputError, match="unknown engine backend"):
         boot_function("tgi")
 
@@ -152,7 +161,7 @@ def test_typed_options_fall_back_to_the_default_and_keep_given_values() -> None:
         (-1, "count", "option x must be an integer >= 0, got -1"),
     ],
 )
-def test_a_bad_typed_option_is_a_usage_error_naming_the_engine(
+def test_a_bad_typed_option_is_an_input_error_naming_the_engine(
     value: object, read: str, message: str
 ) -> None:
     config = EngineConfig(backend="vllm", target="t").with_options(x=value)

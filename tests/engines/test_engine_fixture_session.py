@@ -23,7 +23,8 @@ from collections.abc import Iterator
 import pytest
 
 from pytest_specgate.contracts.markers import ENGINE_MARKER_DOC
-from pytest_specgate.engines.config import EnginePool, engine_config_for_node, engine_workdir
+from pytest_specgate.contracts.engine_config import RunEngineOptions
+from pytest_specgate.engines.config import EnginePool, engine_choice_for_node, engine_workdir
 
 
 def pytest_configure(config):
@@ -41,11 +42,9 @@ def specgate_engine_pool() -> Iterator[EnginePool]:
 
 @pytest.fixture
 def engine(request, specgate_engine_pool, tmp_path_factory):
-    options = {
-        "engine": request.config.getoption("specgate_engine"),
-        "endpoint": request.config.getoption("specgate_endpoint"),
-    }
-    config = engine_config_for_node(request.node, options)
+    options = RunEngineOptions(request.config.getoption("specgate_engine"),
+                               request.config.getoption("specgate_endpoint"))
+    config = engine_choice_for_node(request.node, options).config
     base = tmp_path_factory.getbasetemp() / "specgate-engines"
     return specgate_engine_pool.get(config, engine_workdir(base, config))
 """

@@ -7,14 +7,22 @@ from pathlib import Path
 import pytest
 
 from pytest_specgate.contracts.engine import Engine, EngineBootError
-from pytest_specgate.engines.config import EngineConfig, EnginePool
+from pytest_specgate.contracts.engine_config import EngineConfig
+from pytest_specgate.engines.config import EnginePool
 
 
 @pytest.mark.parametrize(
     ("marker", "message"),
     [
         ('engine("mock", gama=3)',
-         "unknown option(s) gama for the mock backend; it takes alpha, boot_timeout_s, *"),
+         "option gama: the mock backend has no option gama; it takes alpha, boot_timeout_s, *"),
+        ('engine("mock", aplha=0.3)', "option aplha: the mock backend has no option aplha "
+                                      "(did you mean alpha?); it takes alpha, *"),
+        ('engine("mock", alpha="high")',
+         "option alpha of the mock backend must be a number within [[]0, 1[]], got 'high' "
+         "(the draft's agreement with the target at each position)"),
+        ('engine("mock", target_step_ms=-1)',
+         "option target_step_ms of the mock backend must be a number >= 0, got -1 *"),
         ('engine("tgi")', "unknown engine backend 'tgi'; expected one of endpoint, mlx, mock, vllm *"),
         ("engine(num_draft_tokens='4')", "num_draft_tokens must be a positive integer, got '4'"),
         ("engine(target=3)", "target must be a string, got 3"),
@@ -53,7 +61,8 @@ def test_a_bad_engine_marker_on_an_xdist_worker_errors_its_test_only(pytester: p
     """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "1")
     result.assert_outcomes(passed=1, errors=1)
-    result.stdout.fnmatch_lines(["*test_marked.py::test_bad: @pytest.mark.engine: unknown option(s) gama*"])
+    result.stdout.fnmatch_lines(["*test_marked.py::test_bad: @pytest.mark.engine: option gama: the mock "
+                                 "backend has no option gama*"])
 
 
 class _FailingBoot:
@@ -117,3 +126,20 @@ def test_every_later_test_errors_with_the_remembered_failure(pytester: pytest.Py
         "test_pooled.py::test_first and is not booted again: EngineStartupRefused: "
         "draft_model_capacity_shortfall: memory budget 1.00 GB" in line)]
     assert len(remembered) == 2, result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [
+        ("alpha=high", "option alpha of the mock backend must be a number within [[]0, 1[]], got 'high' *"),
+        ("gama=3", "option gama: the mock backend has no option gama; it takes alpha, *"),
+    ],
+)
+def test_a_bad_engine_option_on_the_command_line_is_one_line_at_start(
+    pytester: pytest.Pytester, option: str, message: str
+) -> None:
+    pytester.makepyfile(test_fine="def test_fine():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider", f"--specgate-engine-option={option}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: --specgate-engine-option: {message}"])
+    assert len([line for line in result.stderr.lines if line.strip()]) == 1, result.stderr.str()

@@ -34,18 +34,18 @@ def test_parser_handles_escapes_special_values_timestamps_and_empty_labels() -> 
 @pytest.mark.parametrize(
     ("line", "message"),
     [
-        ("{a=\"b\"} 1", "no metric name"),
-        ('x{a=b} 1', "malformed labels"),
-        ("x", "expected 'value"),
-        ("x one", "is not a number"),
-        ("broken line", "is not a number"),
+        ("{a=\"b\"} 1", "not a sample"),
+        ('x{a=b} 1', "Invalid labels"),
+        ("x", "invalid metric name"),
+        ("x one", "could not convert string to float: 'one'"),
+        ("broken line", "could not convert string to float: 'line'"),
     ],
 )
 def test_malformed_lines_are_errors_naming_the_line(line: str, message: str) -> None:
     with pytest.raises(MetricsParseError, match=message) as caught:
         parse_prometheus_text(f"# ok\n{line}\n")
 
-    assert "line 2" in str(caught.value)
+    assert str(caught.value).startswith("/metrics line 2: ") and str(caught.value).endswith(f"in {line!r}")
 
 
 def test_totals_are_summed_over_labels_per_name() -> None:
@@ -63,3 +63,8 @@ def test_a_timestamp_is_not_read_as_the_value_and_spaced_labels_stay_whole() -> 
 def test_created_series_stay_separate_from_their_counter() -> None:
     text = "c_total 4\nc_created 1.7e9\n"
     assert metric_totals(text) == {"c_total": 4.0, "c_created": 1.7e9}
+
+
+def test_a_counter_keeps_the_name_the_server_wrote() -> None:
+    text = "# TYPE c counter\nc 4\n"
+    assert metric_totals(text) == {"c": 4.0}

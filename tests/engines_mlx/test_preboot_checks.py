@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_specgate.contracts.engine import EngineStartupRefused
-from pytest_specgate.engines.config import EngineConfig
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.engines.mlx import (
     check_capacity,
     count_draft_acceptance,

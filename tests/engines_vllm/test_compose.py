@@ -15,10 +15,10 @@ import pytest
 import yaml
 
 from pytest_specgate.contracts.engine import EngineStartupRefused
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.host import host_facts_from_dict
 from pytest_specgate.engines.boot import free_loopback_port
-from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.vllm import boot, profile_from_config
 from pytest_specgate.engines.vllm.compose import (
     COMPOSE_FILE_NAME,

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from pytest_specgate.contracts.engine import EngineBootError, EngineStartupRefused
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.contracts.errors import SpecgateInputError
-from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.vllm import boot
 from pytest_specgate.engines.vllm.process import (
     VllmEngine,

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from pytest_specgate.contracts.engine import EngineStartupRefused
-from pytest_specgate.engines.config import EngineConfig
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.engines.vllm import boot
 from pytest_specgate.engines.vllm.process import VllmEngine
 from pytest_specgate.fetching.tiny_models import TinyModelPair, tiny_model_pair

@@ -33,8 +33,8 @@ def test_a_deeply_nested_manifest_is_one_line_not_a_recursion_error(
     code, err = _run(capsys, "render", str(bundle))
 
     assert code == 2
-    assert err == (f"specgate render: error: {bundle / 'manifest.json'}: JSON nested {DEEP + 1} levels "
-                   "deep; expected at most 100\n")
+    assert err == (f"specgate render: error: {bundle / 'manifest.json'}: JSON nested deeper than 100 "
+                   "levels\n")
 
 
 def test_a_deeply_nested_record_is_one_line_naming_it(
@@ -52,7 +52,7 @@ def test_a_deeply_nested_record_is_one_line_naming_it(
     code, err = _run(capsys, "render", str(bundle))
 
     assert code == 2
-    assert f"{bundle / 'AC-10.json'}: JSON nested {DEEP + 1} levels deep; expected at most 100" in err
+    assert f"{bundle / 'AC-10.json'}: JSON nested deeper than 100 levels" in err
     assert len(err.splitlines()) == 1
 
 

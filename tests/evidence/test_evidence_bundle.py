@@ -54,7 +54,7 @@ def test_bundle_layout_manifest_and_schema(git_repo: GitRepo) -> None:
     assert set(manifest["files"]) == set(names) - {MANIFEST_NAME}
     assert verify_bundle(load_bundle(written.path)) == []
     assert load_bundle(written.path).digest == written.digest == manifest["bundle_sha256"]
-    assert not any((git_repo.path / "out" / ".staging").iterdir())
+    assert not (git_repo.path / "out" / ".staging").exists()
 
 
 def test_every_ac_file_validates_against_the_packaged_schema(git_repo: GitRepo) -> None:

@@ -462,7 +462,7 @@ def test_sign_key_option_errors_before_any_test_runs(pytester: pytest.Pytester, 
     result.stderr.fnmatch_lines(["*--specgate-sign-key=*k.pem: signs the evidence bundle, but no "
                                  "--specgate-evidence directory was given*"])
     result = pytester.runpytest("--specgate-evidence=out", f"--specgate-sign-key={tmp_path / 'missing.pem'}")
-    result.stderr.fnmatch_lines(["*--specgate-sign-key: *missing.pem: cannot read the signing key: *"])
+    result.stderr.fnmatch_lines(["*--specgate-sign-key: *missing.pem: the signing key not found"])
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert not (pytester.path / "out").exists()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from provenance_testkit import commit_project, gate_rejection, only_record, run_passing
 
-from pytest_specgate.engines.config import EngineConfig
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.engines.identity import ServerIdentity, engine_entry, is_loopback_url
 from pytest_specgate.engines.mock import MockEngine
 from pytest_specgate.engines.mock import boot as boot_mock
@@ -27,7 +27,7 @@ def test_canary(engine, evidence):
 """
 POOL_OUTSIDE_FIXTURES = """
 import pytest
-from pytest_specgate.engines.config import EngineConfig
+from pytest_specgate.contracts.engine_config import EngineConfig
 
 @pytest.mark.ac("AC-10", spec="SPEC-028", title="canary")
 def test_canary(specgate_engine_pool, tmp_path, evidence):

@@ -234,7 +234,7 @@ def test_a_pr_cannot_waive_to_a_gate_it_declares_for_itself(
     ("argument", "message"),
     [
         ("--upload-pack=touch", "not a git ref (e.g. origin/main) nor a .toml file"),
-        ("main:evil.toml", "no such file"),
+        ("main:evil.toml", "the trusted config not found"),
         ("main:pyproject", "not a git ref"),
         ("no-such-branch", "no such commit here (fetch the base branch first)"),
     ],
@@ -248,6 +248,17 @@ def test_a_trusted_config_ref_is_validated_before_git_sees_it(
     )
     code, _, err = gate(capsys, *args)
     assert code == 2 and message in err, err
+
+
+def test_a_trusted_config_file_that_is_a_fifo_is_refused_not_waited_on(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fifo = tmp_path / "trusted.toml"
+    os.mkfifo(fifo)
+    bundle = m4_run(git_repo.path)
+    args = gate_args(body_of(tmp_path, bundle.markdown), bundle, git_repo.commit, f"--trusted-config={fifo}")
+    code, _, err = gate(capsys, *args)
+    assert code == 2 and "the trusted config is a FIFO; expected a regular file" in err, err
 
 
 # --- route 3: a key vouching for a profile the record names for itself ---------------------------

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_specgate.cli import main
 from pytest_specgate.contracts.errors import SpecgateInputError
-from pytest_specgate.contracts.validation import json_nesting_depth, one_line_text, parse_json
+from pytest_specgate.contracts.validation import one_line_text, parse_json
 from pytest_specgate.qualification import HttpCounterProbe
 from pytest_specgate.qualification._budget import measured_durations
 
@@ -30,14 +30,16 @@ def _deep(depth: int) -> str:
 
 
 def test_nesting_depth_counts_brackets_outside_strings_only() -> None:
-    assert json_nesting_depth('{"a": [1, {"b": "[[[{{{"}], "c": "\\"]"}') == 3
-    assert json_nesting_depth(_deep(DEEP)) == DEEP
+    text = '{"a": [1, {"b": "' + "[{" * 500 + '"}], "c": "\\"]"}'
+    assert parse_json(text, "f.json", max_depth=3)["c"] == '"]'
+    with pytest.raises(SpecgateInputError, match=r"^f.json: JSON nested deeper than 2 levels$"):
+        parse_json(text, "f.json", max_depth=2)
 
 
-def test_parse_json_refuses_depth_nan_and_infinity_with_where() -> None:
-    deep = rf"^f.json: JSON nested {DEEP} levels deep; expected at most 100$"
-    with pytest.raises(SpecgateInputError, match=deep):
-        parse_json(_deep(DEEP), "f.json")
+@pytest.mark.parametrize("depth", [101, 999, DEEP])
+def test_parse_json_refuses_depth_nan_and_infinity_with_where(depth: int) -> None:
+    with pytest.raises(SpecgateInputError, match=r"^f.json: JSON nested deeper than 100 levels$"):
+        parse_json(_deep(depth), "f.json")
     for constant in ("NaN", "Infinity", "-Infinity"):
         not_finite = rf"^f.json: found {constant}; expected a finite number$"
         with pytest.raises(SpecgateInputError, match=not_finite):
@@ -98,7 +100,7 @@ def test_deeply_nested_host_facts_file_is_a_usage_error(spec_project: pytest.Pyt
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: --specgate-host-facts: host facts file {facts}: JSON nested "
-                                 f"{DEEP + 1} levels deep; expected at most 100"])
+                                 "deeper than 100 levels"])
     assert "RecursionError" not in result.stdout.str() + result.stderr.str()
 
 
@@ -117,8 +119,8 @@ def test_deeply_nested_engine_option_is_a_usage_error(spec_project: pytest.Pytes
     result = spec_project.runpytest(f"--specgate-engine-option=faults={_deep(DEEP)}")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines([f"ERROR: --specgate-engine-option faults: JSON nested {DEEP} levels deep; "
-                                 "expected at most 100"])
+    result.stderr.fnmatch_lines(["ERROR: --specgate-engine-option faults: JSON nested deeper than 100 "
+                                 "levels"])
 
 
 @pytest.mark.parametrize(("title", "shown"), [
@@ -227,7 +229,7 @@ def test_a_malformed_metrics_page_reads_as_unavailable_in_a_fault_gate() -> None
 
     assert (reading.requests_total, reading.slots_active, reading.cancelled_total) == (None, None, None)
     assert reading.source.startswith("unavailable (/metrics line 1: ")
-    assert f"/v1/status: JSON nested {DEEP} levels deep; expected at most 100)" in reading.source
+    assert "/v1/status: JSON nested deeper than 100 levels)" in reading.source
 
 
 def test_checkpoint_lines_that_are_nested_too_deep_or_not_finite_are_skipped() -> None:

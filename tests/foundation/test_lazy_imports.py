@@ -92,7 +92,12 @@ def test_collecting_specs_with_every_marker_loads_no_engine(tmp_path: Path) -> N
 
 
 def test_booting_one_backend_imports_that_backend_and_no_other(tmp_path: Path) -> None:
-    code = "from pytest_specgate.selection.backends import boot_function\nboot_function('mock')\n"
+    resolve = "from pytest_specgate.engines.backends import boot_function\nboot = boot_function('mock')\n"
+    assert heavy_modules_after(resolve, tmp_path, BACKENDS) == []
+    code = resolve + (
+        "from pathlib import Path\nfrom pytest_specgate.contracts.engine_config import EngineConfig\n"
+        "boot(EngineConfig('mock'), Path('.')).close()\n"
+    )
     found = heavy_modules_after(code, tmp_path, BACKENDS)
     assert "pytest_specgate.engines.mock" in found
     assert [m for m in found if not m.startswith("pytest_specgate.engines.mock")] == []

@@ -41,3 +41,34 @@ def test_project_patterns_redact_the_evidence(pytester: pytest.Pytester) -> None
     pytester.runpytest(f"--specgate-evidence={out}").assert_outcomes(passed=1)
     written = b"".join(path.read_bytes() for path in out.rglob("*") if path.is_file())
     assert b"see " in written and b"ACME-123456" not in written
+
+
+@pytest.mark.parametrize(
+    ("toml", "message"),
+    [
+        ('[tool.specgate]\ngate = ["PR-A"]\n',
+         r"\[tool.specgate\] has no key 'gate' \(did you mean 'gates'\?\); "
+         r"it takes acs, gates, hosts, redact, trust$"),
+        ('[tool.specgate.redact]\npattern = ["x"]\n',
+         r"\[tool.specgate.redact\] has no key 'pattern' \(did you mean 'patterns'\?\); it takes patterns$"),
+        ('[tool.specgate]\nevidence_dir = "out"\n',
+         r"\[tool.specgate\] has no key 'evidence_dir'; it takes acs, gates, hosts, redact, trust$"),
+    ],
+)
+def test_an_unknown_key_is_one_line_naming_it_and_the_closest_known_one(
+    tmp_path: Path, toml: str, message: str
+) -> None:
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text(toml)
+    with pytest.raises(pytest.UsageError, match=f"^{pyproject}: {message}") as error:
+        load_project_settings(pyproject)
+    assert "\n" not in str(error.value)
+
+
+def test_a_typo_in_the_project_table_stops_the_run(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml('[tool.specgate]\ngate = ["PR-A", "PR-B"]\n')
+    pytester.makepyfile(test_fine="def test_fine():\n    pass\n")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: *pyproject.toml: [[]tool.specgate[]] has no key 'gate' "
+                                 "(did you mean 'gates'?); it takes acs, gates, hosts, redact, trust"])

@@ -17,13 +17,6 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = "pytest_specgate"
 
-# Adopter's part of issue #20 (EngineConfig moves to contracts, backend loading to
-# engines) breaks this one; the test below fails once it is gone, so the entry goes too.
-NOT_YET_BROKEN: frozenset[frozenset[str]] = frozenset({
-    frozenset({"pytest_specgate.engines.config", "pytest_specgate.selection.backends"}),
-})
-
-
 def _modules(root: Path) -> dict[str, tuple[Path, bool]]:
     """Every module below ``root/PACKAGE``: dotted name -> (file, is a package)."""
     modules = {}
@@ -113,13 +106,8 @@ def _shown(cycles: set[frozenset[str]]) -> str:
 
 
 def test_the_package_has_no_import_cycle() -> None:
-    cycles = import_cycles(import_graph(REPO)) - NOT_YET_BROKEN
+    cycles = import_cycles(import_graph(REPO))
     assert not cycles, f"import cycles: {_shown(cycles)}"
-
-
-def test_every_cycle_still_allowed_is_still_there() -> None:
-    gone = NOT_YET_BROKEN - import_cycles(import_graph(REPO))
-    assert not gone, f"no longer a cycle, remove it from NOT_YET_BROKEN: {_shown(gone)}"
 
 
 def test_a_planted_function_level_import_makes_a_cycle(tmp_path: Path) -> None:
@@ -128,7 +116,7 @@ def test_a_planted_function_level_import_makes_a_cycle(tmp_path: Path) -> None:
     schema.write_text(schema.read_text() + (
         "\n\ndef _planted() -> None:\n    from pytest_specgate.evidence._bundle import load_bundle  # noqa\n"
     ))
-    cycles = import_cycles(import_graph(tmp_path)) - NOT_YET_BROKEN
+    cycles = import_cycles(import_graph(tmp_path))
     assert cycles == {frozenset({
         "pytest_specgate.evidence._schema",
         "pytest_specgate.evidence._acrecord",

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from pytest_specgate.contracts.engine import Engine
-from pytest_specgate.engines.config import EngineConfig
+from pytest_specgate.contracts.engine_config import EngineConfig
+from pytest_specgate.engines.backends import boot_function
 from pytest_specgate.engines.mock.settings import DEFAULT_DRAFT, DEFAULT_TARGET
 from pytest_specgate.measure import (
     engine_arm,
@@ -16,7 +17,6 @@ from pytest_specgate.measure import (
     load_named_prompt_set,
     run_paired,
 )
-from pytest_specgate.selection.backends import boot_function
 
 PROMPTS = load_named_prompt_set("spec028-code-iso8601-v1").prompts[:3]
 

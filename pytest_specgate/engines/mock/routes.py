@@ -19,7 +19,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive
 
-from pytest_specgate import __version__
+from pytest_specgate._version import __version__
 from pytest_specgate.contracts.engine import EngineStartupRefused
 from pytest_specgate.engines.identity import MOCK_SERVER_NAME
 from pytest_specgate.engines.mock.envelopes import (

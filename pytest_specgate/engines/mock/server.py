@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import uvicorn
     from starlette.applications import Starlette
 
-    from pytest_specgate.engines.config import EngineConfig
+    from pytest_specgate.contracts.engine_config import EngineConfig
 
 __all__ = ["InProcessServer", "MockEngine", "boot", "boot_settings", "build_app", "listen_loopback",
            "serve_forever"]

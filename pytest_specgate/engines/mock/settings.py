@@ -17,7 +17,7 @@ from pytest_specgate.contracts.validation import is_fraction, is_real, is_whole
 from pytest_specgate.contracts.wire import FaultKind
 
 if TYPE_CHECKING:
-    from pytest_specgate.engines.config import EngineConfig
+    from pytest_specgate.contracts.engine_config import EngineConfig
 
 __all__ = [
     "DEFAULT_DRAFT",
@@ -224,7 +224,7 @@ def settings_from_options(
     options: Mapping[str, object],
 ) -> MockSettings:
     """Validate option names, types and ranges; ValueError names the bad option."""
-    unknown = sorted(set(options) - MOCK_OPTIONS)
+    unknown = sorted(set(options) - MOCK_OPTIONS.keys())
     if unknown:
         raise ValueError(f"unknown mock engine option(s) {unknown}; known: {sorted(MOCK_OPTIONS)}")
     gated = _names(options.get("gated_features", DEFAULT_GATED_FEATURES), "gated_features")

@@ -20,9 +20,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.validation import is_real
-from pytest_specgate.engines.config import EngineConfig
 
 if TYPE_CHECKING:
     from pytest_specgate.contracts.engine import Engine

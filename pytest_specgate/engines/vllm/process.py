@@ -36,10 +36,10 @@ import httpx
 
 from pytest_specgate.contracts.capabilities import Capabilities
 from pytest_specgate.contracts.engine import EngineBootError
+from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.engines.boot import ManagedProcess, free_loopback_port, wait_for_health
 from pytest_specgate.engines.client import ClientEngine, OpenAIClient
-from pytest_specgate.engines.config import EngineConfig
 from pytest_specgate.engines.spec_decode_metrics import SpecDecodeTelemetry, SpecDecodeWindow
 from pytest_specgate.engines.tokenizer_match import check_draft_tokenizer
 

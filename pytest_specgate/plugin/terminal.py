@@ -1,0 +1,111 @@
+"""Progress lines of long steps, written through pytest's terminal reporter.
+
+``write_line`` starts a fresh line, so pytest's own progress line (``test_x.py ..  [ 40%]``)
+is never cut in the middle; when a step ends, the test's file prefix is written again, so
+pytest's next result letter and its percentage land on a file line as usual. Lines get
+past output capture, and nothing is written under ``-q`` or on an xdist worker.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_specgate.contracts.progress import ProgressFactory, StepProgress
+
+__all__ = ["LINE_INTERVAL_S", "TerminalLines", "progress_factory"]
+
+LINE_INTERVAL_S = 5.0
+"""At most one progress line per step this often (a 5-minute window writes about 60)."""
+
+
+class TerminalLines:
+    """A text sink writing whole lines to pytest's terminal, past output capture.
+
+    ``path`` is the running test's file: :meth:`resume` writes its prefix again after
+    the lines (without ``-v``, where pytest writes result letters after that prefix).
+    """
+
+    def __init__(self, config: pytest.Config, path: Path | None = None) -> None:
+        self._reporter = config.pluginmanager.get_plugin("terminalreporter")
+        self._capture = config.pluginmanager.get_plugin("capturemanager")
+        self._path = path
+        self._wrote = False
+
+    def write(self, text: str, /) -> object:
+        with self._uncaptured():
+            if self._reporter is not None:
+                self._reporter.write_line(text.rstrip("\n"))
+            elif sys.__stderr__ is not None:
+                sys.__stderr__.write(text)
+        self._wrote = True
+        return None
+
+    def resume(self) -> None:
+        """After a step's last line: the file prefix again, where pytest continues its line."""
+        reporter = self._reporter
+        if not self._wrote or reporter is None or self._path is None or reporter.verbosity > 0:
+            return
+        self._wrote = False
+        with self._uncaptured():
+            reporter.write(f"{os.path.relpath(self._path, reporter.startpath)} ", flush=True)
+        reporter.currentfspath = self._path
+
+    def flush(self) -> object:
+        with self._uncaptured():
+            if self._reporter is not None:
+                self._reporter.flush()
+            elif sys.__stderr__ is not None:
+                sys.__stderr__.flush()
+        return None
+
+    def _uncaptured(self) -> AbstractContextManager[object]:
+        if self._capture is None:
+            return nullcontext()
+        disabled: AbstractContextManager[object] = self._capture.global_and_fixture_disabled()
+        return disabled
+
+
+class _TerminalStep:
+    """A step's reporter whose closing line hands the terminal line back to pytest."""
+
+    def __init__(self, reporter: StepProgress, lines: TerminalLines) -> None:
+        self._reporter = reporter
+        self._lines = lines
+
+    def update(self, requests_done: int, current_speedup: float | None) -> None:
+        self._reporter.update(requests_done, current_speedup)
+
+    def finish(self, requests_done: int, current_speedup: float | None) -> None:
+        self._reporter.finish(requests_done, current_speedup)
+        self._lines.resume()
+
+    def tick(self, *, done: bool = False) -> None:
+        self._reporter.tick(done=done)
+        if done:
+            self._lines.resume()
+
+
+def progress_factory(item: pytest.Item) -> ProgressFactory | None:
+    """Reporters for a test's long steps; None under -q, without a terminal, on an xdist worker."""
+    config = item.config
+    if hasattr(config, "workerinput") or config.get_verbosity() < 0:
+        return None
+    if config.pluginmanager.get_plugin("terminalreporter") is None:
+        return None
+
+    def factory(label: str, planned_s: float | None) -> StepProgress:
+        from pytest_specgate.measure.progress import ProgressReporter
+
+        lines = TerminalLines(config, item.path)
+        reporter = ProgressReporter(lines, label=f"specgate: {label}", planned_s=planned_s,
+                                    min_interval_s=LINE_INTERVAL_S)
+        return _TerminalStep(reporter, lines)
+
+    return factory

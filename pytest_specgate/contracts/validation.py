@@ -26,7 +26,6 @@ __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_VALUE_DEPTH",
     "JsonNestingError",
-    "SpecgateInputError",
     "compiled_patterns",
     "decode_utf8",
     "is_count",

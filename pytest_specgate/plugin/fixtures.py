@@ -109,7 +109,6 @@ def tiny_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> EngineConfig:
     """The engine this test asks for: ``@pytest.mark.engine`` over the command line."""
-    from pytest_specgate.contracts.errors import SpecgateInputError
     from pytest_specgate.engines.backends import backend_named
     from pytest_specgate.engines.config import engine_choice_for_node
 
@@ -118,10 +117,7 @@ def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> Eng
     assert isinstance(node, pytest.Item)
     choice = node.stash.get(ENGINE_CHOICE_KEY, None)
     if choice is None:
-        try:
-            choice = node.stash[ENGINE_CHOICE_KEY] = engine_choice_for_node(node, settings.engines)
-        except SpecgateInputError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        choice = node.stash[ENGINE_CHOICE_KEY] = engine_choice_for_node(node, settings.engines)
     config = choice.config
     builds_tiny_models = backend_named(config.backend, node.nodeid).definition().builds_tiny_models
     if builds_tiny_models and config.option("model_cache") is None:

@@ -60,7 +60,7 @@ def test_an_unknown_key_is_one_line_naming_it_and_the_closest_known_one(
 ) -> None:
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text(toml)
-    with pytest.raises(pytest.UsageError, match=f"^{pyproject}: {message}") as error:
+    with pytest.raises(SpecgateInputError, match=f"^{pyproject}: {message}") as error:
         load_project_settings(pyproject)
     assert "\n" not in str(error.value)
 

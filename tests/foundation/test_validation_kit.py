@@ -49,7 +49,7 @@ def test_is_count_takes_a_minimum() -> None:
 
 
 def test_the_validation_kit_raises_the_one_input_error() -> None:
-    assert not hasattr(validation, "SpecgateInputError")
+    assert not hasattr(validation, "InputError")
     with pytest.raises(SpecgateInputError, match=r"^cfg: JSON nested deeper than 2 levels$"):
         validation.parse_json("[[[]]]", "cfg", max_depth=2)
 

@@ -37,6 +37,7 @@ from pytest_specgate.engines import Engine
 from pytest_specgate.evidence import EvidenceRecorder
 from pytest_specgate.measure import (
     AcceptanceMeasurement,
+    CacheSettings,
     IdentityCheck,
     ModelPair,
     PairedRun,
@@ -45,6 +46,7 @@ from pytest_specgate.measure import (
     PromptSet,
     SustainedSettings,
     Threshold,
+    arm_caching,
     compare_to_expected,
     engine_arm,
     engine_telemetry,
@@ -74,6 +76,7 @@ class Ac10Arms:
     plan: Ac10Plan
     candidate: Engine
     arms: tuple[PromptRunner, PromptRunner]
+    caching: tuple[CacheSettings, CacheSettings]
 
     @property
     def prompts(self) -> tuple[Prompt, ...]:
@@ -103,7 +106,8 @@ def ac10_arms(spec028: BackendProfile, boot_engine: Callable[..., Engine], evide
     baseline = boot_engine(**plan.baseline)
     arms = (engine_arm(baseline, max_tokens=plan.max_tokens),
             engine_arm(candidate, max_tokens=plan.max_tokens))
-    return Ac10Arms(pair=pair, prompt_set=prompt_set, plan=plan, candidate=candidate, arms=arms)
+    return Ac10Arms(pair=pair, prompt_set=prompt_set, plan=plan, candidate=candidate, arms=arms,
+                    caching=(arm_caching(baseline), arm_caching(candidate)))
 
 
 def _greedy_identity(evidence: EvidenceRecorder, mismatches: Sequence[IdentityCheck]) -> None:
@@ -124,6 +128,7 @@ def test_ac10_paired_speedup_and_acceptance(
         until=Threshold(at_least=MIN_MEDIAN_SPEEDUP), max_rounds=MAX_ROUNDS_FACTOR * plan.rounds,
         confidence_level=confidence_level,
         candidate_telemetry=engine_telemetry(candidate),
+        caching=ac10_arms.caching,
     )
     evidence.attach("ac10-paired.json", _json(paired.to_dict()))
 

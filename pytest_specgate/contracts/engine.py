@@ -18,6 +18,7 @@ from typing import Protocol, runtime_checkable
 from pytest_specgate.contracts.capabilities import Capabilities
 
 __all__ = [
+    "CACHE_SETTING_KEYS",
     "ChatResult",
     "Engine",
     "EngineBootError",
@@ -28,6 +29,11 @@ __all__ = [
     "first_choice",
     "token_ids_of",
 ]
+
+
+# What an engine's ``versions()`` says about the caches that make a repeated prompt cheaper: vLLM's
+# prefix cache, mlx_lm.server's prompt cache. Two arms of a paired run must agree on them.
+CACHE_SETTING_KEYS = ("prefix_caching", "prompt_cache_size")
 
 
 def acceptance_rate_of(drafted: int | None, accepted: int | None) -> float | None:

@@ -34,6 +34,7 @@ from pytest_specgate.engines.backends import BootFunction, backend_named, boot_f
 
 if TYPE_CHECKING:
     from pytest_specgate.contracts.engine import Engine
+    from pytest_specgate.engines.hygiene import MemoryLedger
 
 __all__ = [
     "EngineChoice",
@@ -215,11 +216,14 @@ class EnginePool:
 
     def __init__(self, boot: BootFunction | None = None,
                  on_handout: Callable[[EngineConfig, Engine], None] | None = None,
-                 watch_boot: BootWatch | None = None) -> None:
+                 watch_boot: BootWatch | None = None,
+                 ledger: MemoryLedger | None = None) -> None:
         """``on_handout`` sees every engine ``get`` returns, however the caller reached the pool;
-        ``watch_boot`` wraps each boot (the plugin shows progress while a slow one runs)."""
+        ``watch_boot`` wraps each boot (the plugin shows progress while a slow one runs);
+        ``ledger`` reads free memory before each boot and after each close."""
         self._boot = boot
         self._watch_boot = watch_boot
+        self._ledger = ledger
         self._on_handout = on_handout
         self._engines: dict[EngineConfig, Engine] = {}
         self._failures: dict[EngineConfig, str] = {}
@@ -241,7 +245,7 @@ class EnginePool:
         workdir.mkdir(parents=True, exist_ok=True)
         try:
             with _watched(self._watch_boot, config):
-                engine = boot(config, workdir)
+                engine = _boot_watched(boot, config, workdir, self._ledger)
         except Exception as exc:
             self._failures[config] = _remembered_failure(config, exc, requested_by)
             raise
@@ -257,7 +261,7 @@ class EnginePool:
     def close_all(self) -> None:
         engines = list(self._engines.values())
         self._engines.clear()
-        close_in_reverse(engines, "closing engines failed")
+        close_in_reverse(engines, "closing engines failed", self._ledger)
 
 
 def _remembered_failure(config: EngineConfig, exc: Exception, requested_by: str | None) -> str:
@@ -270,10 +274,22 @@ def _remembered_failure(config: EngineConfig, exc: Exception, requested_by: str 
     )
 
 
-def close_in_reverse(engines: Sequence[Engine], failure: str) -> None:
+def _boot_watched(boot: BootFunction, config: EngineConfig, workdir: Path,
+                  ledger: MemoryLedger | None) -> Engine:
+    """``boot(config, workdir)``, with free memory read just before it when there is a ledger."""
+    if ledger is None:
+        return boot(config, workdir)
+    before = ledger.before_boot()
+    engine = boot(config, workdir)
+    ledger.booted(engine, before)
+    return engine
+
+
+def close_in_reverse(engines: Sequence[Engine], failure: str, ledger: MemoryLedger | None = None) -> None:
     """Close the last-booted engine first; every one is closed even if some fail.
 
-    The failures are raised together as an ExceptionGroup titled ``failure``.
+    The failures are raised together as an ExceptionGroup titled ``failure``. With a ``ledger``,
+    free memory is read after each close (after a failed one too: what it kept is the question).
     """
     errors: list[Exception] = []
     for engine in reversed(engines):
@@ -281,6 +297,8 @@ def close_in_reverse(engines: Sequence[Engine], failure: str) -> None:
             engine.close()
         except Exception as exc:
             errors.append(exc)
+        if ledger is not None:
+            ledger.closed(engine)
     if errors:
         raise ExceptionGroup(failure, errors)
 
@@ -296,8 +314,8 @@ def _watched(watch: BootWatch | None, config: EngineConfig) -> AbstractContextMa
 
 
 @contextmanager
-def fresh_engines(workdir_for: Callable[[str], Path], *,
-                  watch_boot: BootWatch | None = None) -> Iterator[Callable[[EngineConfig], Engine]]:
+def fresh_engines(workdir_for: Callable[[str], Path], *, watch_boot: BootWatch | None = None,
+                  ledger: MemoryLedger | None = None) -> Iterator[Callable[[EngineConfig], Engine]]:
     """``boot(config)`` boots a new, unshared engine; all are closed at exit.
 
     For specs that need a second engine (a baseline next to the speculative one),
@@ -307,14 +325,14 @@ def fresh_engines(workdir_for: Callable[[str], Path], *,
 
     def boot(config: EngineConfig) -> Engine:
         with _watched(watch_boot, config):
-            engine = boot_function(config.backend)(config, workdir_for(config.backend))
+            engine = _boot_watched(boot_function(config.backend), config, workdir_for(config.backend), ledger)
         booted.append(engine)
         return engine
 
     try:
         yield boot
     finally:
-        close_in_reverse(booted, "closing engines booted by boot_engine failed")
+        close_in_reverse(booted, "closing engines booted by boot_engine failed", ledger)
 
 
 def check_run_engines(run: RunEngineOptions) -> None:

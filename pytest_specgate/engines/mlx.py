@@ -416,7 +416,8 @@ def start_server(plan: BootPlan, workdir: Path) -> MlxEngine:
         client = OpenAIClient(base_url, timeout_s=plan.request_timeout_s)
         remaining = max(plan.boot_timeout_s - (time.monotonic() - started), 1.0)
         fingerprint = _first_completion(client, plan, remaining, process)
-        versions = {**mlx_versions(), "mlx_lm.server fingerprint": fingerprint}
+        versions = {**mlx_versions(), "mlx_lm.server fingerprint": fingerprint,
+                    "prompt_cache_size": str(plan.prompt_cache_size)}
         return MlxEngine(plan=plan, process=process, client=client, versions=versions)
     except BaseException:
         if client is not None:

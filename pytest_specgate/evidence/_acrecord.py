@@ -67,6 +67,7 @@ class EngineFact:
     loopback: bool | None
     version_known: bool | None
     url: str | None = None
+    memory_returned: Mapping[str, JsonValue] | None = None
 
 
 @dataclass(frozen=True)
@@ -219,6 +220,7 @@ def _engine(value: Mapping[str, JsonValue]) -> EngineFact:
         loopback=value.get("loopback"),
         version_known=value.get("version_known"),
         url=_identity_url(value.get("identity")),
+        memory_returned=value.get("memory_returned"),
     )
 
 

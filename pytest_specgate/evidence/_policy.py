@@ -274,7 +274,31 @@ def _hardware_reasons(hardware: HardwareFact | None, host_facts: Mapping[str, Js
     return [f"hardware requirement not met by the recorded host facts: {'; '.join(recomputed.reasons)}"]
 
 
+def memory_reasons(engine: EngineFact) -> list[str]:
+    """An engine whose teardown left the host (or a GPU) short of the free memory it had before
+    the boot did not leave the host clean: what ran after it ran on a smaller machine. Unknown
+    (not read, or still up when the record was taken) is no reason, and never shown as clean."""
+    memory = engine.memory_returned
+    if not isinstance(memory, Mapping) or memory.get("returned") is not False:
+        return []
+    short = []
+    for side, label in (("host", "host memory"), ("gpu", "GPU memory")):
+        figures = memory.get(side)
+        if isinstance(figures, Mapping) and figures.get("returned") is False:
+            short.append(f"{label} {figures.get('after_bytes')} bytes free after, "
+                         f"{figures.get('before_bytes')} before boot "
+                         f"(tolerance {figures.get('tolerance_bytes')})")
+    return [f"the {engine.backend} engine did not give its memory back at teardown: {'; '.join(short)}"]
+
+
 def _engine_reasons(engine: EngineFact, hardware_checked_here: bool) -> list[str]:
+    memory = memory_reasons(engine)
+    if memory:
+        return [*memory, *_identity_reasons(engine, hardware_checked_here)]
+    return _identity_reasons(engine, hardware_checked_here)
+
+
+def _identity_reasons(engine: EngineFact, hardware_checked_here: bool) -> list[str]:
     url = engine.url or "an unknown address"
     if engine.backend in SIMULATED_BACKENDS or engine.simulated:
         return [

@@ -8,7 +8,7 @@ matplotlib are imported only by the functions that need them.
 from __future__ import annotations
 
 from pytest_specgate.contracts.thresholds import Threshold
-from pytest_specgate.measure.engine_arms import engine_arm, engine_telemetry
+from pytest_specgate.measure.engine_arms import arm_caching, engine_arm, engine_telemetry
 from pytest_specgate.measure.expected import (
     FiniteHorizon,
     MeasuredVsExpected,
@@ -24,9 +24,11 @@ from pytest_specgate.measure.expected import (
 )
 from pytest_specgate.measure.latency import LatencySummary, RatioEstimate, latency_summary
 from pytest_specgate.measure.paired import (
+    CacheSettings,
     PairedRun,
     PromptRunner,
     TelemetryReader,
+    UnfairArms,
     arm_order,
     paired_schedule,
     run_paired,
@@ -86,6 +88,7 @@ from pytest_specgate.measure.sustained import (
 
 __all__ = [
     "AcceptanceMeasurement",
+    "CacheSettings",
     "ChatMessage",
     "FiniteHorizon",
     "FixtureFileError",
@@ -117,8 +120,10 @@ __all__ = [
     "TextSink",
     "Threshold",
     "TimedSample",
+    "UnfairArms",
     "acceptance_from_telemetry",
     "alpha_from_acceptance_rate",
+    "arm_caching",
     "arm_order",
     "compare_to_expected",
     "engine_arm",

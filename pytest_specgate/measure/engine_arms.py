@@ -11,7 +11,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Protocol
 
-from pytest_specgate.measure.paired import PromptRunner, TelemetryReader
+from pytest_specgate.contracts.engine import CACHE_SETTING_KEYS
+from pytest_specgate.measure.paired import CacheSettings, PromptRunner, TelemetryReader
 from pytest_specgate.measure.samples import Prompt, RequestSample, TokenCountSource
 from pytest_specgate.measure.statistics import TelemetryLike
 
@@ -89,6 +90,17 @@ def engine_arm(
         return sample_from_stream(engine, prompt, request, clock)
 
     return answer
+
+
+class VersionedEngine(Protocol):
+    def versions(self) -> dict[str, str]: ...
+
+
+def arm_caching(engine: VersionedEngine) -> CacheSettings:
+    """The caching settings ``engine`` reports (``CACHE_SETTING_KEYS``), None where it does not:
+    ``run_paired(..., caching=(arm_caching(baseline), arm_caching(candidate)))``."""
+    versions = engine.versions()
+    return {key: versions.get(key) for key in CACHE_SETTING_KEYS}
 
 
 class TelemetrySource(Protocol):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import statistics
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -40,6 +40,7 @@ from pytest_specgate.measure.statistics import (
 )
 
 PromptRunner = Callable[[Prompt], RequestSample]
+CacheSettings = Mapping[str, str | None]
 TelemetryReader = Callable[[], TelemetryLike]
 TelemetryCounting = Literal["delta", "window"]
 
@@ -118,6 +119,31 @@ def measure_acceptance(
     return acceptance_from_telemetry(before if counting == "delta" else None, reader())
 
 
+class UnfairArms(ValueError):
+    """The two arms of a paired run were set up with different caches."""
+
+
+def caching_difference(baseline: CacheSettings, candidate: CacheSettings) -> str | None:
+    """The settings both arms report and report differently, as one line (None: no difference).
+
+    A setting one arm does not report is unknown and differs from nothing: it is recorded as such.
+    """
+    differing = [key for key in sorted(baseline.keys() & candidate.keys())
+                 if None not in (baseline[key], candidate[key]) and baseline[key] != candidate[key]]
+    if not differing:
+        return None
+    return ", ".join(f"baseline {key}={baseline[key]} but candidate {key}={candidate[key]}"
+                     for key in differing)
+
+
+def require_fair_arms(baseline: CacheSettings, candidate: CacheSettings) -> None:
+    """Refuse a paired run whose arms cache differently: its speedup would measure the cache."""
+    difference = caching_difference(baseline, candidate)
+    if difference is not None:
+        raise UnfairArms(f"paired run: the arms' caching settings differ ({difference}): a speedup "
+                         "between them measures the cache, not speculation; boot both with the same setting")
+
+
 def running_speedup(pairs: Sequence[SamplePair]) -> float | None:
     """Median pair speedup so far, for progress lines."""
     return statistics.median(pair.speedup for pair in pairs) if pairs else None
@@ -173,6 +199,7 @@ class PairedRun:
     acceptance: AcceptanceMeasurement | None
     confidence_level: float = DEFAULT_CONFIDENCE_LEVEL
     sequential: SequentialStop | None = None
+    caching: tuple[CacheSettings, CacheSettings] | None = None
 
     def per_prompt(self) -> tuple[PromptSpeedup, ...]:
         return per_prompt_speedups(self.pairs)
@@ -211,6 +238,8 @@ class PairedRun:
             "per_prompt": [prompt.to_dict() for prompt in self.per_prompt()],
             "acceptance": None if self.acceptance is None else self.acceptance.to_dict(),
             "sequential": None if self.sequential is None else self.sequential.to_dict(),
+            "caching": None if self.caching is None else {"baseline": dict(self.caching[0]),
+                                                          "candidate": dict(self.caching[1])},
             "identity": self.identity().to_dict(),
             "pairs": [pair.to_dict() for pair in self.pairs],
         }
@@ -236,6 +265,7 @@ def run_paired(
     candidate_telemetry: TelemetryReader | None = None,
     telemetry_counting: TelemetryCounting = "delta",
     clock: Callable[[], float] = time.perf_counter,
+    caching: tuple[CacheSettings, CacheSettings] | None = None,
 ) -> PairedRun:
     """Run the paired schedule; telemetry is read after warm-up and at the end.
 
@@ -248,7 +278,12 @@ def run_paired(
     it looks at the anytime-valid interval of :mod:`~pytest_specgate.measure.sequential` after
     every round and stops once every threshold is decided or ``max_rounds`` rounds have run;
     the run's :meth:`PairedRun.speedup` is then that interval, valid however often it was looked at.
+
+    ``caching`` (baseline's, candidate's; see ``engine_arms.arm_caching``) is recorded, and arms
+    that report different settings are refused (:class:`UnfairArms`) before a request is sent.
     """
+    if caching is not None:
+        require_fair_arms(*caching)
     thresholds = _thresholds(until)
     if thresholds and (max_rounds is None or max_rounds < rounds):
         raise ValueError(f"paired run: until= needs max_rounds >= rounds ({rounds}), found {max_rounds!r}")
@@ -288,4 +323,4 @@ def run_paired(
     if progress is not None:
         progress.finish(requests_done, running_speedup(measured))
     return PairedRun(tuple(measured), rounds_run, warmup, clock() - run_started, acceptance,
-                     confidence_level, stop)
+                     confidence_level, stop, caching)

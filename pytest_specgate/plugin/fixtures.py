@@ -25,6 +25,7 @@ from pytest_specgate.plugin.stash import (
     RECORDER_KEY,
     SETTINGS_KEY,
 )
+from pytest_specgate.plugin.used_engines import memory_ledger
 
 if TYPE_CHECKING:
     from pytest_specgate.contracts.engine import Engine
@@ -93,7 +94,7 @@ def specgate_engine_pool(pytestconfig: pytest.Config) -> Iterator[EnginePool]:
 
     pool = EnginePool(on_handout=lambda config, engine: _record_engine(pytestconfig, config, engine,
                                                                        pooled=True),
-                      watch_boot=progress_ticker)
+                      watch_boot=progress_ticker, ledger=memory_ledger(pytestconfig))
     try:
         yield pool
     finally:
@@ -237,7 +238,8 @@ def boot_engine(pytestconfig: pytest.Config, engine_config: EngineConfig,
     from pytest_specgate.measure.progress import progress_ticker
 
     routes = pytestconfig.stash[SETTINGS_KEY].endpoint_routes
-    with fresh_engines(tmp_path_factory.mktemp, watch_boot=progress_ticker) as boot:
+    with fresh_engines(tmp_path_factory.mktemp, watch_boot=progress_ticker,
+                       ledger=memory_ledger(pytestconfig)) as boot:
 
         def boot_and_record(**changes: object) -> Engine:
             config = _served_config(engine_config, changes, routes, "boot_engine")

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from pytest_specgate.contracts.host import HostFacts, HostProvenance
     from pytest_specgate.contracts.runmode import RunDecision
     from pytest_specgate.engines.config import EngineChoice
+    from pytest_specgate.engines.hygiene import MemoryLedger
     from pytest_specgate.evidence import (
         EvidenceCollector,
         EvidenceRecorder,
@@ -48,5 +49,4 @@ ENGINE_CHOICE_KEY: Final[pytest.StashKey[EngineChoice]] = pytest.StashKey()
 PLAN_KEY: Final[pytest.StashKey[SpecPlan]] = pytest.StashKey()
 CURRENT_ITEM_KEY: Final[pytest.StashKey[pytest.Item]] = pytest.StashKey()
 ITEM_ENGINES_KEY: Final[pytest.StashKey[list[tuple[Engine, dict[str, Any]]]]] = pytest.StashKey()
-
-
+MEMORY_LEDGER_KEY: Final[pytest.StashKey[MemoryLedger]] = pytest.StashKey()

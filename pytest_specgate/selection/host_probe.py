@@ -18,7 +18,7 @@ import re
 import shutil
 import stat
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
@@ -204,15 +204,32 @@ def _total_memory_bytes(os_name: str, probe: _Probe) -> int | None:
         return None
 
 
-def _nvidia_gpus_nvml() -> tuple[GpuFacts, ...] | None:
+@contextlib.contextmanager
+def nvml_session() -> Iterator[Any]:
+    """pynvml, initialised for the block and shut down after it; None without pynvml or a driver."""
     try:
         import pynvml
     except ImportError:
-        return None
+        yield None
+        return
     try:
         pynvml.nvmlInit()
     except Exception:
-        return None
+        yield None
+        return
+    try:
+        yield pynvml
+    finally:
+        with contextlib.suppress(Exception):
+            pynvml.nvmlShutdown()
+
+
+def _nvidia_gpus_nvml() -> tuple[GpuFacts, ...] | None:
+    with nvml_session() as pynvml:
+        return None if pynvml is None else _nvml_gpus(pynvml)
+
+
+def _nvml_gpus(pynvml: Any) -> tuple[GpuFacts, ...] | None:
     try:
         gpus = []
         for index in range(pynvml.nvmlDeviceGetCount()):
@@ -233,9 +250,6 @@ def _nvidia_gpus_nvml() -> tuple[GpuFacts, ...] | None:
         return tuple(gpus)
     except Exception:
         return None
-    finally:
-        with contextlib.suppress(Exception):
-            pynvml.nvmlShutdown()
 
 
 def _nvidia_gpus(probe: _Probe) -> tuple[GpuFacts, ...]:

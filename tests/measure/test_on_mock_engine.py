@@ -12,6 +12,7 @@ from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.engines.backends import boot_function
 from pytest_specgate.engines.mock.settings import DEFAULT_DRAFT, DEFAULT_TARGET
 from pytest_specgate.measure import (
+    arm_caching,
     engine_arm,
     engine_telemetry,
     load_named_prompt_set,
@@ -76,3 +77,12 @@ def test_corrupt_speculation_is_reported_with_the_first_difference(
     assert mismatch.first_difference is not None
     assert isinstance(mismatch.baseline_sequence, type(mismatch.candidate_sequence))
     assert mismatch.baseline_sequence != mismatch.candidate_sequence
+
+
+def test_mock_arms_report_their_caching_and_a_paired_run_records_it(baseline: Engine, tmp_path: Path) -> None:
+    with _boot(tmp_path, draft=True) as candidate:
+        caching = (arm_caching(baseline), arm_caching(candidate))
+        run = run_paired(engine_arm(baseline, max_tokens=8), engine_arm(candidate, max_tokens=8),
+                         PROMPTS[:1], rounds=1, warmup=0, caching=caching)
+    reported = {"prefix_caching": "off", "prompt_cache_size": None}
+    assert run.to_dict()["caching"] == {"baseline": reported, "candidate": reported}

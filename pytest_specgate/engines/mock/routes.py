@@ -252,6 +252,7 @@ class MockEngineApp:
                 "version": __version__,
                 "starlette": starlette.__version__,
                 "uvicorn": uvicorn.__version__,
+                "prefix_caching": "off",
             }
         )
 

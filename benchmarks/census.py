@@ -34,7 +34,7 @@ DRIVER = """
 import json, sys, time
 import pytest
 from pytest_specgate.plugin.hookspecs import SpecgateHookSpecs
-from pytest_specgate.selection.census import RunCollection, take_census
+from pytest_specgate.plugin.census import RunCollection, take_census
 
 class Timer:
     def __init__(self):

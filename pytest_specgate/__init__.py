@@ -14,60 +14,59 @@ from pytest_specgate._lazy import lazy_getattr
 from pytest_specgate._version import __version__
 
 if TYPE_CHECKING:
-    from pytest_specgate.contracts.capabilities import (
-        Capabilities,
-        EngineProcess,
-        FaultInjection,
-        MissingCapability,
-        RawStatus,
-        TelemetryReset,
-        WarmSwap,
-    )
-    from pytest_specgate.contracts.engine import (
-        ChatResult,
-        Engine,
-        EngineBootError,
-        EngineStartupRefused,
-        StreamResult,
-        Telemetry,
-        acceptance_rate_of,
-    )
-    from pytest_specgate.contracts.engine_backend import BootFunction, EngineBackend
-    from pytest_specgate.contracts.engine_config import EngineConfig
-    from pytest_specgate.contracts.engine_options import EngineOption, OptionType
-    from pytest_specgate.engines.boot import ServerProcess, start_server
-    from pytest_specgate.engines.client import (
-        ClientEngine,
-        EngineHTTPError,
-        OpenAIClient,
-        telemetry_from_status,
-    )
-    from pytest_specgate.evidence._recorder import EvidenceRecorder, Measurement
-    from pytest_specgate.examples import host_example_names, host_examples_dir
-    from pytest_specgate.fetching.tiny_models import TinyModelPair, TinyModelSpec, tiny_model_pair
-    from pytest_specgate.measure import (
-        AcceptanceMeasurement,
-        ChatMessage,
-        IdentityReport,
-        MeasuredVsExpected,
-        PairedRun,
-        ProgressReporter,
-        Prompt,
-        PromptSet,
-        SpeedupEstimate,
-        SustainedArtifacts,
-        SustainedRun,
-        SustainedSettings,
-        compare_to_expected,
-        engine_arm,
-        engine_telemetry,
-        expected_speedup,
-        load_prompt_set,
-        run_paired,
-        run_sustained,
-        write_sustained_artifacts,
-    )
-    from pytest_specgate.plugin import duration_scale_of
+    from pytest_specgate.contracts.capabilities import Capabilities as Capabilities
+    from pytest_specgate.contracts.capabilities import EngineProcess as EngineProcess
+    from pytest_specgate.contracts.capabilities import FaultInjection as FaultInjection
+    from pytest_specgate.contracts.capabilities import MissingCapability as MissingCapability
+    from pytest_specgate.contracts.capabilities import RawStatus as RawStatus
+    from pytest_specgate.contracts.capabilities import TelemetryReset as TelemetryReset
+    from pytest_specgate.contracts.capabilities import WarmSwap as WarmSwap
+    from pytest_specgate.contracts.engine import ChatResult as ChatResult
+    from pytest_specgate.contracts.engine import Engine as Engine
+    from pytest_specgate.contracts.engine import EngineBootError as EngineBootError
+    from pytest_specgate.contracts.engine import EngineStartupRefused as EngineStartupRefused
+    from pytest_specgate.contracts.engine import StreamResult as StreamResult
+    from pytest_specgate.contracts.engine import Telemetry as Telemetry
+    from pytest_specgate.contracts.engine import acceptance_rate_of as acceptance_rate_of
+    from pytest_specgate.contracts.engine_backend import BootFunction as BootFunction
+    from pytest_specgate.contracts.engine_backend import EngineBackend as EngineBackend
+    from pytest_specgate.contracts.engine_config import EngineConfig as EngineConfig
+    from pytest_specgate.contracts.engine_options import EngineOption as EngineOption
+    from pytest_specgate.contracts.engine_options import OptionType as OptionType
+    from pytest_specgate.engines.boot import ServerProcess as ServerProcess
+    from pytest_specgate.engines.boot import start_server as start_server
+    from pytest_specgate.engines.client import ClientEngine as ClientEngine
+    from pytest_specgate.engines.client import EngineHTTPError as EngineHTTPError
+    from pytest_specgate.engines.client import OpenAIClient as OpenAIClient
+    from pytest_specgate.engines.client import telemetry_from_status as telemetry_from_status
+    from pytest_specgate.evidence._recorder import EvidenceRecorder as EvidenceRecorder
+    from pytest_specgate.evidence._recorder import Measurement as Measurement
+    from pytest_specgate.examples import host_example_names as host_example_names
+    from pytest_specgate.examples import host_examples_dir as host_examples_dir
+    from pytest_specgate.fetching.tiny_models import TinyModelPair as TinyModelPair
+    from pytest_specgate.fetching.tiny_models import TinyModelSpec as TinyModelSpec
+    from pytest_specgate.fetching.tiny_models import tiny_model_pair as tiny_model_pair
+    from pytest_specgate.measure import AcceptanceMeasurement as AcceptanceMeasurement
+    from pytest_specgate.measure import ChatMessage as ChatMessage
+    from pytest_specgate.measure import IdentityReport as IdentityReport
+    from pytest_specgate.measure import MeasuredVsExpected as MeasuredVsExpected
+    from pytest_specgate.measure import PairedRun as PairedRun
+    from pytest_specgate.measure import ProgressReporter as ProgressReporter
+    from pytest_specgate.measure import Prompt as Prompt
+    from pytest_specgate.measure import PromptSet as PromptSet
+    from pytest_specgate.measure import SpeedupEstimate as SpeedupEstimate
+    from pytest_specgate.measure import SustainedArtifacts as SustainedArtifacts
+    from pytest_specgate.measure import SustainedRun as SustainedRun
+    from pytest_specgate.measure import SustainedSettings as SustainedSettings
+    from pytest_specgate.measure import compare_to_expected as compare_to_expected
+    from pytest_specgate.measure import engine_arm as engine_arm
+    from pytest_specgate.measure import engine_telemetry as engine_telemetry
+    from pytest_specgate.measure import expected_speedup as expected_speedup
+    from pytest_specgate.measure import load_prompt_set as load_prompt_set
+    from pytest_specgate.measure import run_paired as run_paired
+    from pytest_specgate.measure import run_sustained as run_sustained
+    from pytest_specgate.measure import write_sustained_artifacts as write_sustained_artifacts
+    from pytest_specgate.plugin import duration_scale_of as duration_scale_of
 
 _EXPORTS: dict[str, str] = {
     # engines: what the `engine`, `boot_engine` and `shared_engine` fixtures hand out
@@ -124,59 +123,6 @@ _EXPORTS: dict[str, str] = {
 __getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 
-__all__ = [
-    "AcceptanceMeasurement",
-    "BootFunction",
-    "Capabilities",
-    "ChatMessage",
-    "ChatResult",
-    "ClientEngine",
-    "Engine",
-    "EngineBackend",
-    "EngineBootError",
-    "EngineConfig",
-    "EngineHTTPError",
-    "EngineOption",
-    "EngineProcess",
-    "EngineStartupRefused",
-    "EvidenceRecorder",
-    "FaultInjection",
-    "IdentityReport",
-    "MeasuredVsExpected",
-    "Measurement",
-    "MissingCapability",
-    "OpenAIClient",
-    "OptionType",
-    "PairedRun",
-    "ProgressReporter",
-    "Prompt",
-    "PromptSet",
-    "RawStatus",
-    "ServerProcess",
-    "SpeedupEstimate",
-    "StreamResult",
-    "SustainedArtifacts",
-    "SustainedRun",
-    "SustainedSettings",
-    "Telemetry",
-    "TelemetryReset",
-    "TinyModelPair",
-    "TinyModelSpec",
-    "WarmSwap",
-    "__version__",
-    "acceptance_rate_of",
-    "compare_to_expected",
-    "duration_scale_of",
-    "engine_arm",
-    "engine_telemetry",
-    "expected_speedup",
-    "host_example_names",
-    "host_examples_dir",
-    "load_prompt_set",
-    "run_paired",
-    "run_sustained",
-    "start_server",
-    "telemetry_from_status",
-    "tiny_model_pair",
-    "write_sustained_artifacts",
-]
+# Type checkers read the names above (``X as X`` marks each as re-exported); at run time
+# this table is the one list of public names.
+__all__ = ["__version__", *_EXPORTS]

@@ -6,10 +6,10 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from pytest_specgate import __version__
+from pytest_specgate._version import __version__
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.hardware import HostProfile
 from pytest_specgate.contracts.host import HostFacts, HostProvenance
@@ -86,8 +86,7 @@ def _write_host_example(name: str, out: Path | None) -> int:
             out.write_text(text, "utf-8")
             print(f"specgate hosts: wrote the {name} example to {out}")
     except (HostExampleError, OSError) as exc:
-        print(f"specgate hosts: {exc}", file=sys.stderr)
-        return 2
+        raise SpecgateInputError(str(exc)) from None
     return 0
 
 
@@ -95,11 +94,9 @@ def _run_hosts(args: argparse.Namespace) -> int:
     if args.example is not None:
         return _write_host_example(args.example, None if args.out is None else Path(args.out))
     if args.out is not None:
-        print("specgate hosts: --out=FILE writes an example; give --example=NAME too", file=sys.stderr)
-        return 2
+        raise SpecgateInputError("--out=FILE writes an example; give --example=NAME too")
     if args.pyproject and not Path(args.pyproject).is_file():
-        print(f"specgate hosts: --pyproject={args.pyproject}: no such file", file=sys.stderr)
-        return 2
+        raise SpecgateInputError(f"--pyproject={args.pyproject}: no such file")
     if args.host_facts:
         facts = load_host_facts(Path(args.host_facts))
         provenance = HostProvenance("file", Path(args.host_facts).name)
@@ -120,12 +117,11 @@ def _run_tiny_models(args: argparse.Namespace) -> int:
 
         pair = tiny_model_pair(Path(args.out))
     except ImportError as exc:
-        print(f"specgate tiny-models: building tiny models needs tokenizers and safetensors "
-              f"({exc.name or exc} is missing): pip install 'pytest-specgate[tiny]'", file=sys.stderr)
-        return 2
+        raise SpecgateInputError(
+            f"building tiny models needs tokenizers and safetensors ({exc.name or exc} is missing): "
+            "pip install 'pytest-specgate[tiny]'") from None
     except OSError as exc:
-        print(f"specgate tiny-models: --out={args.out}: {exc}", file=sys.stderr)
-        return 2
+        raise SpecgateInputError(f"--out={args.out}: {exc}") from None
     for role in TINY_MODEL_ROLES:
         print(f"tiny:{role:<9} {pair.path_for(role)}")
     return 0
@@ -158,19 +154,27 @@ def build_parser() -> argparse.ArgumentParser:
     tiny.add_argument("--out", metavar="DIR", required=True, help="cache directory to build into")
     tiny.set_defaults(handler=_run_tiny_models)
 
-    from pytest_specgate.evidence import cli_commands as evidence_cli
+    from pytest_specgate.evidence import cli_commands as evidence
 
-    for name, help_text in (
-        ("render", "print a bundle's markdown evidence blocks"),
-        ("merge", "merge bundles from several hosts into one"),
-        ("sign", "sign a bundle with an Ed25519 key (DSSE envelope of its in-toto Statement)"),
-        ("gate", "check a PR body against evidence bundles (exit 0 only when it may merge)"),
-        ("waivers", "list open waivers and the gate each AC moves to"),
-        ("compare", "compare two bundles' measurements (exit 1 on a regression beyond a tolerance)"),
-    ):
+    evidence_commands: tuple[tuple[str, str, Callable[[argparse.ArgumentParser], None],
+                                   Callable[[argparse.Namespace], int]], ...] = (
+        ("render", "print a bundle's markdown evidence blocks",
+         evidence.configure_render_parser, evidence.run_render),
+        ("merge", "merge bundles from several hosts into one",
+         evidence.configure_merge_parser, evidence.run_merge),
+        ("sign", "sign a bundle with an Ed25519 key (DSSE envelope of its in-toto Statement)",
+         evidence.configure_sign_parser, evidence.run_sign),
+        ("gate", "check a PR body against evidence bundles (exit 0 only when it may merge)",
+         evidence.configure_gate_parser, evidence.run_gate),
+        ("waivers", "list open waivers and the gate each AC moves to",
+         evidence.configure_waivers_parser, evidence.run_waivers),
+        ("compare", "compare two bundles' measurements (exit 1 on a regression beyond a tolerance)",
+         evidence.configure_compare_parser, evidence.run_compare),
+    )
+    for name, help_text, configure, run in evidence_commands:
         command = commands.add_parser(name, help=help_text)
-        getattr(evidence_cli, f"configure_{name}_parser")(command)
-        command.set_defaults(handler=getattr(evidence_cli, f"run_{name}"))
+        configure(command)
+        command.set_defaults(handler=run)
 
     from pytest_specgate.engines import mock_cli
 
@@ -187,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(handler(args))
     except SpecgateInputError as error:
-        # A subcommand that did not word the error itself: still one line and exit 2.
+        # The one place an input error becomes what the user sees: one line, exit 2.
         print(f"specgate {args.command}: {error}", file=sys.stderr)
         return 2
     except BrokenPipeError:

@@ -1,6 +1,6 @@
 """The census of a run: every test carrying each AC in a full collection of the configured testpaths.
 
-``selection.census`` takes it (a second, in-process collection); evidence records keep each
+``plugin.census`` takes it (a second, in-process collection); evidence records keep each
 AC's share of it, so the verdict can name the AC's tests that the run never collected.
 """
 

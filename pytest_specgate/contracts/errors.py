@@ -3,9 +3,10 @@
 Every reader of outside input (options, markers, files, host facts, gate
 arguments) raises a :class:`SpecgateInputError` or a subclass named for its
 reader; the plugin turns it into a ``pytest.UsageError`` at configure and
-collection time (a failure when it happens inside a test), the CLI into one
-line on stderr and exit 2. It carries where the input came from, what was
-expected and what was found, so the message is never a traceback.
+collection time in one place (``plugin.input_errors_stop_the_run``; inside a
+test it is that test's error), the CLI into one line on stderr and exit 2 in
+``cli.main``. It carries where the input came from, what was expected and what
+was found, so the message is never a traceback.
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ class SpecgateInputError(ValueError):
     """Input that cannot be used; ``str()`` is the one line a user sees.
 
     ``where`` names the field, marker, option or file, ``expected`` and ``found``
-    what should have been there and what was; they are None when the message was
-    written whole by a reader that predates them.
+    what should have been there and what was; they are None when the reader wrote
+    the message whole.
     """
 
     def __init__(

@@ -1,14 +1,18 @@
 """The per-test payload that travels on ``report.user_properties``.
 
 It is the only channel from a test (possibly on an xdist worker) to the
-controller that writes evidence, so it holds plain JSON data only.
+controller that writes evidence, so it holds plain JSON data only. Its shape is
+:class:`SpecPayload`: :func:`spec_payload` writes it, :func:`payload_of` reads it
+back (checking the shape once), and the evidence writer reads its fields by name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypedDict, cast
+
+from pytest_specgate.contracts.jsonvalue import JsonValue
 
 if TYPE_CHECKING:
     from pytest_specgate.contracts.hardware import HardwareVerdict
@@ -16,7 +20,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "SPEC_PROPERTY",
+    "RecordedProperties",
+    "SpecPayload",
     "UnbundledEvidence",
+    "empty_payload",
     "mismatched_hardware_runs",
     "payload_of",
     "spec_payload",
@@ -26,42 +33,68 @@ __all__ = [
 SPEC_PROPERTY: Final = "specgate"
 
 
+class RecordedProperties(TypedDict):
+    """What the ``evidence`` fixture recorded for a test (``EvidenceRecorder.to_properties``)."""
+
+    measurements: list[JsonValue]
+    attachments: list[JsonValue]
+    notes: dict[str, JsonValue]
+    engines: list[JsonValue]
+
+
+class SpecPayload(RecordedProperties):
+    """One test phase as the evidence writer reads it: the test, its AC marker's arguments,
+    its hardware verdict, its run mode and what it recorded."""
+
+    nodeid: str
+    ac: dict[str, JsonValue] | None
+    hardware: dict[str, JsonValue] | None
+    mode: str
+
+
+_PAYLOAD_KEYS: Final = frozenset(SpecPayload.__annotations__)
+
+
 def spec_payload(
     nodeid: str,
     *,
-    ac: Mapping[str, Any] | None,
+    ac: Mapping[str, JsonValue] | None,
     verdict: HardwareVerdict | None,
     decision: RunDecision | None,
-    recorded: Mapping[str, Any] | None = None,
+    recorded: RecordedProperties | None = None,
     engines: Sequence[Mapping[str, Any]] = (),
-) -> dict[str, Any]:
+) -> SpecPayload:
     """Everything the evidence writer needs to know about one test phase.
 
     ``engines`` are the plugin's own records of the engines this test was handed; nothing the
     test recorded (``recorded``) can replace them.
     """
-    payload: dict[str, Any] = {
+    return {
         "nodeid": nodeid,
         "ac": dict(ac) if ac is not None else None,
         "hardware": verdict.to_dict() if verdict is not None else None,
         "mode": decision.mode.value if decision is not None else "default",
-        "measurements": [],
-        "attachments": [],
-        "notes": {},
-        "engines": [],
+        "measurements": recorded["measurements"] if recorded else [],
+        "attachments": recorded["attachments"] if recorded else [],
+        "notes": recorded["notes"] if recorded else {},
+        "engines": [cast("JsonValue", dict(engine)) for engine in engines],
     }
-    if recorded:
-        payload.update(recorded)
-    payload["engines"] = [dict(engine) for engine in engines]
-    return payload
 
 
-def payload_of(user_properties: Iterable[Any] | None) -> dict[str, Any] | None:
-    """The last ``("specgate", dict)`` entry of a report: later phases carry everything earlier ones did."""
-    found: dict[str, Any] | None = None
+def empty_payload(nodeid: str) -> SpecPayload:
+    """The payload of a test that reported none (no AC, no verdict, nothing recorded)."""
+    return spec_payload(nodeid, ac=None, verdict=None, decision=None)
+
+
+def payload_of(user_properties: Iterable[Any] | None) -> SpecPayload | None:
+    """The last ``("specgate", payload)`` entry of a report (later phases carry everything earlier
+    ones did); None when there is none or it lacks a field of :class:`SpecPayload`."""
+    found: SpecPayload | None = None
     for entry in user_properties or ():
         if isinstance(entry, tuple | list) and len(entry) == 2 and entry[0] == SPEC_PROPERTY:
-            found = entry[1] if isinstance(entry[1], dict) else None
+            value = entry[1]
+            shaped = isinstance(value, dict) and value.keys() >= _PAYLOAD_KEYS
+            found = cast(SpecPayload, value) if shaped else None
     return found
 
 
@@ -104,9 +137,7 @@ class UnbundledEvidence:
         return f"{self.nodeid}: {'; '.join(parts)}"
 
 
-def _names(rows: Any, key: str) -> tuple[str, ...]:
-    if not isinstance(rows, list):
-        return ()
+def _names(rows: list[JsonValue], key: str) -> tuple[str, ...]:
     return tuple(str(row.get(key)) for row in rows if isinstance(row, Mapping))
 
 
@@ -115,22 +146,20 @@ def unbundled_evidence(reports: Iterable[Any]) -> list[UnbundledEvidence]:
 
     A test's last report holds everything it recorded; the engines the plugin records are not notes.
     """
-    latest: dict[str, dict[str, Any]] = {}
+    latest: dict[str, SpecPayload] = {}
     for report in reports:
         payload = payload_of(getattr(report, "user_properties", ()))
         if payload is not None:
-            latest[str(payload.get("nodeid", getattr(report, "nodeid", "")))] = payload
+            latest[payload["nodeid"]] = payload
     found = []
     for nodeid, payload in sorted(latest.items()):
-        if payload.get("ac") is not None:
+        if payload["ac"] is not None:
             continue
-        notes = payload.get("notes")
         entry = UnbundledEvidence(
             nodeid=nodeid,
-            measurements=_names(payload.get("measurements"), "name"),
-            attachments=_names(payload.get("attachments"), "name"),
-            notes=tuple(sorted(notes)) if isinstance(notes, Mapping)
-            else (),
+            measurements=_names(payload["measurements"], "name"),
+            attachments=_names(payload["attachments"], "name"),
+            notes=tuple(sorted(payload["notes"])),
         )
         if entry.measurements or entry.attachments or entry.notes:
             found.append(entry)

@@ -1,12 +1,12 @@
 """The validation kit: one set of checks for everything users hand in (files, options, numbers, text).
 
 Every reader of outside input goes through these few checks, so a bad input is
-one ``InputError`` (a :class:`~pytest_specgate.contracts.errors.SpecgateInputError`)
-line naming where it came from, what was expected and what was found, never a
-RecursionError, UnicodeDecodeError or traceback. The number predicates are the
-one place that says a bool is not a number and NaN is not finite; callers word
-their own messages around them. Callers turn the error into their own (a
-pytest.UsageError, a gate's exit 2, "unavailable").
+one :class:`~pytest_specgate.contracts.errors.SpecgateInputError` line naming where
+it came from, what was expected and what was found, never a RecursionError,
+UnicodeDecodeError or traceback. The number predicates are the one place that says
+a bool is not a number and NaN is not finite; callers word their own messages
+around them. The plugin and the CLI each turn the error into what a user sees in
+one place (a pytest.UsageError, exit 2).
 """
 
 from __future__ import annotations
@@ -25,9 +25,7 @@ from pytest_specgate.contracts.safe_read import MAX_DOCUMENT_BYTES, read_regular
 __all__ = [
     "MAX_JSON_DEPTH",
     "MAX_VALUE_DEPTH",
-    "InputError",
     "JsonNestingError",
-    "SpecgateInputError",
     "compiled_patterns",
     "decode_utf8",
     "is_count",
@@ -50,11 +48,7 @@ every record the plugin writes stays readable under MAX_JSON_DEPTH."""
 
 
 
-InputError = SpecgateInputError
-"""The name this kit's readers raise under (kept for every ``except InputError``)."""
-
-
-class JsonNestingError(InputError):
+class JsonNestingError(SpecgateInputError):
     """JSON nested deeper than MAX_JSON_DEPTH (refused before any parser recurses into it)."""
 
 
@@ -79,7 +73,7 @@ def value_nesting_depth(value: object, limit: int = MAX_VALUE_DEPTH) -> int:
 
 
 def _refuse_constant(name: str) -> float:
-    raise InputError(f"found {name}; expected a finite number")
+    raise SpecgateInputError(f"found {name}; expected a finite number")
 
 
 def parse_json(text: str, where: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
@@ -92,15 +86,15 @@ def parse_json(text: str, where: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any
     try:
         value = json.loads(text, parse_constant=_refuse_constant)
     except json.JSONDecodeError as error:
-        raise InputError(
+        raise SpecgateInputError(
             f"{where}: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"
         ) from None
     except RecursionError:
         raise JsonNestingError(f"{where}: JSON nested deeper than {max_depth} levels") from None
-    except InputError as error:
-        raise InputError(f"{where}: {error}") from None
+    except SpecgateInputError as error:
+        raise SpecgateInputError(f"{where}: {error}") from None
     except ValueError as error:  # an integer of more digits than int() converts
-        raise InputError(f"{where}: not valid JSON: {error}") from None
+        raise SpecgateInputError(f"{where}: not valid JSON: {error}") from None
     if value_nesting_depth(value, max_depth) > max_depth:
         raise JsonNestingError(f"{where}: JSON nested deeper than {max_depth} levels")
     return value
@@ -110,7 +104,7 @@ def decode_utf8(data: bytes, where: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise InputError(
+        raise SpecgateInputError(
             f"{where}: expected UTF-8 text, found byte 0x{data[error.start]:02x} at offset {error.start}"
         ) from None
 
@@ -165,7 +159,7 @@ def one_line_text(value: str, where: str) -> str:
         return value
     for position, character in enumerate(value):
         if unicodedata.category(character) in ("Cc", "Zl", "Zp"):
-            raise InputError(
+            raise SpecgateInputError(
                 f"{where}: expected one line of printable text, found {character!r} "
                 f"(U+{ord(character):04X}) at position {position}"
             )

@@ -50,7 +50,6 @@ from importlib import metadata
 from pathlib import Path
 
 import httpx
-import pytest
 
 from pytest_specgate.contracts.capabilities import Capabilities
 from pytest_specgate.contracts.engine import (
@@ -61,6 +60,7 @@ from pytest_specgate.contracts.engine import (
 )
 from pytest_specgate.contracts.engine_config import EngineConfig
 from pytest_specgate.contracts.engine_options import MLX_OPTIONS
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.engines.boot import ManagedProcess, boot_error, free_loopback_port, wait_for_health
 from pytest_specgate.engines.client import ClientEngine, EngineHTTPError, OpenAIClient
 from pytest_specgate.engines.tokenizer_match import check_draft_tokenizer
@@ -330,7 +330,7 @@ def _local_model_dir(config: EngineConfig, role: str, ref: str, cache: Path) -> 
         try:
             return Path(resolve_model_ref(ref, cache))
         except ValueError as exc:
-            raise pytest.UsageError(f"mlx engine ({config.describe()}): {role}: {exc}") from exc
+            raise SpecgateInputError(f"mlx engine ({config.describe()}): {role}: {exc}") from exc
     path = Path(ref).expanduser()
     if path.is_dir():
         return path.resolve()
@@ -349,12 +349,12 @@ def plan_boot(config: EngineConfig, workdir: Path) -> BootPlan:
     """Resolve models and options and run the pre-boot checks; no process is started."""
     unknown = sorted(name for name, _ in config.options if name not in MLX_OPTIONS)
     if unknown:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"mlx engine ({config.describe()}): unknown option(s) {unknown}; "
             f"known: {sorted(MLX_OPTIONS)}"
         )
     if config.target is None:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"mlx engine ({config.describe()}): needs target= (a local checkpoint, a cached "
             "Hugging Face id or tiny:<role>)"
         )

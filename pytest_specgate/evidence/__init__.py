@@ -22,14 +22,18 @@ if TYPE_CHECKING:
         Bundle,
         BundleError,
         bundle_digest,
-        evidence_schema,
         find_bundles,
         load_bundle,
         read_records,
-        schema_problems,
         verify_bundle,
     )
-    from pytest_specgate.evidence._collector import EvidenceCollector, probe_source
+    from pytest_specgate.evidence._collector import (
+        FOREIGN_MODULES_KEY,
+        SELECTION_WORKEROUTPUT,
+        WORKER_STAGING_KEY,
+        EvidenceCollector,
+        probe_source,
+    )
     from pytest_specgate.evidence._gate import GateInputError, GateVerdict, PrBodyText, evaluate_gate
     from pytest_specgate.evidence._journal import read_receipt
     from pytest_specgate.evidence._markdown import (
@@ -50,8 +54,22 @@ if TYPE_CHECKING:
         empty_properties,
         staging_dir,
     )
+    from pytest_specgate.evidence._records import SelectionFacts
     from pytest_specgate.evidence._redact import LocalIdentity, Redactor, build_redactor, write_redacted
-    from pytest_specgate.evidence._signing import SigningError, SigningKey, load_signing_key, sign_bundle
+    from pytest_specgate.evidence._run_provenance import (
+        collect_run_provenance,
+        foreign_modules,
+        interpreter_locations,
+    )
+    from pytest_specgate.evidence._schema import evidence_schema, schema_problems
+    from pytest_specgate.evidence._signing import (
+        SignedBundle,
+        SigningError,
+        SigningKey,
+        load_signing_key,
+        sign_bundle,
+    )
+    from pytest_specgate.evidence._source import IMPORTED_FILES_KEY, git_top, imported_source_files
     from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError
     from pytest_specgate.evidence._trusted import TrustedConfig, TrustedConfigError, load_trusted_config
     from pytest_specgate.evidence._writer import NOT_QUALIFIED, QUALIFIED, WrittenBundle
@@ -68,6 +86,17 @@ _EXPORTS: dict[str, str] = {
     "BundleError": "_bundle",
     "EvidenceBlock": "_markdown",
     "EvidenceCollector": "_collector",
+    "FOREIGN_MODULES_KEY": "_collector",
+    "collect_run_provenance": "_run_provenance",
+    "foreign_modules": "_run_provenance",
+    "interpreter_locations": "_run_provenance",
+    "IMPORTED_FILES_KEY": "_source",
+    "SELECTION_WORKEROUTPUT": "_collector",
+    "SelectionFacts": "_records",
+    "SignedBundle": "_signing",
+    "WORKER_STAGING_KEY": "_collector",
+    "imported_source_files": "_source",
+    "git_top": "_source",
     "EvidenceRecorder": "_recorder",
     "GateInputError": "_gate",
     "GateName": "pytest_specgate.contracts.gates",
@@ -105,7 +134,7 @@ _EXPORTS: dict[str, str] = {
     "bundle_digest": "_bundle",
     "empty_properties": "_recorder",
     "evaluate_gate": "_gate",
-    "evidence_schema": "_bundle",
+    "evidence_schema": "_schema",
     "find_bundles": "_bundle",
     "is_ac_id": "pytest_specgate.contracts.acceptance",
     "load_bundle": "_bundle",
@@ -117,7 +146,7 @@ _EXPORTS: dict[str, str] = {
     "read_pr_body": "_markdown",
     "read_records": "_bundle",
     "render_markdown": "_markdown",
-    "schema_problems": "_bundle",
+    "schema_problems": "_schema",
     "sign_bundle": "_signing",
     "staging_dir": "_recorder",
     "verdict_line": "_markdown",
@@ -131,6 +160,8 @@ __getattr__ = lazy_getattr(__name__, _EXPORTS, globals())
 
 __all__ = [
     "AC_MARKER_LINE",
+    "FOREIGN_MODULES_KEY",
+    "IMPORTED_FILES_KEY",
     "MANIFEST_NAME",
     "MARKDOWN_NAME",
     "NOT_QUALIFIED",
@@ -138,8 +169,10 @@ __all__ = [
     "QUALIFIED",
     "RECEIPT_NAME",
     "SCHEMA_ID",
+    "SELECTION_WORKEROUTPUT",
     "SIGNATURE_NAME",
     "STATEMENT_NAME",
+    "WORKER_STAGING_KEY",
     "AcRecord",
     "AcceptanceCriterion",
     "Attachment",
@@ -161,6 +194,8 @@ __all__ = [
     "PrBodyText",
     "RecordError",
     "Redactor",
+    "SelectionFacts",
+    "SignedBundle",
     "SigningError",
     "SigningKey",
     "TrustPolicy",
@@ -171,10 +206,15 @@ __all__ = [
     "ac_from_marker",
     "build_redactor",
     "bundle_digest",
+    "collect_run_provenance",
     "empty_properties",
     "evaluate_gate",
     "evidence_schema",
     "find_bundles",
+    "foreign_modules",
+    "git_top",
+    "imported_source_files",
+    "interpreter_locations",
     "is_ac_id",
     "judge",
     "load_bundle",

@@ -12,8 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, cast
 
+from pytest_specgate.contracts.host import HostFactsError, HostProvenance
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.thresholds import Decide, ThresholdVerdict, three_way_verdict
+from pytest_specgate.evidence._schema import schema_problems
 
 SCHEMA_ID = "specgate.evidence/v3"
 """v3 records hold what v2 records held, written compact (``_jsonio.record_json``)."""
@@ -118,21 +120,6 @@ class AttachmentRow:
 
 
 @dataclass(frozen=True)
-class ToolFact:
-    name: str
-    path: str | None
-    system_location: bool
-
-
-@dataclass(frozen=True)
-class HostProvenance:
-    origin: str
-    simulated: bool
-    detail: str | None
-    tools: tuple[ToolFact, ...]
-
-
-@dataclass(frozen=True)
 class HostInfo:
     summary: str
     facts: Mapping[str, JsonValue]
@@ -209,8 +196,6 @@ class AcRecord:
     @classmethod
     def from_json(cls, data: JsonValue, where: str) -> AcRecord:
         """Validate ``data`` against the schema, then build the tree (no further checks needed)."""
-        from pytest_specgate.evidence._bundle import schema_problems
-
         schema = data.get("schema") if isinstance(data, Mapping) else None
         if schema in OLDER_SCHEMA_IDS:
             raise RecordError(
@@ -289,17 +274,13 @@ def _test(value: Mapping[str, JsonValue]) -> TestEntry:
 
 
 def _provenance(value: JsonValue) -> HostProvenance | None:
+    """The provenance the plugin recorded; None when absent or unreadable (the policy names why)."""
     if value is None:
         return None
-    return HostProvenance(
-        origin=value["origin"],
-        simulated=value["simulated"],
-        detail=value.get("detail"),
-        tools=tuple(
-            ToolFact(name=tool["name"], path=tool["path"], system_location=tool["system_location"])
-            for tool in value["tools"]
-        ),
-    )
+    try:
+        return HostProvenance.from_record(value)
+    except HostFactsError:
+        return None
 
 
 def _census_share(value: JsonValue) -> CensusShare | None:

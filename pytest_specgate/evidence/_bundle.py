@@ -14,14 +14,10 @@ cover every other file, the manifest included (see ``_signing``).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import cache
-from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from pytest_specgate.contracts.acceptance import is_ac_id
 from pytest_specgate.contracts.jsonvalue import JsonValue
@@ -31,12 +27,8 @@ from pytest_specgate.contracts.safe_read import (
     digest_regular_file,
     read_regular_file,
 )
+from pytest_specgate.evidence._acrecord import AcRecord, RecordError
 from pytest_specgate.evidence._jsonio import canonical_json, pretty_json, sha256_hex
-
-if TYPE_CHECKING:
-    from jsonschema.protocols import Validator
-
-    from pytest_specgate.evidence._acrecord import AcRecord
 
 MANIFEST_NAME = "manifest.json"
 MARKDOWN_NAME = "evidence.md"
@@ -93,57 +85,6 @@ def ac_file_name(ac_id: str) -> str:
     return f"{ac_id}.json"
 
 
-@cache
-def evidence_schema() -> Mapping[str, JsonValue]:
-    text = resources.files("pytest_specgate").joinpath("schemas/evidence-v3.json").read_text("utf-8")
-    schema: Mapping[str, JsonValue] = json.loads(text)
-    return schema
-
-
-@cache
-def _evidence_validator() -> Validator:
-    """Built once: the gate and ``merge`` check every AC record of every bundle against it."""
-    import jsonschema
-
-    validator: Validator = jsonschema.Draft202012Validator(evidence_schema())
-    return validator
-
-
-def schema_problems(record: JsonValue) -> list[str]:
-    """Schema violations of an AC record, each with the JSON path where it happened."""
-    validator = _evidence_validator()
-    return [
-        f"{'/'.join(str(part) for part in error.absolute_path) or '<root>'}: {error.message}"
-        for error in sorted(validator.iter_errors(record), key=lambda e: list(map(str, e.absolute_path)))
-    ]
-
-
-def schema_error_paths(record: JsonValue) -> list[tuple[str | int, ...]]:
-    """Where an AC record violates the schema (JSON paths; the root is the empty path)."""
-    return [tuple(error.absolute_path) for error in _evidence_validator().iter_errors(record)]
-
-
-@cache
-def schema_vocabulary() -> frozenset[str]:
-    """Every property name, enum value and constant the AC record schema itself spells."""
-    words: set[str] = set()
-
-    def collect(node: JsonValue) -> None:
-        if isinstance(node, dict):
-            words.update(str(key) for key in node.get("properties", {}))
-            words.update(str(item) for item in node.get("enum", []) if isinstance(item, str))
-            if isinstance(node.get("const"), str):
-                words.add(node["const"])
-            for child in node.values():
-                collect(child)
-        elif isinstance(node, list):
-            for child in node:
-                collect(child)
-
-    collect(evidence_schema())
-    return frozenset(words)
-
-
 @dataclass(frozen=True)
 class Bundle:
     """A bundle as found on disk; ``digest`` is recomputed, never read from the manifest."""
@@ -166,11 +107,12 @@ class Bundle:
 def read_bundle_json(path: Path) -> tuple[bytes, JsonValue]:
     """A bundle file's bytes and what they parse to, from one bounded read of a regular file
     (no symlink, FIFO or device), nesting bounded; every failure is one :class:`BundleError`."""
-    from pytest_specgate.contracts.validation import InputError, read_json_file
+    from pytest_specgate.contracts.errors import SpecgateInputError
+    from pytest_specgate.contracts.validation import read_json_file
 
     try:
         return read_json_file(path, what="bundle file")
-    except InputError as error:
+    except SpecgateInputError as error:
         raise BundleError(str(error)) from None
 
 
@@ -282,8 +224,6 @@ def verify_bundle(bundle: Bundle) -> list[str]:
 
 def read_ac_record(bundle: Bundle, ac_id: str) -> AcRecord:
     """Parse and validate one AC file (call only after :func:`verify_bundle`)."""
-    from pytest_specgate.evidence._acrecord import AcRecord, RecordError
-
     path = bundle.path / ac_file_name(ac_id)
     _, record = read_bundle_json(path)
     try:

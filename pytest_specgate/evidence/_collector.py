@@ -28,9 +28,10 @@ import pytest
 
 from pytest_specgate._version import __version__
 from pytest_specgate.contracts.census import Census
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.host import HostProvenance
 from pytest_specgate.contracts.jsonvalue import JsonValue
-from pytest_specgate.contracts.payload import payload_of
+from pytest_specgate.contracts.payload import SpecPayload, payload_of
 from pytest_specgate.evidence._bundle import RECEIPT_NAME, RECEIPT_SCHEMA_ID, FileEntry
 from pytest_specgate.evidence._journal import JOURNAL_NAME, RunJournal
 from pytest_specgate.evidence._jsonio import replace_atomically, utc_timestamp
@@ -154,8 +155,8 @@ def prepare_evidence_dir(evidence_dir: Path, run_id: str) -> PreparedFolder:
     return PreparedFolder(resolved, lease, created)
 
 
-def _unwritable(evidence_dir: Path, error: OSError) -> pytest.UsageError:
-    return pytest.UsageError(
+def _unwritable(evidence_dir: Path, error: OSError) -> SpecgateInputError:
+    return SpecgateInputError(
         f"--specgate-evidence: the evidence folder {evidence_dir} cannot be written "
         f"({error.strerror or error}); expected a folder this run can create files in"
     )
@@ -220,7 +221,7 @@ class EvidenceCollector:
         self._source = probe_source(rootdir, exclude=self.evidence_dir)
         self._imported: set[Path] = set()
         self._phases: dict[str, dict[str, PhaseResult]] = {}
-        self._properties: dict[str, Mapping[str, JsonValue]] = {}
+        self._properties: dict[str, SpecPayload] = {}
         self._running: dict[str, None] = {}
         self._ac_by_nodeid: dict[str, str] = {}
         self._finished: dict[str, None] = {}
@@ -361,7 +362,8 @@ class EvidenceCollector:
         """The tests with an ``ac`` marker, the only ones evidence records (their node ids redacted)."""
         tests = []
         for nodeid, phases in sorted(self._phases.items()):
-            if ac_id_of(self._properties.get(nodeid, {})) is None:
+            properties = self._properties.get(nodeid)
+            if properties is None or ac_id_of(properties) is None:
                 continue
             outcome, message = fold_outcome(phases, finished=nodeid in self._finished)
             tests.append(
@@ -371,7 +373,7 @@ class EvidenceCollector:
                     message=message,
                     duration=sum(phase.duration for phase in phases.values()),
                     phases=tuple(phases[when] for when in ("setup", "call", "teardown") if when in phases),
-                    properties=self._properties.get(nodeid, {}),
+                    properties=properties,
                 )
             )
         return tests
@@ -443,11 +445,8 @@ class EvidenceCollector:
     ) -> ExecutedTest:
         """``test`` with each attachment that did not reach the bundle marked with its problem
         (``missing`` gains one line for each)."""
-        items = test.properties.get("attachments")
-        if not isinstance(items, list):
-            return test
         marked: list[JsonValue] = []
-        for item in items:
+        for item in test.properties["attachments"]:
             problem = _attachment_problem(item)
             if problem is None and isinstance(item, Mapping):
                 relative = attachment_path(str(item["sha256"]), str(item["name"]))

@@ -518,7 +518,7 @@ def _waiver_problem(target: str, gate: GateName | None, trusted: TrustedConfig) 
 
 
 def gate_result_json(verdict: GateVerdict) -> dict[str, JsonValue]:
-    """``specgate gate --json``: the versioned shape documented in the README."""
+    """``specgate gate --json``: the versioned shape documented in docs/gate.md."""
     return {
         "schema": GATE_RESULT_SCHEMA_ID,
         "policy": verdict.policy,

@@ -8,7 +8,6 @@ the test once it has finished, naming the first miss and counting the others.
 from __future__ import annotations
 
 import numbers
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePath
@@ -17,6 +16,7 @@ from typing import cast
 import pytest
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.contracts.payload import RecordedProperties
 from pytest_specgate.contracts.thresholds import (
     DECIDE_RULES,
     DEFAULT_CONFIDENCE_LEVEL,
@@ -29,17 +29,13 @@ from pytest_specgate.contracts.thresholds import (
 from pytest_specgate.contracts.validation import MAX_VALUE_DEPTH, value_nesting_depth
 from pytest_specgate.evidence._jsonio import replace_atomically, sha256_hex
 from pytest_specgate.evidence._payloads import RefusedPayload
+from pytest_specgate.evidence._records import safe_file_name
 from pytest_specgate.evidence._redact import Redactor, is_text
 
 STAGING_DIR_NAME = ".staging"
 """Attachments are staged content-addressed under ``<evidence dir>/.staging/<run id>`` (xdist
 workers learn the directory from the controller) so they are stored before the bundle exists,
 and two runs sharing one evidence folder never touch each other's."""
-MAX_NAME_CHARS = 96
-"""Attachment names are cut to this (keeping the extension): with the digest prefix the file
-name stays far below the 255 bytes file systems allow."""
-
-_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 RESERVED_NOTE_KEYS = frozenset({"engines", "host", "source", "provenance", "policy", "qualifying",
                                 "completeness"})
 """Facts the plugin writes into a record itself; a note by the same name could pass for them."""
@@ -114,16 +110,6 @@ class Attachment:
         if self.problem is not None:
             entry["problem"] = self.problem
         return entry
-
-
-def safe_file_name(name: str) -> str:
-    safe = _UNSAFE_NAME.sub("_", name).strip("._") or "attachment"
-    if len(safe) <= MAX_NAME_CHARS:
-        return safe
-    stem, dot, suffix = safe.rpartition(".")
-    if not dot or len(suffix) > 16:
-        return safe[:MAX_NAME_CHARS]
-    return f"{stem[: MAX_NAME_CHARS - len(suffix) - 1]}.{suffix}"
 
 
 def _number(label: str, value: object, figure: str) -> float:
@@ -349,7 +335,7 @@ class EvidenceRecorder:
     def measurements(self) -> tuple[Measurement, ...]:
         return tuple(self._measurements)
 
-    def to_properties(self) -> dict[str, JsonValue]:
+    def to_properties(self) -> RecordedProperties:
         """The ``measurements``, ``attachments``, ``notes`` and ``engines`` entries of the per-test
         dict. Only measurement names and units are redacted here (so a test that only measures
         builds no redactor until its figures ship); the rest was redacted when recorded."""
@@ -368,6 +354,6 @@ class EvidenceRecorder:
         return entry
 
 
-def empty_properties() -> dict[str, JsonValue]:
+def empty_properties() -> RecordedProperties:
     """The recorder keys for a test that never asked for the ``evidence`` fixture."""
     return {"measurements": [], "attachments": [], "notes": {}, "engines": []}

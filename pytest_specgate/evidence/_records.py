@@ -9,6 +9,7 @@ to say, here as in the gate.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -16,9 +17,16 @@ from typing import Literal
 
 from pytest_specgate.contracts.census import Census, census_to_json
 from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.contracts.payload import SpecPayload
 from pytest_specgate.contracts.thresholds import Decide, ThresholdVerdict, three_way_verdict
 from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord
 from pytest_specgate.evidence._policy import POLICY_VERSION, ac_outcome, judge, not_collected
+
+MAX_NAME_CHARS = 96
+"""Attachment names are cut to this (keeping the extension): with the digest prefix the file
+name stays far below the 255 bytes file systems allow."""
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 ExecutedOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed", "interrupted"]
 _NOT_RUN: frozenset[str] = frozenset({"skipped", "xfailed"})
@@ -130,7 +138,7 @@ class ExecutedTest:
     message: str | None
     duration: float
     phases: tuple[PhaseResult, ...]
-    properties: Mapping[str, JsonValue] = field(default_factory=dict)
+    properties: SpecPayload
 
 
 def longrepr_message(longrepr: object, outcome: str) -> str | None:
@@ -166,19 +174,17 @@ def fold_outcome(phases: Mapping[str, PhaseResult], finished: bool) -> tuple[Exe
     return "passed", None
 
 
-def _ac_of(properties: Mapping[str, JsonValue]) -> Mapping[str, JsonValue]:
-    ac = properties.get("ac")
-    return ac if isinstance(ac, Mapping) else {}
+def _ac_of(properties: SpecPayload) -> Mapping[str, JsonValue]:
+    return properties["ac"] or {}
 
 
-def ac_id_of(properties: Mapping[str, JsonValue]) -> str | None:
+def ac_id_of(properties: SpecPayload) -> str | None:
     value = _ac_of(properties).get("id")
     return value if isinstance(value, str) else None
 
 
 def _hardware_of(result: ExecutedTest) -> Mapping[str, JsonValue] | None:
-    hardware = result.properties.get("hardware")
-    return hardware if isinstance(hardware, Mapping) else None
+    return result.properties["hardware"]
 
 
 def _float_or_none(value: JsonValue) -> float | None:
@@ -208,8 +214,7 @@ def measurement_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValu
     """Every figure, its verdict re-judged here rather than trusted from the worker."""
     rows: list[dict[str, JsonValue]] = []
     for result in results:
-        measurements = result.properties.get("measurements")
-        for item in measurements if isinstance(measurements, list) else []:
+        for item in result.properties["measurements"]:
             if not isinstance(item, Mapping):
                 continue
             row: dict[str, JsonValue] = {
@@ -235,8 +240,7 @@ def measurement_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValu
 def attachment_items(result: ExecutedTest) -> list[Mapping[str, JsonValue]]:
     """The attachments a test reported. One with a ``problem`` (refused, not staged, not written)
     never reached the bundle: its row says ``stored: false`` and why, so its AC cannot qualify."""
-    items = result.properties.get("attachments")
-    return [item for item in (items if isinstance(items, list) else []) if isinstance(item, Mapping)]
+    return [item for item in result.properties["attachments"] if isinstance(item, Mapping)]
 
 
 def attachment_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValue]]:
@@ -266,6 +270,16 @@ def attachment_path(sha256: str, name: str) -> str:
     return f"attachments/{sha256[:16]}-{name}"
 
 
+def safe_file_name(name: str) -> str:
+    safe = _UNSAFE_NAME.sub("_", name).strip("._") or "attachment"
+    if len(safe) <= MAX_NAME_CHARS:
+        return safe
+    stem, dot, suffix = safe.rpartition(".")
+    if not dot or len(suffix) > 16:
+        return safe[:MAX_NAME_CHARS]
+    return f"{stem[: MAX_NAME_CHARS - len(suffix) - 1]}.{suffix}"
+
+
 def declared_fields(results: Sequence[ExecutedTest]) -> dict[str, str | None]:
     """The AC's spec and title: a test may leave them out while another names them."""
     declared: dict[str, str | None] = {}
@@ -281,9 +295,8 @@ def _test_waiver(result: ExecutedTest) -> dict[str, JsonValue] | None:
     return None if to is None else {"to": to, "reason": ac.get("reason")}
 
 
-def _engines_of(result: ExecutedTest) -> list[JsonValue] | None:
-    engines = result.properties.get("engines")
-    return list(engines) if isinstance(engines, list) else None
+def _engines_of(result: ExecutedTest) -> list[JsonValue]:
+    return list(result.properties["engines"])
 
 
 def completeness_of(
@@ -327,9 +340,9 @@ def _executed_row(result: ExecutedTest) -> dict[str, JsonValue]:
             phase.when: {"outcome": phase.outcome, "duration_s": round(phase.duration, 6)}
             for phase in result.phases
         },
-        "mode": result.properties.get("mode", "default"),
+        "mode": result.properties["mode"],
         "hardware": _hardware_of(result),
-        "notes": result.properties.get("notes", {}),
+        "notes": result.properties["notes"],
         "waiver": _test_waiver(result),
         "engines": _engines_of(result),
     }

@@ -278,9 +278,7 @@ def collect_run_provenance(
     entry-point group (the built-ins are this package's own).
     """
     where = locations or interpreter_locations(repo)
-    import pytest_specgate
-
-    package_dir = Path(pytest_specgate.__file__).resolve().parent
+    package_dir = Path(__file__).resolve().parents[1]
     try:
         dist: metadata.Distribution | None = metadata.distribution(SPECGATE_DISTRIBUTION)
     except metadata.PackageNotFoundError:

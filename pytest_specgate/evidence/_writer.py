@@ -22,13 +22,12 @@ from pytest_specgate.evidence._bundle import (
     bundle_digest,
     file_entry,
     manifest_document,
-    schema_error_paths,
-    schema_vocabulary,
 )
 from pytest_specgate.evidence._jsonio import record_json, write_unlisted
 from pytest_specgate.evidence._markdown import render_markdown
 from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
 from pytest_specgate.evidence._redact import Redactor, write_redacted
+from pytest_specgate.evidence._schema import schema_error_paths, schema_vocabulary
 
 INTOTO_STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 TEST_RESULT_PREDICATE = "https://in-toto.io/attestation/test-result/v0.1"

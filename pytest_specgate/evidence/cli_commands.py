@@ -57,6 +57,7 @@ from pytest_specgate.evidence._merge import (
 from pytest_specgate.evidence._payloads import RefusedPayload
 from pytest_specgate.evidence._policy import POLICY_VERSION, judge
 from pytest_specgate.evidence._pr_body_input import pr_body_input
+from pytest_specgate.evidence._records import attachment_path, safe_file_name
 from pytest_specgate.evidence._redact import append_redacted, build_redactor
 from pytest_specgate.evidence._trusted import (
     UNTRUSTED,
@@ -222,6 +223,12 @@ def _unwritable_merge(output: Path, error: OSError) -> int:
     return _error("merge", f"-o {output}: cannot write the merged bundle: {error.strerror or error}")
 
 
+def _attachment_documents(record: AcRecord) -> list[dict[str, JsonValue]]:
+    """The record's attachment rows as written (the schema made each one an object)."""
+    rows = record.document.get("attachments")
+    return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
+
+
 def run_merge(args: argparse.Namespace) -> int:
     output: Path = args.output
     if output.exists():
@@ -239,21 +246,34 @@ def run_merge(args: argparse.Namespace) -> int:
             print(choice.explain())
     redactor = build_redactor(None)
     attachments: dict[str, FileEntry] = {}
+    documents: list[dict[str, JsonValue]] = []
     for choice in choices:
-        for row in choice.record.attachments:
+        rows: list[JsonValue] = []
+        row_documents = _attachment_documents(choice.record)
+        for row, row_document in zip(choice.record.attachments, row_documents, strict=True):
             if not row.stored or row.path is None:
+                rows.append(row_document)
                 continue
             source = choice.kept.path / row.path
             try:
                 data = read_bundle_bytes(source, MAX_FILE_BYTES)
             except BundleError as error:
                 return _error("merge", str(error))
+            # This host redacts again, with its own patterns: the file goes where its redacted
+            # bytes and name say, and the row names what was written.
             try:
-                attachments[row.path] = write_attachment(output, redactor, row.path, data)
+                stored = redactor.encode(data)
+                name = safe_file_name(redactor.text(row.name))
+                relative = attachment_path(sha256_hex(stored), name)
+                entry = attachments[relative] = write_attachment(output, redactor, relative, stored)
             except RefusedPayload as error:
                 return _error("merge", f"{source}: cannot be redacted: {error}")
             except OSError as error:
                 return _unwritable_merge(output, error)
+            rows.append({**row_document, "name": name, "path": relative, "sha256": entry.sha256,
+                         "size": entry.size})
+        # Records read from older bundles (v2) are written as this version's.
+        documents.append({**choice.record.document, "schema": SCHEMA_ID, "attachments": rows})
     kept = sorted({choice.kept.path: choice.kept for choice in choices}.values(), key=lambda b: b.digest)
     merge_document: JsonValue = {
         "schema": "specgate.merge/v1",
@@ -282,8 +302,7 @@ def run_merge(args: argparse.Namespace) -> int:
             output,
             redactor,
             run_id,
-            # Records read from older bundles (v2) are written as this version's.
-            [{**choice.record.document, "schema": SCHEMA_ID} for choice in choices],
+            documents,
             attachments,
             lambda verdict, reasons: _merge_receipt(run_id, choices, verdict, reasons),
             commit,

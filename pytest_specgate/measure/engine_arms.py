@@ -18,7 +18,7 @@ from pytest_specgate.measure.statistics import TelemetryLike
 
 
 class StreamOutcome(Protocol):
-    """The parts of ``engines.protocol.StreamResult`` a sample needs."""
+    """The parts of ``contracts.engine.StreamResult`` a sample needs."""
 
     def __iter__(self) -> Iterator[str]: ...
     @property

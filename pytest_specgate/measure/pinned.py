@@ -92,11 +92,11 @@ def _str_list(
 
 
 def _read_json(path: Path) -> tuple[bytes, object]:
-    from pytest_specgate.contracts.validation import InputError, read_json_file
+    from pytest_specgate.contracts.validation import read_json_file
 
     try:
         return read_json_file(path)
-    except InputError as error:
+    except SpecgateInputError as error:
         raise FixtureFileError(f"pinned data file {error}") from None
 
 

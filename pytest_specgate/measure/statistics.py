@@ -158,7 +158,7 @@ def _bootstrap_median_interval(
 
 
 class TelemetryLike(Protocol):
-    """The fields of ``engines.protocol.Telemetry`` acceptance needs (duck-typed)."""
+    """The fields of ``contracts.engine.Telemetry`` acceptance needs (duck-typed)."""
 
     @property
     def available(self) -> bool: ...

@@ -8,6 +8,7 @@ modes and evidence load in the hook that first needs them. The fixtures live in
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import json
@@ -47,8 +48,7 @@ if TYPE_CHECKING:
     from pytest_specgate.contracts.host import HostFacts, HostProvenance
     from pytest_specgate.contracts.runmode import RunDecision
     from pytest_specgate.engines.config import EngineChoice
-    from pytest_specgate.evidence import EvidenceCollector, Redactor
-    from pytest_specgate.evidence._signing import SigningKey
+    from pytest_specgate.evidence import EvidenceCollector, Redactor, SigningKey
     from pytest_specgate.selection.collection import SpecPlan
     from pytest_specgate.selection.settings import ProjectSettings, SpecgateSettings
 
@@ -63,40 +63,79 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("specgate", "executable acceptance criteria (pytest-specgate)")
-    group.addoption("--specgate-require", action="append", dest="specgate_require",
-                    metavar="AC", default=[], help=marker_docs.REQUIRE_HELP)
-    group.addoption("--specgate-diagnostic", action="store_true", dest="specgate_diagnostic",
-                    default=False, help=marker_docs.DIAGNOSTIC_HELP)
-    group.addoption("--specgate-host-facts", dest="specgate_host_facts", metavar="FILE",
-                    default=None, help=marker_docs.HOST_FACTS_HELP)
-    group.addoption("--specgate-evidence", dest="specgate_evidence", metavar="DIR",
-                    default=None, help=marker_docs.EVIDENCE_HELP)
-    group.addoption("--specgate-allow-dirty", action="store_true", dest="specgate_allow_dirty",
-                    default=False, help=marker_docs.ALLOW_DIRTY_HELP)
-    group.addoption("--specgate-engine", dest="specgate_engine", metavar="BACKEND",
-                    default=None, help=marker_docs.ENGINE_HELP)
-    group.addoption("--specgate-endpoint", dest="specgate_endpoint", metavar="URL",
-                    default=None, help=marker_docs.ENDPOINT_HELP)
-    group.addoption("--specgate-endpoint-for", action="append", dest="specgate_endpoint_for",
-                    metavar="CHANGES=URL", default=[], help=marker_docs.ENDPOINT_FOR_HELP)
-    group.addoption("--specgate-duration-scale", dest="specgate_duration_scale",
-                    metavar="FACTOR", default=None, help=marker_docs.DURATION_SCALE_HELP)
-    group.addoption("--specgate-confidence-level", dest="specgate_confidence_level",
-                    metavar="LEVEL", default=None, help=marker_docs.CONFIDENCE_LEVEL_HELP)
-    group.addoption("--specgate-engine-option", action="append", dest="specgate_engine_option",
-                    metavar="KEY=VALUE", default=[], help=marker_docs.ENGINE_OPTION_HELP)
+    group.addoption(
+        "--specgate-require", action="append", dest="specgate_require", metavar="AC", default=[],
+        help="AC id (repeatable) or 'all': these specs must run; on a host that does not match "
+             "their hardware marker they ERROR instead of skipping.",
+    )
+    group.addoption(
+        "--specgate-diagnostic", action="store_true", dest="specgate_diagnostic", default=False,
+        help="run hardware specs on any host; every evidence record says qualifying: false.",
+    )
+    group.addoption(
+        "--specgate-host-facts", dest="specgate_host_facts", metavar="FILE", default=None,
+        help="JSON file of host facts that replaces the hardware probe (simulate an M4 or a GB10).",
+    )
+    group.addoption("--specgate-evidence", dest="specgate_evidence", metavar="DIR", default=None,
+                    help=marker_docs.EVIDENCE_HELP)
+    group.addoption(
+        "--specgate-allow-dirty", action="store_true", dest="specgate_allow_dirty", default=False,
+        help="let evidence from a dirty git working tree count as qualifying.",
+    )
+    group.addoption("--specgate-engine", dest="specgate_engine", metavar="BACKEND", default=None,
+                    help=marker_docs.ENGINE_HELP)
+    group.addoption("--specgate-endpoint", dest="specgate_endpoint", metavar="URL", default=None,
+                    help=marker_docs.ENDPOINT_HELP)
+    group.addoption(
+        "--specgate-endpoint-for", action="append", dest="specgate_endpoint_for", metavar="CHANGES=URL",
+        default=[],
+        help="CHANGES=URL (repeatable): the running server that serves the endpoint configuration "
+             "boot_engine(**CHANGES) or shared_engine(**CHANGES) asks for, e.g. "
+             "--specgate-endpoint-for=draft=none,num_draft_tokens=none=http://127.0.0.1:8001 for the "
+             "baseline; without one such a request on the endpoint backend is refused.",
+    )
+    group.addoption("--specgate-duration-scale", dest="specgate_duration_scale", metavar="FACTOR",
+                    default=None, help=marker_docs.DURATION_SCALE_HELP)
+    group.addoption("--specgate-confidence-level", dest="specgate_confidence_level", metavar="LEVEL",
+                    default=None, help=marker_docs.CONFIDENCE_LEVEL_HELP)
+    group.addoption(
+        "--specgate-engine-option", action="append", dest="specgate_engine_option", metavar="KEY=VALUE",
+        default=[],
+        help="KEY=VALUE (repeatable): a backend option set on every engine of the run, over the "
+             "engine marker; VALUE is read as JSON when it parses (e.g. faults='[\"corrupt-spec\"]').",
+    )
     group.addoption("--specgate-vllm-python", dest="specgate_vllm_python", metavar="PYTHON",
                     default=None, help=marker_docs.VLLM_PYTHON_HELP)
-    group.addoption("--specgate-sign-key", dest="specgate_sign_key", metavar="PATH",
-                    default=None, help=marker_docs.SIGN_KEY_HELP)
-    group.addoption("--specgate-record-reference", dest="specgate_record_reference", metavar="DIR",
-                    default=None, help=marker_docs.RECORD_REFERENCE_HELP)
+    group.addoption(
+        "--specgate-sign-key", dest="specgate_sign_key", metavar="PATH", default=None,
+        help="Ed25519 private key (PEM, or OpenSSH from ssh-keygen -t ed25519) that signs the bundle "
+             "at session end (statement.intoto.dsse.json); passphrase from $SPECGATE_SIGN_PASSPHRASE.",
+    )
+    group.addoption(
+        "--specgate-record-reference", dest="specgate_record_reference", metavar="DIR", default=None,
+        help="Record reference outputs into DIR instead of comparing with them: specs that check "
+             "'unchanged from the build before' (SPEC-028 FR-1) ask the engine configured as that "
+             "build and write DIR/<name>.json plus DIR/SHA256SUMS (ship them in fixtures/references/).",
+    )
+    # Settings that are options and ini values share one help text each (contracts.markers).
     parser.addini("specgate_evidence", marker_docs.EVIDENCE_HELP, default=None)
     parser.addini("specgate_vllm_python", marker_docs.VLLM_PYTHON_HELP, default=None)
     parser.addini("specgate_engine", marker_docs.ENGINE_HELP, default=None)
     parser.addini("specgate_endpoint", marker_docs.ENDPOINT_HELP, default=None)
     parser.addini("specgate_duration_scale", marker_docs.DURATION_SCALE_HELP, default=None)
     parser.addini("specgate_confidence_level", marker_docs.CONFIDENCE_LEVEL_HELP, default=None)
+
+
+@contextlib.contextmanager
+def input_errors_stop_the_run() -> Iterator[None]:
+    """The one place a :class:`SpecgateInputError` (bad options, markers, files, host facts)
+    becomes the ``pytest.UsageError`` pytest stops on with its one line and exit 4."""
+    from pytest_specgate.contracts.errors import SpecgateInputError
+
+    try:
+        yield
+    except SpecgateInputError as exc:
+        raise pytest.UsageError(str(exc)) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -108,36 +147,34 @@ def pytest_configure(config: pytest.Config) -> None:
     restore_sigterm = install_sigterm_teardown()
     if restore_sigterm is not None:
         config.add_cleanup(restore_sigterm)
-    config.stash[SETTINGS_KEY] = resolve_settings(config)
-    config.stash[PROJECT_KEY] = load_project_settings(_pyproject(config))
-    settings = config.stash[SETTINGS_KEY]
-    _check_run_engines(settings)
-    if settings.evidence_dir is not None and not hasattr(config, "workerinput"):
-        if settings.sign_key is not None:
-            config.stash[SIGNING_KEY] = _signing_key(settings.sign_key)
-        collector = _evidence_collector(config, settings, settings.evidence_dir)
-        config.stash[COLLECTOR_KEY] = collector
-        config.pluginmanager.register(collector, "specgate-evidence")
+    with input_errors_stop_the_run():
+        config.stash[SETTINGS_KEY] = resolve_settings(config)
+        config.stash[PROJECT_KEY] = load_project_settings(_pyproject(config))
+        settings = config.stash[SETTINGS_KEY]
+        _check_run_engines(settings)
+        if settings.evidence_dir is not None and not hasattr(config, "workerinput"):
+            if settings.sign_key is not None:
+                config.stash[SIGNING_KEY] = _signing_key(settings.sign_key)
+            collector = _evidence_collector(config, settings, settings.evidence_dir)
+            config.stash[COLLECTOR_KEY] = collector
+            config.pluginmanager.register(collector, "specgate-evidence")
 
 
 def _check_run_engines(settings: SpecgateSettings) -> None:
-    from pytest_specgate.contracts.errors import SpecgateInputError
     from pytest_specgate.engines.config import check_run_engines
 
-    try:
-        check_run_engines(settings.engines)
-    except SpecgateInputError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    check_run_engines(settings.engines)
 
 
 def _signing_key(path: Path) -> SigningKey:
     """Read (and check) the key before any test runs, not after a long qualification run."""
-    from pytest_specgate.evidence._signing import SigningError, load_signing_key
+    from pytest_specgate.contracts.errors import SpecgateInputError
+    from pytest_specgate.evidence import SigningError, load_signing_key
 
     try:
         return load_signing_key(path, os.environ)
     except SigningError as exc:
-        raise pytest.UsageError(f"--specgate-sign-key: {exc}") from None
+        raise SpecgateInputError(f"--specgate-sign-key: {exc}") from None
 
 
 @pytest.hookimpl(trylast=True)
@@ -147,13 +184,12 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None and config.stash[SETTINGS_KEY].evidence_dir is not None:
-        from pytest_specgate.evidence._source import IMPORTED_FILES_KEY, git_top, imported_source_files
+        from pytest_specgate.evidence import IMPORTED_FILES_KEY, git_top, imported_source_files
 
         imported = imported_source_files(sys.modules, [item.path for item in session.items],
                                          config.rootpath)
         workeroutput[IMPORTED_FILES_KEY] = sorted(str(path) for path in imported)
-        from pytest_specgate.evidence._collector import FOREIGN_MODULES_KEY
-        from pytest_specgate.evidence._run_provenance import foreign_modules, interpreter_locations
+        from pytest_specgate.evidence import FOREIGN_MODULES_KEY, foreign_modules, interpreter_locations
 
         locations = interpreter_locations(git_top(config.rootpath.resolve()))
         workeroutput[FOREIGN_MODULES_KEY] = foreign_modules(sys.modules, locations)
@@ -161,7 +197,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     collector = config.stash.get(COLLECTOR_KEY, None)
     if key is None or collector is None or collector.bundle is None:
         return
-    from pytest_specgate.evidence._signing import SigningError, sign_bundle
+    from pytest_specgate.evidence import SigningError, sign_bundle
 
     try:
         config.stash[SIGNED_KEY] = sign_bundle(collector.bundle.path, key, collector.redactor)
@@ -181,8 +217,8 @@ def _evidence_collector(config: pytest.Config, settings: SpecgateSettings,
                         evidence_dir: Path) -> EvidenceCollector:
     """The bundle writer of this run: created on the controller only, never on xdist workers."""
     from pytest_specgate.evidence import EvidenceCollector
+    from pytest_specgate.plugin.census import take_census
     from pytest_specgate.plugin.hookspecs import SpecgateHookSpecs
-    from pytest_specgate.selection.census import take_census
 
     facts = session_host_facts(config)
     provenance = session_host_provenance(config)
@@ -206,8 +242,7 @@ def _run_provenance(config: pytest.Config) -> dict[str, Any]:
     from importlib import metadata
 
     from pytest_specgate.contracts.markers import ENTRY_POINT_GROUP
-    from pytest_specgate.evidence._run_provenance import collect_run_provenance
-    from pytest_specgate.evidence._source import git_top
+    from pytest_specgate.evidence import collect_run_provenance, git_top
 
     collector = config.stash[COLLECTOR_KEY]
     return collect_run_provenance(
@@ -291,18 +326,21 @@ def _resolve_host_facts(config: pytest.Config) -> tuple[HostFacts, HostProvenanc
     hook = config.hook
     try:
         answered = hook.pytest_specgate_host_facts(config=config)
-        if not isinstance(answered, HostFacts):
-            raise pytest.UsageError(
-                f"pytest_specgate_host_facts in {_implementers(config, 'pytest_specgate_host_facts')} "
-                f"returned {type(answered).__name__}, expected pytest_specgate.contracts.host.HostFacts"
-            )
-        before = _json_shape(answered)
-        edited = copy.deepcopy(before)
-        hook.pytest_specgate_update_host_facts(config=config, facts=edited)
+    except SpecgateInputError as exc:
+        raise SpecgateInputError(f"--specgate-host-facts: {exc}") from None
+    if not isinstance(answered, HostFacts):
+        raise SpecgateInputError(
+            f"pytest_specgate_host_facts in {_implementers(config, 'pytest_specgate_host_facts')} "
+            f"returned {type(answered).__name__}, expected pytest_specgate.contracts.host.HostFacts"
+        )
+    before = _json_shape(answered)
+    edited = copy.deepcopy(before)
+    hook.pytest_specgate_update_host_facts(config=config, facts=edited)
+    try:
         facts = answered if edited == before else host_facts_from_dict(
             edited, where="pytest_specgate_update_host_facts", source=answered.source)
     except SpecgateInputError as exc:
-        raise pytest.UsageError(f"--specgate-host-facts: {exc}") from None
+        raise SpecgateInputError(f"--specgate-host-facts: {exc}") from None
     default, default_shape = config.stash.get(DEFAULT_HOST_FACTS_KEY, (None, None))
     # The default's own object, unchanged: anything else was answered (or rewritten) by a hook.
     by_default = default is answered and before == default_shape
@@ -337,31 +375,37 @@ def _implementers(config: pytest.Config, hook_name: str) -> str:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from pytest_specgate.contracts.errors import SpecgateInputError
     from pytest_specgate.contracts.runmode import RunAction, RunDecision, RunMode
     from pytest_specgate.selection.collection import SpecPlan
 
     # On an xdist worker a UsageError would crash the worker, not stop the run: there
     # the problem becomes a setup ERROR of the tests it concerns, failing just as closed.
     on_worker = hasattr(config, "workerinput")
+
+    def errored(exc: SpecgateInputError) -> RunDecision:
+        return RunDecision(RunAction.ERROR, RunMode.DEFAULT, f"usage error: {exc}")
+
     plan = config.stash[PLAN_KEY] = SpecPlan()
     costs: dict[int, float] = {}
-    for index, item in enumerate(items):
+    with input_errors_stop_the_run():
+        for index, item in enumerate(items):
+            try:
+                cost = _prepare_item(item, config, plan)
+            except SpecgateInputError as exc:
+                if not on_worker:
+                    raise
+                item.stash[DECISION_KEY] = errored(exc)
+                continue
+            if cost is not None:
+                costs[index] = cost
         try:
-            cost = _prepare_item(item, config, plan)
-        except pytest.UsageError as exc:
+            _check_required_present(config.stash[SETTINGS_KEY].run.required - {"all"}, items)
+        except SpecgateInputError as exc:
             if not on_worker:
                 raise
-            item.stash[DECISION_KEY] = RunDecision(RunAction.ERROR, RunMode.DEFAULT, f"usage error: {exc}")
-            continue
-        if cost is not None:
-            costs[index] = cost
-    try:
-        _check_required_present(config.stash[SETTINGS_KEY].run.required - {"all"}, items)
-    except pytest.UsageError as exc:
-        if not on_worker:
-            raise
-        for item in items:
-            item.stash[DECISION_KEY] = RunDecision(RunAction.ERROR, RunMode.DEFAULT, f"usage error: {exc}")
+            for item in items:
+                item.stash[DECISION_KEY] = errored(exc)
     if costs and on_worker and config.workerinput.get(_DIST_INPUT) == "load":  # type: ignore[attr-defined]
         items[:] = _xdist_load_order(config, items, costs)
 
@@ -401,6 +445,7 @@ def _closest_markers(item: pytest.Item) -> dict[str, pytest.Mark]:
 def _prepare_item(item: pytest.Item, config: pytest.Config, plan: SpecPlan) -> float | None:
     """Validate a test's markers, store its AC, hardware verdict and run decision, and return
     its declared cost (None when it declares none)."""
+    from pytest_specgate.contracts.errors import SpecgateInputError
     from pytest_specgate.contracts.runmode import decide_run
     from pytest_specgate.selection.collection import declared_cost
 
@@ -414,7 +459,7 @@ def _prepare_item(item: pytest.Item, config: pytest.Config, plan: SpecPlan) -> f
         ac_id = criterion.id
     required = settings.is_required(ac_id)
     if required and settings.diagnostic:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"{item.nodeid}: --specgate-require and --specgate-diagnostic both apply; a "
             "required spec must qualify, a diagnostic run never does: choose one"
         )
@@ -437,20 +482,16 @@ def _hardware_verdict(marker: pytest.Mark, nodeid: str, config: pytest.Config) -
     try:
         requirement = requirement_from_marker(marker.args, marker.kwargs, config.stash[PROJECT_KEY].profiles)
     except SpecgateInputError as exc:
-        raise pytest.UsageError(f"{nodeid}: @pytest.mark.hardware: {exc}") from None
+        raise SpecgateInputError(f"{nodeid}: @pytest.mark.hardware: {exc}") from None
     return evaluate_requirement(requirement, session_host_facts(config), os.environ)
 
 
 def _marked_engine_choice(item: pytest.Item, settings: SpecgateSettings) -> EngineChoice:
     """The test's ``@pytest.mark.engine`` resolved now, so a bad one stops collection naming the
     test; a marker that keeps the test off the asked-for backend is a warning naming it."""
-    from pytest_specgate.contracts.errors import SpecgateInputError
     from pytest_specgate.engines.config import engine_choice_for_node
 
-    try:
-        choice = engine_choice_for_node(item, settings.engines)
-    except SpecgateInputError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    choice = engine_choice_for_node(item, settings.engines)
     conflict = choice.conflict()
     if conflict is not None:
         item.warn(pytest.PytestWarning(f"specgate: {item.nodeid}: {conflict}"))
@@ -462,11 +503,12 @@ def _check_waiver_declared(criterion: AcceptanceCriterion, nodeid: str,
     """A waiver must move the AC to one of the project's declared merge gates."""
     if criterion.waived_to is None:
         return
+    from pytest_specgate.contracts.errors import SpecgateInputError
     from pytest_specgate.contracts.gates import undeclared_gate_problem
 
     problem = undeclared_gate_problem(criterion.waived_to, project.gates, project.declared_in)
     if problem is not None:
-        raise pytest.UsageError(f"{nodeid}: @pytest.mark.ac(waived_to={criterion.waived_to!r}): {problem}")
+        raise SpecgateInputError(f"{nodeid}: @pytest.mark.ac(waived_to={criterion.waived_to!r}): {problem}")
 
 
 def _check_required_present(required: frozenset[str], items: list[pytest.Item]) -> None:
@@ -475,7 +517,9 @@ def _check_required_present(required: frozenset[str], items: list[pytest.Item]) 
     present = {criterion.id for item in items if (criterion := item.stash.get(AC_KEY, None))}
     missing = sorted(required - present)
     if missing:
-        raise pytest.UsageError(
+        from pytest_specgate.contracts.errors import SpecgateInputError
+
+        raise SpecgateInputError(
             f"--specgate-require {', '.join(missing)}: no selected test has "
             f"@pytest.mark.ac({missing[0]!r}); a required criterion must run"
         )
@@ -488,13 +532,13 @@ def _item_ac_id(item: pytest.Item) -> str | None:
 
 def pytest_itemcollected(item: pytest.Item) -> None:
     """Remember each collected test before any deselection: the census then collects only the
-    files this run left out (``selection.census``). Not on xdist workers, whose controller
+    files this run left out (``plugin.census``). Not on xdist workers, whose controller
     takes a census of everything."""
     config = item.config
     if config.stash[SETTINGS_KEY].evidence_dir is None or hasattr(config, "workerinput"):
         return
     if RUN_COLLECTION_KEY not in config.stash:
-        from pytest_specgate.selection.census import RunCollection
+        from pytest_specgate.plugin.census import RunCollection
 
         config.stash[RUN_COLLECTION_KEY] = RunCollection()
     config.stash[RUN_COLLECTION_KEY].add(item)
@@ -504,7 +548,7 @@ def pytest_deselected(items: Sequence[pytest.Item]) -> None:
     """Remember deselected tests of ACs (``-k``, ``-m``, ``--deselect``): their AC is incomplete."""
     deselected = {item.nodeid: ac for item in items if (ac := _item_ac_id(item)) is not None}
     if deselected:
-        from pytest_specgate.evidence._records import SelectionFacts
+        from pytest_specgate.evidence import SelectionFacts
 
         config = items[0].config
         current = config.stash.get(SELECTION_KEY, SelectionFacts())
@@ -518,8 +562,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     workeroutput = getattr(config, "workeroutput", None)
     if config.stash[SETTINGS_KEY].evidence_dir is None or (collector is None and workeroutput is None):
         return
-    from pytest_specgate.evidence._collector import SELECTION_WORKEROUTPUT
-    from pytest_specgate.evidence._records import SelectionFacts
+    from pytest_specgate.evidence import SELECTION_WORKEROUTPUT, SelectionFacts
 
     selection = config.stash.get(SELECTION_KEY, SelectionFacts()).merged(SelectionFacts(
         args=tuple(str(arg) for arg in config.args),
@@ -564,7 +607,7 @@ def _attach_payload(item: pytest.Item, decision: RunDecision | None, report: pyt
     verdict = item.stash.get(VERDICT_KEY, None)
     criterion = item.stash.get(AC_KEY, None)
     recorder = item.stash.get(RECORDER_KEY, None)
-    from pytest_specgate.plugin.fixtures import engine_entries
+    from pytest_specgate.plugin.used_engines import engine_entries
 
     engines = engine_entries(item)
     if criterion is None and verdict is None and recorder is None and not engines:
@@ -587,7 +630,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     settings = config.stash[SETTINGS_KEY]
     if not (settings.run.required or settings.run.diagnostic or settings.host_facts_file):
         return None
-    facts = session_host_facts(config)
+    with input_errors_stop_the_run():
+        facts = session_host_facts(config)
     provenance = session_host_provenance(config).label() or "probe"
     return [f"specgate: host {facts.summary()} ({provenance}); mode: {settings.run.label}"]
 

@@ -22,15 +22,14 @@ from pytest_specgate.plugin.stash import (
     ENGINE_CHOICE_KEY,
     ENGINE_RECORDS_KEY,
     ITEM_ENGINES_KEY,
-    MEMORY_LEDGER_KEY,
     RECORDER_KEY,
     SETTINGS_KEY,
 )
+from pytest_specgate.plugin.used_engines import memory_ledger
 
 if TYPE_CHECKING:
     from pytest_specgate.contracts.engine import Engine
     from pytest_specgate.engines import EngineConfig, EnginePool
-    from pytest_specgate.engines.hygiene import MemoryLedger
     from pytest_specgate.evidence import EvidenceRecorder
     from pytest_specgate.qualification import QualificationFactory
     from pytest_specgate.selection.endpoint_routes import EndpointRoute
@@ -78,7 +77,7 @@ def _staging_dir(config: pytest.Config) -> Path | None:
     workerinput = getattr(config, "workerinput", None)
     if workerinput is None:
         return None
-    from pytest_specgate.evidence._collector import WORKER_STAGING_KEY
+    from pytest_specgate.evidence import WORKER_STAGING_KEY
 
     staging = workerinput.get(WORKER_STAGING_KEY)
     return Path(staging) if isinstance(staging, str) else None
@@ -111,7 +110,6 @@ def tiny_model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> EngineConfig:
     """The engine this test asks for: ``@pytest.mark.engine`` over the command line."""
-    from pytest_specgate.contracts.errors import SpecgateInputError
     from pytest_specgate.engines.backends import backend_named
     from pytest_specgate.engines.config import engine_choice_for_node
 
@@ -120,10 +118,7 @@ def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> Eng
     assert isinstance(node, pytest.Item)
     choice = node.stash.get(ENGINE_CHOICE_KEY, None)
     if choice is None:
-        try:
-            choice = node.stash[ENGINE_CHOICE_KEY] = engine_choice_for_node(node, settings.engines)
-        except SpecgateInputError as exc:
-            raise pytest.UsageError(str(exc)) from None
+        choice = node.stash[ENGINE_CHOICE_KEY] = engine_choice_for_node(node, settings.engines)
     config = choice.config
     builds_tiny_models = backend_named(config.backend, node.nodeid).definition().builds_tiny_models
     if builds_tiny_models and config.option("model_cache") is None:
@@ -145,16 +140,6 @@ def specgate_host_facts_file(pytestconfig: pytest.Config, tmp_path_factory: pyte
     path = tmp_path_factory.getbasetemp() / "specgate-host-facts.json"
     path.write_text(json.dumps(session_host_facts(pytestconfig).to_dict(), default=str), encoding="utf-8")
     return path
-
-
-def memory_ledger(config: pytest.Config) -> MemoryLedger:
-    """This session's record of free memory before each boot and after each close."""
-    ledger = config.stash.get(MEMORY_LEDGER_KEY, None)
-    if ledger is None:
-        from pytest_specgate.engines.hygiene import MemoryLedger
-
-        ledger = config.stash[MEMORY_LEDGER_KEY] = MemoryLedger()
-    return ledger
 
 
 def engine_record(engine: Engine, config: EngineConfig) -> dict[str, Any]:
@@ -192,28 +177,6 @@ def _record_engine(pytestconfig: pytest.Config, config: EngineConfig, engine: En
     used = item.stash.setdefault(ITEM_ENGINES_KEY, [])
     if all(seen is not engine for seen, _ in used):
         used.append((engine, record))
-
-
-def engine_entries(item: pytest.Item) -> list[dict[str, Any]]:
-    """This test's engines, each with the ``system_fingerprint`` its server has answered with and
-    whether its memory came back (``torn_down`` false: still up when the test's record was taken,
-    as a pooled engine is until the session's last test)."""
-    used = item.stash.get(ITEM_ENGINES_KEY, [])
-    if not used:
-        return []
-    from pytest_specgate.engines.client import ClientEngine
-
-    choice = item.stash.get(ENGINE_CHOICE_KEY, None)
-    ledger = memory_ledger(item.config)
-    entries = []
-    for engine, record in used:
-        fingerprint = engine.client.system_fingerprint if isinstance(engine, ClientEngine) else None
-        entry = {**record, "identity": {**record["identity"], "system_fingerprint": fingerprint},
-                 "memory_returned": ledger.entry(engine, on_this_host=record.get("loopback") is True)}
-        if choice is not None and engine.backend == choice.config.backend:
-            entry["selected_by"] = choice.reason()
-        entries.append(entry)
-    return entries
 
 
 def _pooled_engine(pool: EnginePool, config: EngineConfig, tmp_path_factory: pytest.TempPathFactory,

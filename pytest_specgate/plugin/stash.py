@@ -19,10 +19,15 @@ if TYPE_CHECKING:
     from pytest_specgate.contracts.runmode import RunDecision
     from pytest_specgate.engines.config import EngineChoice
     from pytest_specgate.engines.hygiene import MemoryLedger
-    from pytest_specgate.evidence import EvidenceCollector, EvidenceRecorder, Redactor
-    from pytest_specgate.evidence._records import SelectionFacts
-    from pytest_specgate.evidence._signing import SignedBundle, SigningKey
-    from pytest_specgate.selection.census import RunCollection
+    from pytest_specgate.evidence import (
+        EvidenceCollector,
+        EvidenceRecorder,
+        Redactor,
+        SelectionFacts,
+        SignedBundle,
+        SigningKey,
+    )
+    from pytest_specgate.plugin.census import RunCollection
     from pytest_specgate.selection.collection import SpecPlan
     from pytest_specgate.selection.settings import ProjectSettings, SpecgateSettings
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Final, Literal
 
 from pytest_specgate.contracts.errors import SpecgateInputError
-from pytest_specgate.contracts.validation import InputError, is_finite_number, is_real, parse_json
+from pytest_specgate.contracts.validation import is_finite_number, is_real, parse_json
 
 __all__ = [
     "DEFAULT_HOLD_LIMIT_S",
@@ -195,7 +195,7 @@ def measured_durations(checkpoint_lines: Iterable[str]) -> dict[str, float]:
     for line in checkpoint_lines:
         try:
             entry = parse_json(line, "checkpoints.jsonl")
-        except InputError:
+        except SpecgateInputError:
             continue
         if not isinstance(entry, dict) or entry.get("passed") is not True:
             continue

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.validation import is_whole
 from pytest_specgate.contracts.wire import SlotKey, StatusKey, VllmMetric
 
@@ -78,7 +79,7 @@ class HttpCounterProbe:
         return body.decode("utf-8", errors="replace")
 
     def read(self) -> CounterReading:
-        from pytest_specgate.contracts.validation import InputError, parse_json
+        from pytest_specgate.contracts.validation import parse_json
         from pytest_specgate.engines.prometheus import MetricsParseError, metric_totals
 
         problems: list[str] = []
@@ -91,7 +92,7 @@ class HttpCounterProbe:
         status_text = self._get("/v1/status")
         try:
             status = parse_json(status_text, "/v1/status") if status_text is not None else {}
-        except InputError as error:
+        except SpecgateInputError as error:
             status = {}
             problems.append(str(error))
         slots = status.get(StatusKey.SLOTS) if isinstance(status, dict) else None

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-import pytest
-
 from pytest_specgate.contracts.acceptance import AC_ID_FORMS, AcceptanceCriterion, is_ac_id
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.gates import parse_gate_name
 from pytest_specgate.contracts.markers import AC_MARKER_DOC as AC_MARKER_LINE
-from pytest_specgate.contracts.validation import InputError, one_line_text
+from pytest_specgate.contracts.validation import one_line_text
 
 __all__ = ["AC_MARKER_LINE", "AcceptanceCriterion", "ac_from_marker", "is_ac_id"]
 
@@ -17,10 +16,10 @@ _KEYWORDS = ("spec", "title", "waived_to", "reason")
 
 
 def ac_from_marker(args: Sequence[object], kwargs: Mapping[str, object], nodeid: str) -> AcceptanceCriterion:
-    """Validate ``@pytest.mark.ac(...)`` arguments; a bad one is a UsageError naming the test."""
+    """Validate ``@pytest.mark.ac(...)`` arguments; a bad one is an input error naming the test."""
 
-    def bad(what: str) -> pytest.UsageError:
-        return pytest.UsageError(f"{nodeid}: @pytest.mark.ac: {what}")
+    def bad(what: str) -> SpecgateInputError:
+        return SpecgateInputError(f"{nodeid}: @pytest.mark.ac: {what}")
 
     unknown = sorted(set(kwargs) - set(_KEYWORDS))
     if unknown:
@@ -37,7 +36,7 @@ def ac_from_marker(args: Sequence[object], kwargs: Mapping[str, object], nodeid:
             raise bad(f"{keyword}= must be a non-empty string, found {value!r}")
         try:
             values[keyword] = None if value is None else one_line_text(value, f"{keyword}=")
-        except InputError as error:
+        except SpecgateInputError as error:
             raise bad(str(error)) from None
     waived_to, reason = values["waived_to"], values["reason"]
     if waived_to is not None:

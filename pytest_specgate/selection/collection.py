@@ -13,8 +13,7 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar, final
 
-import pytest
-
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.markers import COST_MARKER
 from pytest_specgate.contracts.validation import is_finite_positive
 
@@ -74,7 +73,7 @@ class SpecPlan:
 
     def criterion(self, args: Sequence[object], kwargs: Mapping[str, object],
                   nodeid: str) -> AcceptanceCriterion:
-        """The test's ``@pytest.mark.ac`` criterion; a bad marker is a UsageError naming ``nodeid``."""
+        """The test's ``@pytest.mark.ac`` criterion; a bad marker is an input error naming ``nodeid``."""
         from pytest_specgate.selection.ac_marker import ac_from_marker
 
         return _memoised(self._criteria, args, kwargs, lambda: ac_from_marker(args, kwargs, nodeid))
@@ -91,14 +90,14 @@ class SpecPlan:
 
 
 def declared_cost(args: Sequence[object], kwargs: Mapping[str, object], nodeid: str) -> float:
-    """``@pytest.mark.specgate_cost(seconds)``: a real number of seconds > 0, else a UsageError."""
+    """``@pytest.mark.specgate_cost(seconds)``: a real number of seconds > 0, else an input error."""
     where = f"{nodeid}: @pytest.mark.{COST_MARKER}"
     if kwargs or len(args) != 1:
-        raise pytest.UsageError(f"{where}: expected one positional number of seconds, found "
+        raise SpecgateInputError(f"{where}: expected one positional number of seconds, found "
                                 f"args {list(args)!r} and keywords {sorted(kwargs)!r}")
     seconds = args[0]
     if not is_finite_positive(seconds):
-        raise pytest.UsageError(f"{where}: seconds must be a finite number > 0, found {seconds!r}")
+        raise SpecgateInputError(f"{where}: seconds must be a finite number > 0, found {seconds!r}")
     assert isinstance(seconds, int | float)
     return float(seconds)
 

@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.host import (
     SYSTEM_TOOL_DIRS,
     GpuFacts,
@@ -30,7 +31,7 @@ from pytest_specgate.contracts.host import (
     ProbeAnswer,
     host_facts_from_dict,
 )
-from pytest_specgate.contracts.validation import InputError, read_json_file
+from pytest_specgate.contracts.validation import read_json_file
 
 __all__ = [
     "answer_found_at",
@@ -85,7 +86,7 @@ def load_host_facts(path: Path) -> HostFacts:
     """Read a ``--specgate-host-facts`` file; errors name the file and field."""
     try:
         _, data = read_json_file(path)
-    except InputError as exc:
+    except SpecgateInputError as exc:
         raise HostFactsError(f"host facts file {exc}") from None
     return host_facts_from_dict(data, where=str(path), source=f"file:{path.name}")
 

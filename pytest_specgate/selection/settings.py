@@ -12,18 +12,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, final
 
-import pytest
-
 from pytest_specgate.contracts.engine_config import RunEngineOptions
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.gates import GateName, declared_gates
 from pytest_specgate.contracts.hardware import HostProfile
 from pytest_specgate.contracts.project_keys import check_known_keys
 from pytest_specgate.contracts.runmode import REQUIRE_ALL, RunSettings
 from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, check_confidence_level
 from pytest_specgate.contracts.validation import (
-    InputError,
     JsonNestingError,
-    SpecgateInputError,
     compiled_patterns,
     is_finite_positive,
     parse_json,
@@ -31,6 +28,8 @@ from pytest_specgate.contracts.validation import (
 from pytest_specgate.selection.hardware import host_profiles_from_table, specgate_table
 
 if TYPE_CHECKING:
+    import pytest
+
     from pytest_specgate.selection.endpoint_routes import EndpointRoute
 
 __all__ = [
@@ -85,24 +84,21 @@ class ProjectSettings:
 
 
 def load_project_settings(pyproject: Path | None) -> ProjectSettings:
-    """Host profiles, redaction patterns and merge gates; a bad table or an unknown key is a
-    UsageError naming it (and the key meant, when one is close)."""
+    """Host profiles, redaction patterns and merge gates; a bad table or an unknown key is an
+    input error naming it (and the key meant, when one is close)."""
     if pyproject is None:
         return ProjectSettings(profiles={}, redact_patterns=())
-    try:
-        table = specgate_table(pyproject)
-        check_known_keys(table, where=str(pyproject))
-        profiles = host_profiles_from_table(table.get("hosts", {}), pyproject)
-        redact = table.get("redact", {})
-        patterns = redact.get("patterns", []) if isinstance(redact, dict) else None
-        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
-            raise SpecgateInputError(
-                f"{pyproject}: [tool.specgate.redact] patterns must be a list of strings, got {patterns!r}"
-            )
-        compiled_patterns(patterns, f"{pyproject}: [tool.specgate.redact]")
-        gates = declared_gates(table["gates"], str(pyproject)) if "gates" in table else ()
-    except SpecgateInputError as exc:
-        raise pytest.UsageError(str(exc)) from None
+    table = specgate_table(pyproject)
+    check_known_keys(table, where=str(pyproject))
+    profiles = host_profiles_from_table(table.get("hosts", {}), pyproject)
+    redact = table.get("redact", {})
+    patterns = redact.get("patterns", []) if isinstance(redact, dict) else None
+    if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+        raise SpecgateInputError(
+            f"{pyproject}: [tool.specgate.redact] patterns must be a list of strings, got {patterns!r}"
+        )
+    compiled_patterns(patterns, f"{pyproject}: [tool.specgate.redact]")
+    gates = declared_gates(table["gates"], str(pyproject)) if "gates" in table else ()
     return ProjectSettings(profiles=profiles, redact_patterns=tuple(patterns), gates=gates,
                            declared_in=str(pyproject))
 
@@ -131,11 +127,11 @@ def spaced_outside_values(args: Sequence[str], invocation_dir: Path) -> list[tup
 
 
 def resolve_settings(config: pytest.Config) -> SpecgateSettings:
-    """Read every specgate option once; bad values are a UsageError naming the option."""
+    """Read every specgate option once; bad values are an input error naming the option."""
     spaced = spaced_outside_values(config.invocation_params.args, config.invocation_params.dir)
     if spaced:
         option, value = spaced[0]
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"{option} {value}: give the value with '=' ({option}={value}): with a space pytest also "
             f"reads {value} as a test path when it picks the rootdir, and this run took its settings "
             f"from {config.rootpath}"
@@ -143,7 +139,7 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
     raw_required: list[str] = config.getoption("specgate_require") or []
     required = frozenset(value.strip() for value in raw_required if value.strip())
     if REQUIRE_ALL in required and len(required) > 1:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"--specgate-require: 'all' already requires every spec; also got "
             f"{', '.join(sorted(required - {REQUIRE_ALL}))}"
         )
@@ -151,30 +147,30 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
     endpoint = config.getoption("specgate_endpoint") or _ini_or(config, "specgate_endpoint")
     engine = config.getoption("specgate_engine") or _ini_or(config, "specgate_engine")
     if engine == "endpoint" and not endpoint:
-        raise pytest.UsageError("--specgate-engine endpoint needs --specgate-endpoint URL")
+        raise SpecgateInputError("--specgate-engine endpoint needs --specgate-endpoint URL")
     scale_text = config.getoption("specgate_duration_scale") or _ini_or(
         config, "specgate_duration_scale") or "1"
     try:
         scale = float(scale_text)
     except ValueError:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"--specgate-duration-scale: expected a number > 0, got {scale_text!r}"
         ) from None
     if not is_finite_positive(scale):
-        raise pytest.UsageError(f"--specgate-duration-scale: expected a finite number > 0, got {scale}")
+        raise SpecgateInputError(f"--specgate-duration-scale: expected a finite number > 0, got {scale}")
     level_text = config.getoption("specgate_confidence_level") or _ini_or(
         config, "specgate_confidence_level") or str(DEFAULT_CONFIDENCE_LEVEL)
     try:
         level = check_confidence_level(float(level_text), "--specgate-confidence-level")
     except ValueError:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"--specgate-confidence-level: expected a number between 0 and 1 (e.g. 0.95), got {level_text!r}"
         ) from None
     facts = config.getoption("specgate_host_facts")
     evidence = config.getoption("specgate_evidence") or _ini_or(config, "specgate_evidence")
     sign_key = config.getoption("specgate_sign_key")
     if sign_key and not evidence:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"--specgate-sign-key={sign_key}: signs the evidence bundle, but no --specgate-evidence "
             "directory was given"
         )
@@ -198,7 +194,7 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
 
 
 def parse_endpoint_routes(texts: list[str]) -> tuple[EndpointRoute, ...]:
-    """Each ``--specgate-endpoint-for`` value as a route; a bad one is a UsageError quoting it."""
+    """Each ``--specgate-endpoint-for`` value as a route; a bad one is an input error quoting it."""
     if not texts:
         return ()
     from pytest_specgate.selection.endpoint_routes import parse_endpoint_route
@@ -206,7 +202,7 @@ def parse_endpoint_routes(texts: list[str]) -> tuple[EndpointRoute, ...]:
     try:
         return tuple(parse_endpoint_route(text) for text in texts)
     except ValueError as exc:
-        raise pytest.UsageError(f"--specgate-endpoint-for: {exc}") from None
+        raise SpecgateInputError(f"--specgate-endpoint-for: {exc}") from None
 
 
 def parse_engine_options(pairs: list[str]) -> tuple[tuple[str, object], ...]:
@@ -215,12 +211,12 @@ def parse_engine_options(pairs: list[str]) -> tuple[tuple[str, object], ...]:
     for pair in pairs:
         key, sep, text = pair.partition("=")
         if not sep or not key.strip():
-            raise pytest.UsageError(f"--specgate-engine-option: expected KEY=VALUE, got {pair!r}")
+            raise SpecgateInputError(f"--specgate-engine-option: expected KEY=VALUE, got {pair!r}")
         try:
             value: object = parse_json(text, f"--specgate-engine-option {key.strip()}")
-        except JsonNestingError as error:
-            raise pytest.UsageError(str(error)) from None
-        except InputError:
+        except JsonNestingError:
+            raise
+        except SpecgateInputError:
             value = text
         options[key.strip()] = value
     return tuple(sorted(options.items()))

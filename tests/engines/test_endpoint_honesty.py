@@ -10,6 +10,7 @@ import pytest
 
 from pytest_specgate.contracts.engine import EngineBootError
 from pytest_specgate.contracts.engine_config import EngineConfig
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.engines.client import OpenAIClient
 from pytest_specgate.engines.endpoint import served_model
 from pytest_specgate.engines.endpoint_routes import EndpointUnserved, route_endpoint
@@ -32,7 +33,7 @@ def test_a_route_reads_changes_then_the_url() -> None:
 
 @pytest.mark.parametrize("text", ["http://127.0.0.1:8001", "draft=none", "=http://h:1", "draft=http://h:1x,y"])
 def test_a_bad_route_is_a_usage_error_quoting_it(text: str) -> None:
-    with pytest.raises(pytest.UsageError, match=r"^--specgate-endpoint-for: expected ") as error:
+    with pytest.raises(SpecgateInputError, match=r"^--specgate-endpoint-for: expected ") as error:
         parse_endpoint_routes([text])
     assert repr(text) in str(error.value) or "KEY=VALUE" in str(error.value)
 
@@ -58,6 +59,14 @@ def test_the_named_server_answers_for_its_configuration_only() -> None:
 def test_client_options_and_an_explicit_url_keep_or_choose_the_server() -> None:
     timeout = SPECULATIVE.changed(request_timeout_s=5)
     assert route_endpoint(SPECULATIVE, timeout, (), "boot_engine") == timeout
+    # The same client option beside a change the server would have to make: refused without
+    # a named server, handed that server's URL with one (the client option kept).
+    baseline = timeout.changed(draft=None, num_draft_tokens=None)
+    with pytest.raises(EndpointUnserved, match=r"cannot reconfigure the server at http://127\.0\.0\.1:8000"):
+        route_endpoint(SPECULATIVE, baseline, (), "boot_engine")
+    routed = route_endpoint(SPECULATIVE, baseline, (BASELINE_ROUTE,), "boot_engine")
+    assert routed == baseline.with_options(url="http://127.0.0.1:8001")
+    assert routed.option("request_timeout_s") == 5
     explicit = SPECULATIVE.changed(draft=None, url="http://127.0.0.1:8002")
     assert route_endpoint(SPECULATIVE, explicit, (), "boot_engine") == explicit
     mock = EngineConfig(backend="mock", draft="d")

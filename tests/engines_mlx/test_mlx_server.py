@@ -286,13 +286,13 @@ def test_capacity_shortfall_refuses_before_boot(
 
 
 def test_bad_configuration_is_a_usage_error(cache: Path, tmp_path: Path) -> None:
-    with pytest.raises(pytest.UsageError, match="needs target="):
+    with pytest.raises(SpecgateInputError, match="needs target="):
         boot(_config(cache), tmp_path)
-    with pytest.raises(pytest.UsageError, match=r"unknown option\(s\) \['alpha'\]"):
+    with pytest.raises(SpecgateInputError, match=r"unknown option\(s\) \['alpha'\]"):
         boot(_config(cache, target="tiny:target", alpha=0.5), tmp_path)
     with pytest.raises(SpecgateInputError, match="prompt_cache_size must be an integer >= 0"):
         boot(_config(cache, target="tiny:target", prompt_cache_size=-1), tmp_path)
-    with pytest.raises(pytest.UsageError, match="unknown tiny model role 'giant'"):
+    with pytest.raises(SpecgateInputError, match="unknown tiny model role 'giant'"):
         boot(_config(cache, target="tiny:giant"), tmp_path)
     with pytest.raises(EngineBootError, match="neither a local directory nor in the Hugging Face"):
         boot(_config(cache, target=str(tmp_path / "absent")), tmp_path)

@@ -4,6 +4,7 @@ from typing import Any
 
 import pytest
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.evidence import (
     AC_MARKER_LINE,
     AcceptanceCriterion,
@@ -50,7 +51,7 @@ def test_accepted_ids(ac_id: str) -> None:
 def test_bad_marker_arguments_name_test_marker_and_argument(
     args: tuple[Any, ...], kwargs: dict[str, Any], expected: str
 ) -> None:
-    with pytest.raises(pytest.UsageError) as raised:
+    with pytest.raises(SpecgateInputError) as raised:
         ac_from_marker(args, kwargs, NODE)
     assert str(raised.value).startswith(f"{NODE}: @pytest.mark.ac: ")
     assert expected in str(raised.value)

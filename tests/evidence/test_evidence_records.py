@@ -227,16 +227,16 @@ IDENTITY = LocalIdentity(
 
 def _schema_checks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every record the schema is asked about from now on, by AC id."""
-    import pytest_specgate.evidence._bundle as bundle_module
+    import pytest_specgate.evidence._acrecord as acrecord_module
 
     checked: list[str] = []
-    real = bundle_module.schema_problems
+    real = acrecord_module.schema_problems
 
     def counted(record: Any) -> list[str]:
         checked.append(record["ac"]["id"])
         return real(record)
 
-    monkeypatch.setattr(bundle_module, "schema_problems", counted)
+    monkeypatch.setattr(acrecord_module, "schema_problems", counted)
     return checked
 
 

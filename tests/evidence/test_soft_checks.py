@@ -154,7 +154,9 @@ def test_plugin_recorded_engines_are_not_evidence_of_the_test() -> None:
     engine_only = spec_payload("t.py::test_engine", ac=None, verdict=None, decision=None,
                                engines=[{"backend": "mock"}])
     noted = spec_payload("t.py::test_noted", ac=None, verdict=None, decision=None,
-                         recorded={"notes": {"plan": {"rounds": 3}}}, engines=[{"backend": "mock"}])
+                         recorded={"measurements": [], "attachments": [], "notes": {"plan": {"rounds": 3}},
+                                   "engines": []},
+                         engines=[{"backend": "mock"}])
     assert unbundled_evidence([_Report(engine_only), _Report(noted)]) == [
         UnbundledEvidence(nodeid="t.py::test_noted", measurements=(), attachments=(), notes=("plan",))
     ]

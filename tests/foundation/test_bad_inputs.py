@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from pytest_specgate.cli import main
-from pytest_specgate.contracts.validation import InputError, one_line_text, parse_json
+from pytest_specgate.contracts.errors import SpecgateInputError
+from pytest_specgate.contracts.validation import one_line_text, parse_json
 from pytest_specgate.qualification import HttpCounterProbe
 from pytest_specgate.qualification._budget import measured_durations
 
@@ -31,16 +32,17 @@ def _deep(depth: int) -> str:
 def test_nesting_depth_counts_brackets_outside_strings_only() -> None:
     text = '{"a": [1, {"b": "' + "[{" * 500 + '"}], "c": "\\"]"}'
     assert parse_json(text, "f.json", max_depth=3)["c"] == '"]'
-    with pytest.raises(InputError, match=r"^f.json: JSON nested deeper than 2 levels$"):
+    with pytest.raises(SpecgateInputError, match=r"^f.json: JSON nested deeper than 2 levels$"):
         parse_json(text, "f.json", max_depth=2)
 
 
 @pytest.mark.parametrize("depth", [101, 999, DEEP])
 def test_parse_json_refuses_depth_nan_and_infinity_with_where(depth: int) -> None:
-    with pytest.raises(InputError, match=r"^f.json: JSON nested deeper than 100 levels$"):
+    with pytest.raises(SpecgateInputError, match=r"^f.json: JSON nested deeper than 100 levels$"):
         parse_json(_deep(depth), "f.json")
     for constant in ("NaN", "Infinity", "-Infinity"):
-        with pytest.raises(InputError, match=rf"^f.json: found {constant}; expected a finite number$"):
+        not_finite = rf"^f.json: found {constant}; expected a finite number$"
+        with pytest.raises(SpecgateInputError, match=not_finite):
             parse_json(f'{{"x": {constant}}}', "f.json")
     assert json.dumps(parse_json(_deep(100), "f.json")) == _deep(100)
 
@@ -73,7 +75,7 @@ def test_a_deeply_nested_note_fails_the_test_and_a_shallower_one_stays_readable_
 
 def test_one_line_text_names_the_character_and_where() -> None:
     assert one_line_text("speedup ≥ 1.4× on M4", "title=") == "speedup ≥ 1.4× on M4"
-    with pytest.raises(InputError, match=r"^title=: expected one line of printable text, found '\\r' "
+    with pytest.raises(SpecgateInputError, match=r"^title=: expected one line of printable text, found '\\r' "
                                          r"\(U\+000D\) at position 1$"):
         one_line_text("a\rb", "title=")
 

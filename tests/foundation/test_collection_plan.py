@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.hardware import HardwareRequirement, HardwareVerdict
 from pytest_specgate.selection.collection import (
     SpecPlan,
@@ -48,7 +49,7 @@ def test_the_plan_judges_each_distinct_marker_once() -> None:
 def test_a_bad_ac_marker_names_every_test_that_carries_it() -> None:
     plan = SpecPlan()
     for nodeid in ("t.py::a", "t.py::b"):
-        with pytest.raises(pytest.UsageError, match=rf"^{nodeid}: @pytest.mark.ac: AC id 'AC10' must look"):
+        with pytest.raises(SpecgateInputError, match=rf"^{nodeid}: @pytest.mark.ac: AC id 'AC10' must look"):
             plan.criterion(("AC10",), {}, nodeid)
     good = plan.criterion(("AC-10",), {"spec": "SPEC-028"}, "t.py::c")
     assert plan.criterion(("AC-10",), {"spec": "SPEC-028"}, "t.py::d") is good
@@ -57,14 +58,14 @@ def test_a_bad_ac_marker_names_every_test_that_carries_it() -> None:
 
 def test_declared_cost_is_seconds_above_zero() -> None:
     assert declared_cost((12,), {}, "t.py::a") == 12.0
-    with pytest.raises(pytest.UsageError, match=r"^t.py::a: @pytest.mark.specgate_cost: seconds must be a "
+    with pytest.raises(SpecgateInputError, match=r"^t.py::a: @pytest.mark.specgate_cost: seconds must be a "
                                                 r"finite number > 0, found 0$"):
         declared_cost((0,), {}, "t.py::a")
-    with pytest.raises(pytest.UsageError, match=r"found True$"):
+    with pytest.raises(SpecgateInputError, match=r"found True$"):
         declared_cost((True,), {}, "t.py::a")
-    with pytest.raises(pytest.UsageError, match=r"found inf$"):
+    with pytest.raises(SpecgateInputError, match=r"found inf$"):
         declared_cost((float("inf"),), {}, "t.py::a")
-    with pytest.raises(pytest.UsageError, match=r"expected one positional number of seconds, found args "
+    with pytest.raises(SpecgateInputError, match=r"expected one positional number of seconds, found args "
                                                 r"\[\] and keywords \['seconds'\]$"):
         declared_cost((), {"seconds": 3}, "t.py::a")
 

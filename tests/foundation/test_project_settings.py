@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.selection.settings import load_project_settings
 
 
@@ -22,7 +23,7 @@ def test_profiles_and_patterns_come_from_one_table(tmp_path: Path) -> None:
 def test_bad_patterns_name_the_file_and_table(tmp_path: Path) -> None:
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text('[tool.specgate.redact]\npatterns = "ACME"\n')
-    with pytest.raises(pytest.UsageError, match=r"pyproject.toml: \[tool.specgate.redact\] patterns must "
+    with pytest.raises(SpecgateInputError, match=r"pyproject.toml: \[tool.specgate.redact\] patterns must "
                                                 r"be a list of strings, got 'ACME'"):
         load_project_settings(pyproject)
 
@@ -59,7 +60,7 @@ def test_an_unknown_key_is_one_line_naming_it_and_the_closest_known_one(
 ) -> None:
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text(toml)
-    with pytest.raises(pytest.UsageError, match=f"^{pyproject}: {message}") as error:
+    with pytest.raises(SpecgateInputError, match=f"^{pyproject}: {message}") as error:
         load_project_settings(pyproject)
     assert "\n" not in str(error.value)
 

@@ -64,7 +64,7 @@ def test_payload_round_trip_and_mismatch_count() -> None:
         ac={"id": "AC-10"},
         verdict=MISMATCH,
         decision=decide_run(MISMATCH, required=False, diagnostic=True),
-        recorded={"notes": {"k": 1}},
+        recorded={"measurements": [], "attachments": [], "notes": {"k": 1}, "engines": []},
     )
     assert payload["mode"] == "diagnostic" and payload["notes"] == {"k": 1}
     assert payload_of([("other", {}), (SPEC_PROPERTY, payload)]) is payload

@@ -1,6 +1,6 @@
 """The built-in mock engine: a real OpenAI-compatible server simulating speculative decoding.
 
-``boot`` is the backend entry point named in ``engines.registry.BUILTIN_BACKENDS``; the
+``boot`` is the backend entry point the built-in backend table names; the
 model, settings and app modules are importable on their own for tests that need
 to compute expected outputs or counts independently of the server.
 """

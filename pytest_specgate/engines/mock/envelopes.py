@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import json
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import anyio
 from starlette.responses import Response, StreamingResponse
@@ -17,14 +18,11 @@ from starlette.types import Send
 
 from pytest_specgate.engines.mock.requests import ApiError, GenerationRequest
 
-if TYPE_CHECKING:
-    from pytest_specgate.engines.mock.generation import ChoiceOutcome, Generation
-    from pytest_specgate.engines.mock.state import MockState
-
 __all__ = [
     "DONE_EVENT",
     "AbortConnection",
     "AbortableStreamingResponse",
+    "ChoiceOutcome",
     "ChunkWriter",
     "api_error_response",
     "completion_body",
@@ -53,22 +51,28 @@ def usage(prompt_tokens: int, completion_tokens: int) -> dict[str, int]:
     }
 
 
-def disabled_drift(state: MockState) -> dict[str, object]:
-    """The ``disabled-drift`` violation: a draft-less engine leaks a field the build before lacked."""
-    if "disabled-drift" in state.violations and state.draft is None and state.settings.speculation_support:
-        return {"system_fingerprint": "spec-decode-off"}
-    return {}
+@dataclass
+class ChoiceOutcome:
+    """How one choice of a request ended: its text, its tokens and why it stopped."""
+
+    text: str
+    token_ids: list[int]
+    finish_reason: str
 
 
 def completion_body(
-    state: MockState, generation: Generation, outcomes: list[ChoiceOutcome]
+    response_id: str,
+    extra: dict[str, object],
+    request: GenerationRequest,
+    outcomes: list[ChoiceOutcome],
+    logprobs_for: Callable[[list[int]], list[dict[str, object]]],
 ) -> dict[str, object]:
-    request = generation.request
+    """A non-streamed reply; ``extra`` holds top-level fields a violation adds."""
     choices: list[dict[str, object]] = []
     for index, outcome in enumerate(outcomes):
         logprobs: object = None
         if request.logprobs:
-            entries = generation.logprobs_for(outcome.token_ids)
+            entries = logprobs_for(outcome.token_ids)
             logprobs = (
                 {"content": entries}
                 if request.chat
@@ -89,23 +93,24 @@ def completion_body(
         choices.append(choice)
     completion_tokens = sum(len(outcome.token_ids) for outcome in outcomes)
     return {
-        "id": state.next_id("chatcmpl" if request.chat else "cmpl"),
+        "id": response_id,
         "object": "chat.completion" if request.chat else "text_completion",
         "created": int(time.time()),
         "model": request.model,
         "choices": choices,
         "usage": usage(len(request.prompt_ids), completion_tokens),
-        **disabled_drift(state),
+        **extra,
     }
 
 
 class ChunkWriter:
-    """The server-sent events of one streamed request, all sharing its id and creation time."""
+    """The server-sent events of one streamed request, all sharing its id and creation time;
+    ``extra`` holds the top-level fields a violation adds to every content chunk."""
 
-    def __init__(self, state: MockState, request: GenerationRequest) -> None:
-        self._state = state
+    def __init__(self, response_id: str, extra: dict[str, object], request: GenerationRequest) -> None:
+        self._extra = extra
         self._request = request
-        self._id = state.next_id("chatcmpl" if request.chat else "cmpl")
+        self._id = response_id
         self._created = int(time.time())
         self._object = "chat.completion.chunk" if request.chat else "text_completion"
 
@@ -135,7 +140,7 @@ class ChunkWriter:
         choice["finish_reason"] = finish
         if request.return_token_ids:
             choice["token_ids"] = ids
-        return _event({**self._envelope([choice]), **disabled_drift(self._state)})
+        return _event({**self._envelope([choice]), **self._extra})
 
     def usage(self, completion_tokens: int) -> bytes:
         totals = usage(len(self._request.prompt_ids), completion_tokens)

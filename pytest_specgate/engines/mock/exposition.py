@@ -69,8 +69,8 @@ def status_body(state: MockState) -> dict[str, object]:
             StatusKey.FAULTS: {
                 "armed": state.faults.describe(),
                 "fired": dict(state.faults.fired),
-                "late_replies": state.late_replies,
-                "late_replies_after_disconnect": state.late_replies_after_disconnect,
+                "late_replies": state.late_replies.count,
+                "late_replies_after_disconnect": state.late_replies.after_disconnect,
                 "draft_failures_total": telemetry.totals.draft_failures,
             },
             StatusKey.VIOLATIONS: sorted(state.violations),

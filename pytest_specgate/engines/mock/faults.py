@@ -25,13 +25,12 @@ from pytest_specgate.engines.mock.settings import FAULT_KINDS, FaultSpec
 if TYPE_CHECKING:
     from starlette.requests import Request
 
-    from pytest_specgate.engines.mock.state import MockState
-
 __all__ = [
     "CRASH_EXIT_CODE",
     "ArmedFault",
     "FaultBehaviour",
     "FaultBoard",
+    "LateReplies",
     "behaviour_for",
     "fault_from_body",
 ]
@@ -40,6 +39,14 @@ CRASH_EXIT_CODE: Final = 70
 _DEFAULT_STALL_S: Final = 30.0
 _DEFAULT_LATE_S: Final = 1.0
 CRASH_NEEDS_OWN_PROCESS: Final = "the crash fault needs a mock engine in its own process"
+
+
+@dataclass
+class LateReplies:
+    """What the late-reply fault counts: replies sent, and how many of them after the client had gone."""
+
+    count: int = 0
+    after_disconnect: int = 0
 
 
 @dataclass
@@ -99,7 +106,7 @@ class FaultBehaviour:
         """A reply that replaces generating anything (None: generate)."""
         return None
 
-    async def before_reply(self, request: Request, state: MockState) -> None:
+    async def before_reply(self, request: Request, late: LateReplies) -> None:
         """Runs once the request is parsed, before any token (streamed or not) is generated."""
 
     async def before_work(self) -> None:
@@ -151,11 +158,11 @@ class _LateReply(_Armed):
 
     ignores_cancel = True
 
-    async def before_reply(self, request: Request, state: MockState) -> None:
+    async def before_reply(self, request: Request, late: LateReplies) -> None:
         await asyncio.sleep(self.spec.seconds if self.spec.seconds is not None else _DEFAULT_LATE_S)
-        state.late_replies += 1
+        late.count += 1
         if await request.is_disconnected():
-            state.late_replies_after_disconnect += 1
+            late.after_disconnect += 1
 
 
 class _Error500(_Armed):

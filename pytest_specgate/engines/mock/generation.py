@@ -11,17 +11,38 @@ import asyncio
 import dataclasses
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
+from pytest_specgate.engines.mock.envelopes import ChoiceOutcome
 from pytest_specgate.engines.mock.faults import FaultBehaviour
-from pytest_specgate.engines.mock.model import Round, Vocabulary, baseline_rounds, speculative_rounds
+from pytest_specgate.engines.mock.model import (
+    DraftModel,
+    Round,
+    TargetModel,
+    Vocabulary,
+    baseline_rounds,
+    speculative_rounds,
+)
 from pytest_specgate.engines.mock.requests import GenerationRequest
-from pytest_specgate.engines.mock.telemetry import Counters
+from pytest_specgate.engines.mock.settings import MockSettings
+from pytest_specgate.engines.mock.telemetry import Counters, TelemetryWindow
 
-if TYPE_CHECKING:
-    from pytest_specgate.engines.mock.state import MockState
+__all__ = ["Generation", "GenerationSetup", "TextAssembler"]
 
-__all__ = ["ChoiceOutcome", "Generation", "TextAssembler"]
+
+@dataclass(frozen=True)
+class GenerationSetup:
+    """What one generation reads of the server's state, taken when its request arrives
+    (``MockState.generation_setup``): the models, the settings, the greedy gate's decision
+    and the telemetry window it counts into."""
+
+    target: TargetModel
+    draft: DraftModel | None
+    vocab: Vocabulary
+    settings: MockSettings
+    corrupt: bool
+    gate_reason: str | None
+    speculative: bool
+    telemetry: TelemetryWindow
 
 
 class TextAssembler:
@@ -65,31 +86,24 @@ class TextAssembler:
         return delta
 
 
-@dataclass
-class ChoiceOutcome:
-    text: str
-    token_ids: list[int]
-    finish_reason: str
-
-
 class Generation:
     """Drives the rounds for one request and records them in the telemetry."""
 
-    def __init__(self, state: MockState, request: GenerationRequest, fault_behaviour: FaultBehaviour):
-        self.state = state
+    def __init__(self, setup: GenerationSetup, request: GenerationRequest, fault_behaviour: FaultBehaviour):
+        self.setup = setup
         self.request = request
         self.fault_behaviour = fault_behaviour
-        self.gate_reason = state.gate_reason(request)
-        self.speculative = state.speculates(self.gate_reason)
-        self.epoch = state.telemetry.epoch
-        self.target = state.target
-        self.draft = state.draft
+        self.gate_reason = setup.gate_reason
+        self.speculative = setup.speculative
+        self.epoch = setup.telemetry.epoch
+        self.target = setup.target
+        self.draft = setup.draft
         for counters in self._counters():
             counters.add_request(len(request.prompt_ids), self.speculative, self.gate_reason)
 
     def _counters(self) -> Iterator[Counters]:
-        yield self.state.telemetry.totals
-        window = self.state.telemetry.current(self.epoch)
+        yield self.setup.telemetry.totals
+        window = self.setup.telemetry.current(self.epoch)
         if window is not None:
             yield window
 
@@ -98,7 +112,7 @@ class Generation:
         params = request.params
         if choice:
             params = dataclasses.replace(params, sample_seed=(params.sample_seed or 0) + choice)
-        settings = self.state.settings
+        settings = self.setup.settings
         if not self.speculative or self.draft is None:
             return baseline_rounds(self.target, request.prompt_ids, params, settings.target_step_ms / 1000)
         return speculative_rounds(
@@ -109,7 +123,7 @@ class Generation:
             gamma=settings.num_draft_tokens,
             target_step_s=settings.target_step_ms / 1000,
             draft_step_s=settings.draft_step_ms / 1000,
-            corrupt="corrupt-spec" in self.state.violations,
+            corrupt=self.setup.corrupt,
             fail_draft_after_rounds=self.fault_behaviour.draft_fails_after_rounds,
         )
 
@@ -135,7 +149,7 @@ class Generation:
         return round_.finished if round_ is not None and round_.finished else "length"
 
     def run_sync(self, choice: int) -> ChoiceOutcome:
-        assembler = TextAssembler(self.state.vocab, self.request.stop)
+        assembler = TextAssembler(self.setup.vocab, self.request.stop)
         last: Round | None = None
         for round_ in self.rounds(choice):
             last = round_
@@ -146,7 +160,7 @@ class Generation:
         return ChoiceOutcome(assembler.text, assembler.token_ids, self.finish_reason(assembler, last))
 
     async def run_async(self, choice: int) -> ChoiceOutcome:
-        assembler = TextAssembler(self.state.vocab, self.request.stop)
+        assembler = TextAssembler(self.setup.vocab, self.request.stop)
         last: Round | None = None
         for round_ in self.rounds(choice):
             if round_.cost_s > 0:
@@ -162,7 +176,7 @@ class Generation:
         state = self.target.initial_state(self.request.prompt_ids)
         entries: list[dict[str, object]] = []
         for token in token_ids:
-            piece = self.state.vocab.piece(token)
+            piece = self.setup.vocab.piece(token)
             entries.append(
                 {
                     "token": piece,

@@ -19,12 +19,13 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.types import Receive
 
-from pytest_specgate import __version__
+from pytest_specgate._version import __version__
 from pytest_specgate.contracts.engine import EngineStartupRefused
 from pytest_specgate.engines.identity import MOCK_SERVER_NAME
 from pytest_specgate.engines.mock.envelopes import (
     DONE_EVENT,
     AbortableStreamingResponse,
+    ChoiceOutcome,
     ChunkWriter,
     api_error_response,
     completion_body,
@@ -33,7 +34,7 @@ from pytest_specgate.engines.mock.envelopes import (
 )
 from pytest_specgate.engines.mock.exposition import metrics_text, status_body
 from pytest_specgate.engines.mock.faults import behaviour_for, fault_from_body
-from pytest_specgate.engines.mock.generation import ChoiceOutcome, Generation, TextAssembler
+from pytest_specgate.engines.mock.generation import Generation, TextAssembler
 from pytest_specgate.engines.mock.model import Round
 from pytest_specgate.engines.mock.requests import (
     ApiError,
@@ -123,7 +124,7 @@ class MockEngineApp:
         refusal = behaviour.refusal()
         if refusal is not None:
             return refusal
-        generation = Generation(state, parsed, behaviour)
+        generation = Generation(state.generation_setup(parsed), parsed, behaviour)
         if parsed.stream:
             return await self._stream(request, generation)
         return await self._complete(request, generation)
@@ -139,7 +140,7 @@ class MockEngineApp:
             if behaviour.fault is None and not timed:
                 outcomes = [generation.run_sync(i) for i in range(generation.request.n)]
             else:
-                await behaviour.before_reply(request, state)
+                await behaviour.before_reply(request, state.late_replies)
                 awaited = await self._outcomes_or_disconnect(request, generation)
                 if awaited is None:
                     cancelled = True
@@ -147,7 +148,10 @@ class MockEngineApp:
                 outcomes = awaited
         finally:
             state.release_slot(cancelled)
-        return behaviour.reply(dumps(completion_body(state, generation, outcomes)))
+        parsed = generation.request
+        body = completion_body(state.response_id(parsed), state.drift_fields(), parsed,
+                               outcomes, generation.logprobs_for)
+        return behaviour.reply(dumps(body))
 
     async def _outcomes_or_disconnect(self, request: Request,
                                       generation: Generation) -> list[ChoiceOutcome] | None:
@@ -162,14 +166,14 @@ class MockEngineApp:
         return [await generation.run_async(i) for i in range(generation.request.n)]
 
     async def _stream(self, request: Request, generation: Generation) -> Response:
-        await generation.fault_behaviour.before_reply(request, self.state)
+        await generation.fault_behaviour.before_reply(request, self.state.late_replies)
         return AbortableStreamingResponse(self._events(generation), media_type="text/event-stream")
 
     async def _events(self, generation: Generation) -> AsyncIterator[bytes]:
         state = self.state
         request = generation.request
         behaviour = generation.fault_behaviour
-        events = ChunkWriter(state, request)
+        events = ChunkWriter(state.response_id(request), state.drift_fields(), request)
         state.slots.acquire()
         completed = False
         content_chunks = 0

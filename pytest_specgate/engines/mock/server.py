@@ -289,7 +289,7 @@ def boot_settings(settings: MockSettings, workdir: Path) -> MockEngine:
 
 
 def boot(config: EngineConfig, workdir: Path) -> MockEngine:
-    """The ``mock`` backend's boot function (see engines.registry.BUILTIN_BACKENDS)."""
+    """The ``mock`` backend's boot function (named in the built-in backend table)."""
     return boot_settings(settings_from_config(config), workdir)
 
 

@@ -12,7 +12,8 @@ from dataclasses import dataclass
 
 from pytest_specgate.contracts.engine import EngineStartupRefused
 from pytest_specgate.contracts.wire import FaultKind
-from pytest_specgate.engines.mock.faults import CRASH_NEEDS_OWN_PROCESS, FaultBoard
+from pytest_specgate.engines.mock.faults import CRASH_NEEDS_OWN_PROCESS, FaultBoard, LateReplies
+from pytest_specgate.engines.mock.generation import GenerationSetup
 from pytest_specgate.engines.mock.model import DraftModel, TargetModel, Vocabulary, vocabulary_named
 from pytest_specgate.engines.mock.requests import GenerationRequest
 from pytest_specgate.engines.mock.settings import MockSettings, check_startup
@@ -70,8 +71,7 @@ class MockState:
             self.faults.arm(fault)
         self.violations: set[str] = set(settings.violations)
         self.slots = Slots()
-        self.late_replies = 0
-        self.late_replies_after_disconnect = 0
+        self.late_replies = LateReplies()
         self.created = int(time.time())
         self._next_id = 0
         self._sample_seed = settings.seed
@@ -91,6 +91,15 @@ class MockState:
         self._next_id += 1
         return f"{prefix}-{self._next_id:016x}"
 
+    def response_id(self, request: GenerationRequest) -> str:
+        return self.next_id("chatcmpl" if request.chat else "cmpl")
+
+    def drift_fields(self) -> dict[str, object]:
+        """The ``disabled-drift`` violation: a draft-less engine leaks a field the build before lacked."""
+        if "disabled-drift" in self.violations and self.draft is None and self.settings.speculation_support:
+            return {"system_fingerprint": "spec-decode-off"}
+        return {}
+
     def next_sample_seed(self) -> int:
         self._sample_seed += 1
         return self._sample_seed
@@ -103,6 +112,15 @@ class MockState:
             if feature in self.settings.gated_features:
                 return feature
         return None
+
+    def generation_setup(self, request: GenerationRequest) -> GenerationSetup:
+        """What a generation of ``request`` reads of this state, taken now."""
+        gate_reason = self.gate_reason(request)
+        return GenerationSetup(
+            target=self.target, draft=self.draft, vocab=self.vocab, settings=self.settings,
+            corrupt="corrupt-spec" in self.violations, gate_reason=gate_reason,
+            speculative=self.speculates(gate_reason), telemetry=self.telemetry,
+        )
 
     def speculates(self, gate_reason: str | None) -> bool:
         if self.draft is None:

@@ -20,9 +20,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pytest
-
 from pytest_specgate.contracts.engine_config import EngineConfig
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.validation import is_real
 
 if TYPE_CHECKING:
@@ -38,7 +37,7 @@ MODES = ("process", "compose")
 def _str_option(config: EngineConfig, name: str, default: str | None) -> str | None:
     value = config.option(name, default)
     if value is not None and not isinstance(value, str):
-        raise pytest.UsageError(f"vllm engine option {name} must be a string, got {value!r}")
+        raise SpecgateInputError(f"vllm engine option {name} must be a string, got {value!r}")
     return value
 
 
@@ -48,15 +47,15 @@ def profile_from_config(config: EngineConfig, host_port: int) -> EngineProfile:
 
     image = _str_option(config, "image", None)
     if not image:
-        raise pytest.UsageError("vllm compose mode needs image=<pinned image reference>")
+        raise SpecgateInputError("vllm compose mode needs image=<pinned image reference>")
     weights_dir = _str_option(config, "weights_dir", config.target)
     if not weights_dir or not config.target:
-        raise pytest.UsageError("vllm compose mode needs target=<slug> and weights_dir=<host dir>")
+        raise SpecgateInputError("vllm compose mode needs target=<slug> and weights_dir=<host dir>")
     method = _str_option(config, "speculative_method", "draft_model" if config.draft else None)
     draft = None
     if method is not None:
         if config.num_draft_tokens is None:
-            raise pytest.UsageError(f"vllm speculative_method {method!r} needs num_draft_tokens")
+            raise SpecgateInputError(f"vllm speculative_method {method!r} needs num_draft_tokens")
         draft = DraftSpec(
             method=method,
             num_speculative_tokens=config.num_draft_tokens,
@@ -65,10 +64,10 @@ def profile_from_config(config: EngineConfig, host_port: int) -> EngineProfile:
         )
     gpu_indices = config.option("gpu_indices", (0,))
     if not isinstance(gpu_indices, tuple) or not all(isinstance(i, int) for i in gpu_indices):
-        raise pytest.UsageError(f"vllm option gpu_indices must be a list of ints, got {gpu_indices!r}")
+        raise SpecgateInputError(f"vllm option gpu_indices must be a list of ints, got {gpu_indices!r}")
     utilization = config.option("gpu_memory_utilization", 0.9)
     if not is_real(utilization):
-        raise pytest.UsageError(f"vllm option gpu_memory_utilization must be a number, got {utilization!r}")
+        raise SpecgateInputError(f"vllm option gpu_memory_utilization must be a number, got {utilization!r}")
     return EngineProfile(
         slug=config.target,
         weights_dir=weights_dir,
@@ -93,7 +92,7 @@ def _image_from_config(config: EngineConfig, reference: str) -> EngineImage:
 
     platforms = config.option("image_platforms", ("linux/amd64",))
     if not isinstance(platforms, tuple) or not all(isinstance(p, str) for p in platforms):
-        raise pytest.UsageError(f"vllm option image_platforms must be a list of strings, got {platforms!r}")
+        raise SpecgateInputError(f"vllm option image_platforms must be a list of strings, got {platforms!r}")
     return EngineImage(
         reference=reference,
         platforms=frozenset(platforms),
@@ -113,14 +112,14 @@ def boot(config: EngineConfig, workdir: Path) -> Engine:
     """The backend entry point (``BUILTIN_BACKENDS["vllm"]``)."""
     mode = config.option("mode", "process")
     if mode not in MODES:
-        raise pytest.UsageError(f"vllm engine option mode must be one of {list(MODES)}, got {mode!r}")
+        raise SpecgateInputError(f"vllm engine option mode must be one of {list(MODES)}, got {mode!r}")
     if mode == "compose":
         from pytest_specgate.engines.boot import free_loopback_port
         from pytest_specgate.engines.vllm.compose import boot_compose
 
         timeout = config.option("boot_timeout_s", 900.0)
         if not is_real(timeout):
-            raise pytest.UsageError(f"vllm option boot_timeout_s must be a number, got {timeout!r}")
+            raise SpecgateInputError(f"vllm option boot_timeout_s must be a number, got {timeout!r}")
         profile = profile_from_config(config, free_loopback_port())
         return boot_compose(profile, host_facts_for(config), workdir / "compose",
                             boot_timeout_s=float(timeout))

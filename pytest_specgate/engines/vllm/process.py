@@ -33,11 +33,11 @@ from pathlib import Path
 from typing import Final
 
 import httpx
-import pytest
 
 from pytest_specgate.contracts.capabilities import Capabilities
 from pytest_specgate.contracts.engine import EngineBootError
 from pytest_specgate.contracts.engine_config import EngineConfig
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.engines.boot import ManagedProcess, free_loopback_port, wait_for_health
 from pytest_specgate.engines.client import ClientEngine, OpenAIClient
 from pytest_specgate.engines.spec_decode_metrics import SpecDecodeTelemetry, SpecDecodeWindow
@@ -92,16 +92,17 @@ def _resolve_method(config: EngineConfig) -> str | None:
     if method is None:
         return None
     if method not in SPECULATIVE_METHODS:
-        raise pytest.UsageError(
+        raise SpecgateInputError(
             f"vllm engine option speculative_method must be one of {list(SPECULATIVE_METHODS)}, "
             f"got {method!r}"
         )
     if method == "draft_model" and not config.draft:
-        raise pytest.UsageError("vllm speculative_method 'draft_model' needs draft=<model>")
+        raise SpecgateInputError("vllm speculative_method 'draft_model' needs draft=<model>")
     if method == "ngram" and config.draft:
-        raise pytest.UsageError(f"vllm speculative_method 'ngram' takes no draft model, got {config.draft!r}")
+        raise SpecgateInputError(
+            f"vllm speculative_method 'ngram' takes no draft model, got {config.draft!r}")
     if config.num_draft_tokens is None:
-        raise pytest.UsageError(f"vllm speculative_method {method!r} needs num_draft_tokens")
+        raise SpecgateInputError(f"vllm speculative_method {method!r} needs num_draft_tokens")
     return str(method)
 
 
@@ -110,12 +111,13 @@ def process_spec_from_config(
 ) -> VllmProcessSpec:
     """Check the engine config and resolve model references (``tiny:<role>`` -> a path)."""
     if not config.target:
-        raise pytest.UsageError("the vllm engine needs target=<model id or directory>")
+        raise SpecgateInputError("the vllm engine needs target=<model id or directory>")
     method = _resolve_method(config)
     dtype = config.option("dtype", "float32")
     python = config.option("python", sys.executable)
     if not isinstance(dtype, str) or not isinstance(python, str):
-        raise pytest.UsageError(f"vllm engine options dtype/python must be strings, got {dtype!r}/{python!r}")
+        raise SpecgateInputError(
+            f"vllm engine options dtype/python must be strings, got {dtype!r}/{python!r}")
     return VllmProcessSpec(
         target=resolve_model(config.target),
         served_model_name=config.target,

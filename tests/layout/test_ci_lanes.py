@@ -1,0 +1,65 @@
+"""The real-engine lanes are defined once, in .ci/lanes, and .ci/run and tox both use them.
+
+A known finding is deselected by node id; one that names no test any more would silently
+deselect nothing, so each must name a test that exists.
+"""
+
+from __future__ import annotations
+
+import configparser
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+LANES = REPO / ".ci" / "lanes"
+
+pytestmark = pytest.mark.skipif(shutil.which("bash") is None, reason="the CI scripts are bash")
+
+
+def _lanes(*arguments: str, env: dict[str, str] | None = None) -> str:
+    result = subprocess.run(["bash", str(LANES), *arguments], capture_output=True, text=True,
+                            check=True, env=env, timeout=60)
+    return result.stdout
+
+
+def _run_arguments(step: str) -> list[str]:
+    """The pytest arguments ``.ci/lanes run STEP`` uses (its interpreter replaced by echo)."""
+    return _lanes("run", step, env={"PATH": "/usr/bin:/bin", "SPECGATE_LANE_PYTHON": "echo"}).split()
+
+
+def _names_a_test(nodeid: str) -> bool:
+    path, _, rest = nodeid.partition("::")
+    function = re.sub(r"\[.*\]$", "", rest.split("::")[-1])
+    source = REPO / path
+    if not source.is_file():
+        return False
+    return re.search(rf"^def {re.escape(function)}\(", source.read_text(), re.M) is not None
+
+
+@pytest.mark.parametrize("lane", ["vllm", "mlx"])
+def test_every_known_finding_names_a_test_that_exists(lane: str) -> None:
+    deselected = [arg.removeprefix("--deselect=") for arg in _run_arguments(f"{lane}-spec028")
+                  if arg.startswith("--deselect=")]
+    assert deselected
+    assert [nodeid for nodeid in deselected if not _names_a_test(nodeid)] == []
+    assert not _names_a_test("acceptance/spec028/test_spec028_fr5_greedy_gate.py::test_gone[n]")
+
+
+def test_tox_runs_each_lane_step_through_the_lanes_script() -> None:
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(REPO / "tox.ini")
+    for lane in ("vllm", "mlx"):
+        listed = tox[f"testenv:real-{lane}"]["commands"].splitlines()
+        commands = [line.strip() for line in listed if line.strip()]
+        steps = _lanes("steps", lane).split()
+        assert commands == [f"bash .ci/lanes run {step} {{posargs}}" for step in steps]
+
+
+def test_ci_run_defines_no_lane_of_its_own() -> None:
+    run = (REPO / ".ci" / "run").read_text()
+    assert "--deselect" not in run and "-m pytest" not in run
+    assert "SPECGATE_CI_SKIP_VLLM" in run and "SPECGATE_CI_BUDGET_S:-2400" in run

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
 
@@ -27,7 +28,15 @@ class Census:
 
     def of(self, ac_id: str) -> list[str]:
         """The node ids of ``ac_id``'s tests, sorted."""
-        return sorted(nodeid for nodeid, ac in self.carriers.items() if ac == ac_id)
+        return list(self._by_ac.get(ac_id, ()))
+
+    @cached_property
+    def _by_ac(self) -> dict[str, tuple[str, ...]]:
+        """AC id -> its node ids, sorted: built once, as every AC's record asks for its share."""
+        grouped: dict[str, list[str]] = {}
+        for nodeid, ac in self.carriers.items():
+            grouped.setdefault(ac, []).append(nodeid)
+        return {ac: tuple(sorted(nodeids)) for ac, nodeids in grouped.items()}
 
 
 def census_to_json(census: Census, ac_id: str) -> dict[str, JsonValue]:

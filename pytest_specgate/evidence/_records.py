@@ -410,7 +410,9 @@ def build_ac_record(
             "boot_session": {"start": run.boot_session[0], "end": run.boot_session[1]},
         },
         "completeness": completeness_of(ac_id, ordered, run.selection, run.census),
-        "run_provenance": None if run.run_provenance is None else dict(run.run_provenance),
+        # The run's own mapping, not a copy: every record holds it, and the bundle writer
+        # redacts a mapping that several records hold once (``Redactor.values``).
+        "run_provenance": run.run_provenance,
     }
     return with_verdict(facts)
 

@@ -74,6 +74,10 @@ do not decode kept aside, as latin-1, and as UTF-16 of either byte order; every 
 a bijection, so what no rule matches keeps its bytes."""
 _CACHED_CHARS = 256
 _CACHED_TEXTS = 16_384
+_LONG_CACHED_CHARS = 65_536
+_LONG_CACHED_TOTAL = 4_194_304
+"""Longer texts are memoised too, up to this many characters held in all: a run-wide fact (the
+not-qualifying reason naming every foreign module) recurs in every AC record of a run."""
 _MAX_ROUNDS = 16
 """Rounds of passes and escape decoding; text still changing after them is withheld whole."""
 
@@ -481,7 +485,7 @@ class Redactor:
 
     def text(self, text: str) -> str:
         if len(text) > _CACHED_CHARS:
-            return self._text(text)
+            return self._long_text(text) if len(text) <= _LONG_CACHED_CHARS else self._text(text)
         cache = self._short_texts
         redacted = cache.get(text)
         if redacted is None:
@@ -503,6 +507,31 @@ class Redactor:
         """
         return {}
 
+    def _long_text(self, text: str) -> str:
+        """:meth:`text` for a longer text, memoised (as a fixed point too) like a short one, the
+        memo emptied once the characters it holds pass :data:`_LONG_CACHED_TOTAL`."""
+        cache = self._long_texts
+        redacted = cache.get(text)
+        if redacted is None:
+            redacted = self._text(text)
+            held = self._long_held
+            held[0] += len(text) + len(redacted)
+            if held[0] > _LONG_CACHED_TOTAL:
+                cache.clear()
+                held[0] = len(text) + len(redacted)
+            cache[text] = redacted
+            cache[redacted] = redacted
+        return redacted
+
+    @cached_property
+    def _long_texts(self) -> dict[str, str]:
+        return {}
+
+    @cached_property
+    def _long_held(self) -> list[int]:
+        """Characters held by :attr:`_long_texts` (one mutable cell: the redactor is frozen)."""
+        return [0]
+
     def _text(self, text: str) -> str:
         current = text
         for _ in range(_MAX_ROUNDS):
@@ -512,6 +541,14 @@ class Redactor:
                 return redacted
             current = decoded
         return PLACEHOLDERS[0]
+
+    def by_lines(self, text: str) -> str:
+        """``text`` redacted line by line, every line through :meth:`text` and so memoised: a
+        large ``evidence.md`` repeats its run-wide lines (a not-qualifying reason) in every AC
+        block, and each of its lines is rendered from strings of records already redacted whole.
+        A match spanning two lines is not sought: a line is the unit here, as a string is in
+        a record."""
+        return "\n".join(self.text(line) for line in text.split("\n"))
 
     def text_within(self, text: str, limit: int) -> str:
         """Redact first, then cut to ``limit`` characters: a cut never splits a secret in two."""
@@ -565,32 +602,46 @@ class Redactor:
 
     def value(self, value: object) -> JsonValue:
         """Plain-JSON copy of ``value`` with every string, key or not, redacted."""
-        return self._redact_json(to_jsonable(value))
+        return self.values([value])[0]
 
-    def _redact_json(self, value: JsonValue) -> JsonValue:
-        """Every string of ``value``, key or not, through :meth:`text`; the memo is read here
-        first because a bundle's records are mostly strings it already holds."""
+    def values(self, documents: Sequence[object]) -> list[JsonValue]:
+        """:meth:`value` of each document, a container that several of them hold (the run's
+        facts, the same objects in every AC record of a run) converted and redacted once: the
+        results share its redacted copy, so nothing may change a result in place.
+
+        Every string, key or not, goes through :meth:`text`; the memo is read here first
+        because a bundle's records are mostly strings it already holds."""
+        shared: dict[int, tuple[object, JsonValue]] = {}
         memo, text = self._short_texts, self.text
 
-        def walk(node: JsonValue) -> JsonValue:
+        def walk(node: object) -> JsonValue:
             if isinstance(node, str):
                 known = memo.get(node)
                 return text(node) if known is None else known
-            if isinstance(node, list):
-                return [walk(item) for item in node]
-            if isinstance(node, dict):
+            if not isinstance(node, Mapping | list | tuple):
+                plain = to_jsonable(node)
+                return plain if plain is None or isinstance(plain, bool | int | float) else walk(plain)
+            hit = shared.get(id(node))
+            if hit is not None and hit[0] is node:
+                return hit[1]
+            result: JsonValue
+            if isinstance(node, Mapping):
+                items = {str(key): item for key, item in node.items()}
                 redacted: dict[str, JsonValue] = {}
-                for key in sorted(node):
-                    item = node[key]
+                for key in sorted(items):
+                    item = items[key]
                     keep = key in _DIGEST_KEYS and isinstance(item, str) and _HEX_DIGEST.match(item)
                     known = memo.get(key)
                     redacted[_unique_key(text(key) if known is None else known, redacted)] = (
                         item if keep else walk(item)
                     )
-                return redacted
-            return node
+                result = redacted
+            else:
+                result = [walk(item) for item in node]
+            shared[id(node)] = (node, result)
+            return result
 
-        return walk(value)
+        return [walk(document) for document in documents]
 
     def valid_value(
         self,
@@ -604,7 +655,7 @@ class Redactor:
         digest, a timestamp) or a schema's own key holds no free text to leak, so a user named
         ``default`` or a pattern matching ``passed`` cannot make a record fail its schema."""
         original = to_jsonable(value)
-        redacted = self._redact_json(original)
+        redacted = self.value(original)
         if redacted == original:
             return redacted
         broken = list(invalid_paths(redacted))

@@ -7,6 +7,7 @@ bundle and no gate will accept it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,7 +24,7 @@ from pytest_specgate.evidence._bundle import (
     file_entry,
     manifest_document,
 )
-from pytest_specgate.evidence._jsonio import record_json, write_unlisted
+from pytest_specgate.evidence._jsonio import record_json, replace_atomically, write_unlisted
 from pytest_specgate.evidence._markdown import render_markdown
 from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
 from pytest_specgate.evidence._redact import Redactor, write_redacted
@@ -98,7 +99,17 @@ def write_attachment(run_dir: Path, redactor: Redactor, relative: str, data: byt
 
 
 def write_record(path: Path, redactor: Redactor, record: Mapping[str, JsonValue]) -> tuple[bytes, AcRecord]:
-    """An AC record through the redactor, as written and as typed.
+    """An AC record through the redactor (:func:`encode_record`), written; as written and as typed."""
+    data, typed = encode_record(path.name, redactor, record, redactor.value(record))
+    write_unlisted(path, data)
+    return data, typed
+
+
+def encode_record(
+    where: str, redactor: Redactor, record: Mapping[str, JsonValue], redacted: JsonValue
+) -> tuple[bytes, AcRecord]:
+    """An AC record as it is to be written and as typed, given its form through the redactor
+    (``redacted``: ``redactor.value(record)``, or its item of ``redactor.values``).
 
     The collector builds records from parts redacted where their text entered, so the pass
     here normally changes nothing and the record, right by construction, needs no schema
@@ -107,9 +118,7 @@ def write_record(path: Path, redactor: Redactor, record: Mapping[str, JsonValue]
     gate refuses (validated once more after that repair). A record still invalid raises
     :class:`RecordError` before it is written. Records are written compact, by the C encoder.
     """
-    where = path.name
-    redacted = redactor.value(record)
-    if redacted == record:
+    if redacted == record and isinstance(redacted, Mapping):
         typed = AcRecord.built(redacted)
     else:
         try:
@@ -117,9 +126,7 @@ def write_record(path: Path, redactor: Redactor, record: Mapping[str, JsonValue]
         except RecordError:
             repaired = redactor.valid_value(record, schema_error_paths, schema_vocabulary())
             typed = AcRecord.from_json(repaired, where)
-    data = record_json(typed.document).encode()
-    write_unlisted(path, data)
-    return data, typed
+    return record_json(typed.document).encode(), typed
 
 
 def write_bundle(
@@ -141,28 +148,41 @@ def write_bundle(
     files: dict[str, FileEntry] = dict(sorted(attachments.items()))
     ac_files: dict[str, FileEntry] = {}
     typed: dict[str, AcRecord] = {}
-    for record in sorted(records, key=_ac_id):
-        name = ac_file_name(_ac_id(record))
-        data, typed[name] = write_record(run_dir / name, redactor, record)
-        ac_files[name] = file_entry(data)
-    files.update(ac_files)
-    # What is judged and rendered is what was written: the redacted record, validated once.
-    judged = [(typed[name], judge(typed[name])) for name in sorted(typed)]
-    for name, document in sorted((extra_documents or {}).items()):
-        files[name] = file_entry(write_redacted(redactor, run_dir / name, document))
-    if commit is not None:
-        statement = intoto_statement(judged, ac_files, commit)
-        files[STATEMENT_NAME] = file_entry(write_redacted(redactor, run_dir / STATEMENT_NAME, statement))
-    verdict, reasons = run_verdict(judged)
-    if receipt_for is not None:
-        receipt = receipt_for(verdict, reasons)
-        files[RECEIPT_NAME] = file_entry(write_redacted(redactor, run_dir / RECEIPT_NAME, receipt))
-    digest = bundle_digest(files, run_id, version)
-    rendered = render_markdown(
-        [(record, outcome, ac_files[ac_file_name(record.ac.id)].sha256) for record, outcome in judged], digest
-    )
-    markdown_bytes = write_redacted(redactor, run_dir / MARKDOWN_NAME, rendered)
-    files[MARKDOWN_NAME] = file_entry(markdown_bytes)
+    # The AC files are created by a thread beside this one (creating a file costs more than
+    # encoding its record); every one of them is done before the manifest, still written last.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="specgate-evidence") as creator:
+        created = []
+        ordered = sorted(records, key=_ac_id)
+        for record, redacted in zip(ordered, redactor.values(ordered), strict=True):
+            name = ac_file_name(_ac_id(record))
+            data, typed[name] = encode_record(name, redactor, record, redacted)
+            created.append(creator.submit(write_unlisted, run_dir / name, data))
+            ac_files[name] = file_entry(data)
+        files.update(ac_files)
+        # What is judged and rendered is what was written: the redacted record, validated once.
+        judged = [(typed[name], judge(typed[name])) for name in sorted(typed)]
+        for name, document in sorted((extra_documents or {}).items()):
+            files[name] = file_entry(write_redacted(redactor, run_dir / name, document))
+        if commit is not None:
+            statement = intoto_statement(judged, ac_files, commit)
+            files[STATEMENT_NAME] = file_entry(write_redacted(redactor, run_dir / STATEMENT_NAME, statement))
+        verdict, reasons = run_verdict(judged)
+        if receipt_for is not None:
+            receipt = receipt_for(verdict, reasons)
+            files[RECEIPT_NAME] = file_entry(write_redacted(redactor, run_dir / RECEIPT_NAME, receipt))
+        digest = bundle_digest(files, run_id, version)
+        rendered = render_markdown(
+            [(record, outcome, ac_files[ac_file_name(record.ac.id)].sha256) for record, outcome in judged],
+            digest,
+        )
+        # By lines: the gate refuses an evidence.md that is not exactly what its records
+        # render, so this pass is a last guard that normally changes nothing; a line at a time,
+        # a line repeated in every AC block costs a memo lookup.
+        markdown_bytes = redactor.by_lines(rendered).encode()
+        replace_atomically(run_dir / MARKDOWN_NAME, markdown_bytes)
+        files[MARKDOWN_NAME] = file_entry(markdown_bytes)
+    for done in created:
+        done.result()
     write_redacted(redactor, run_dir / MANIFEST_NAME, manifest_document(run_id, files, version))
     return WrittenBundle(
         path=run_dir,

@@ -6,13 +6,15 @@ AC's share of it, so the verdict can name the AC's tests that the run never coll
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import fnmatch
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.jsonvalue import JsonValue
 
-__all__ = ["Census", "census_to_json"]
+__all__ = ["Census", "census_to_json", "spec_paths_from", "uncovered_spec_paths"]
 
 
 @dataclass(frozen=True)
@@ -47,3 +49,33 @@ def census_to_json(census: Census, ac_id: str) -> dict[str, JsonValue]:
         "errors": list(census.errors),
         "problem": census.problem,
     }
+
+
+def spec_paths_from(
+    specgate_table: Mapping[str, object], ini_testpaths: Sequence[str], where: str
+) -> tuple[str, ...]:
+    """Where an AC's tests may live: ``[tool.specgate] spec_paths`` (rootdir-relative paths or
+    globs), else pytest's ``testpaths``, else the rootdir itself (``.``)."""
+    paths = specgate_table.get("spec_paths")
+    if paths is None:
+        return tuple(ini_testpaths) or (".",)
+    if not isinstance(paths, list) or not paths or not all(isinstance(p, str) and p for p in paths):
+        raise SpecgateInputError(
+            f"{where}: [tool.specgate] spec_paths must be a non-empty list of paths, got {paths!r}"
+        )
+    return tuple(paths)
+
+
+def uncovered_spec_paths(collected: Sequence[str], required: Sequence[str]) -> list[str]:
+    """The required spec paths (globs allowed) that no path the census collected covers: a path
+    is covered by itself, by a folder above it, by the rootdir (``.``), or, for a glob, by a
+    collected path it matches."""
+
+    def covered(pattern: str) -> bool:
+        wanted = pattern.strip("/") or "."
+        return any(
+            path in (".", wanted) or wanted.startswith(f"{path}/") or fnmatch.fnmatchcase(path, wanted)
+            for path in (entry.strip("/") or "." for entry in collected)
+        )
+
+    return [pattern for pattern in required if not covered(pattern)]

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from pytest_specgate.contracts.acceptance import AC_ID_FORMS, is_ac_id
+from pytest_specgate.contracts.census import uncovered_spec_paths
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.gates import GateName, parse_gate_name, undeclared_gate_problem
 from pytest_specgate.contracts.jsonvalue import JsonValue
@@ -355,8 +356,26 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
         problems.append(f"not qualifying under {verdict.policy}: {'; '.join(verdict.reasons)}")
     engine = engine_requirement_reasons(record, trusted.engine_free(ac_id))
     engine += unenrolled_backends(used_backends(record.document), trusted.backends)
+    if trusted.spec_paths is not None:
+        engine += census_scope_reasons(record.document, trusted.spec_paths)
     problems += [f"not qualifying under the trusted config ({trusted.source}): {reason}" for reason in engine]
     return AcJudgement(ac_id, verdict, tuple(problems), harness_changed=harness)
+
+
+def census_scope_reasons(document: Mapping[str, object], spec_paths: Sequence[str]) -> list[str]:
+    """Why a record's census cannot show the AC whole: it collected fewer paths than the trusted
+    spec paths (a PR that narrows its own ``spec_paths`` or ``testpaths`` hides the AC's other
+    tests from the census). A record without a census is the judge's to refuse."""
+    completeness = document.get("completeness")
+    collection = completeness.get("collection") if isinstance(completeness, Mapping) else None
+    if not isinstance(collection, Mapping) or not isinstance(collection.get("testpaths"), list):
+        return []
+    collected = [str(path) for path in collection["testpaths"]]
+    missing = uncovered_spec_paths(collected, spec_paths)
+    if not missing:
+        return []
+    return [f"the run's census collected {', '.join(collected) or 'nothing'}, not the trusted spec paths "
+            f"{', '.join(missing)}: tests of the AC there were never looked for"]
 
 
 def _bound_record(

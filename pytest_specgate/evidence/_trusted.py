@@ -15,14 +15,16 @@ import re
 import subprocess
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from pytest_specgate.contracts.acceptance import AC_ID_FORMS, is_ac_id
+from pytest_specgate.contracts.census import spec_paths_from
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.gates import DeclaredGatesError, GateName, declared_gates
 from pytest_specgate.contracts.hardware import HostProfile, RequirementError
+from pytest_specgate.contracts.project_keys import check_known_keys
 from pytest_specgate.contracts.safe_read import SafeReadError, read_regular_file
 from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, trust_policy_from_table
 
@@ -61,6 +63,9 @@ class TrustedConfig:
     base_commit: str | None = None
     backends: Mapping[str, str] = field(default_factory=dict)
     """Engine backends enrolled to qualify: name -> the distribution that must provide it."""
+    spec_paths: tuple[str, ...] | None = None
+    """Where the AC tests live (``[tool.specgate] spec_paths``, else ``testpaths``, else the
+    rootdir): every record's census must have collected them; None without a trusted config."""
 
     def engine_free(self, ac_id: str) -> bool:
         settings = self.acs.get(ac_id)
@@ -134,7 +139,16 @@ def trusted_config_from_text(text: str, source: str, base_commit: str | None) ->
     table = tool.get("specgate", {}) if isinstance(tool, dict) else {}
     if not isinstance(table, dict):
         raise TrustedConfigError(f"{source}: [tool.specgate] must be a table")
-    return trusted_config_from_table(table, source, base_commit)
+    ini = tool.get("pytest", {}).get("ini_options", {}) if isinstance(tool, dict) else {}
+    testpaths = ini.get("testpaths", []) if isinstance(ini, dict) else []
+    if isinstance(testpaths, str):
+        testpaths = testpaths.split()
+    config = trusted_config_from_table(table, source, base_commit)
+    try:
+        spec_paths = spec_paths_from(table, [str(path) for path in testpaths], source)
+    except SpecgateInputError as error:
+        raise TrustedConfigError(str(error)) from None
+    return replace(config, spec_paths=spec_paths)
 
 
 def trusted_config_from_table(
@@ -143,6 +157,7 @@ def trusted_config_from_table(
     from pytest_specgate.selection.hardware import host_profiles_from_table
 
     try:
+        check_known_keys(table, where=source)
         hosts = host_profiles_from_table(table.get("hosts", {}), Path(source))
         gates = declared_gates(table["gates"], source) if "gates" in table else ()
         trust = (
@@ -150,7 +165,7 @@ def trusted_config_from_table(
             if "trust" in table
             else None
         )
-    except (RequirementError, DeclaredGatesError, TrustPolicyError) as error:
+    except (RequirementError, DeclaredGatesError, TrustPolicyError, SpecgateInputError) as error:
         raise TrustedConfigError(str(error)) from None
     return TrustedConfig(
         source=source,

@@ -232,7 +232,8 @@ def _evidence_collector(config: pytest.Config, settings: SpecgateSettings,
         redact_patterns=config.stash[PROJECT_KEY].redact_patterns,
         host_summary=facts.summary(),
         duration_scale=settings.duration_scale,
-        census=lambda: take_census(config, SpecgateHookSpecs, config.stash.get(RUN_COLLECTION_KEY, None)),
+        census=lambda: take_census(config, SpecgateHookSpecs, config.stash.get(RUN_COLLECTION_KEY, None),
+                                   config.stash[PROJECT_KEY].spec_paths),
         run_provenance=lambda: _run_provenance(config),
     )
 

@@ -23,6 +23,7 @@ import fnmatch
 import glob
 import os
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -60,15 +61,18 @@ _QUIET_PLUGINS: Final = ("cacheprovider", "terminal", "faulthandler", "unraisabl
 """Built-in plugins that only report, cache or install process-wide handlers: not for a census."""
 
 
-def census_arguments(config: pytest.Config) -> tuple[list[str], list[str]]:
-    """The census run's command line and the testpaths it collects (rootdir-relative).
+def census_arguments(
+    config: pytest.Config, spec_paths: Sequence[str] | None = None
+) -> tuple[list[str], list[str]]:
+    """The census run's command line and the paths it collects (rootdir-relative).
 
-    The ini's ``testpaths`` are globbed from the rootdir as pytest does when run there with
-    no arguments; none (or none that exist) means the rootdir itself.
+    ``spec_paths`` (the project's ``[tool.specgate] spec_paths``), else the ini's ``testpaths``,
+    are globbed from the rootdir as pytest does when run there with no arguments; none (or none
+    that exist) means the rootdir itself.
     """
     root = config.rootpath
     paths: list[str] = []
-    for pattern in config.getini("testpaths"):
+    for pattern in config.getini("testpaths") if spec_paths is None else spec_paths:
         paths += sorted(glob.iglob(str(root / pattern), recursive=True))
     paths = paths or [str(root)]
     shown = [Path(os.path.relpath(path, root)).as_posix() for path in paths]
@@ -129,14 +133,14 @@ def _dir_matches(pattern: str, path: Path) -> bool:
 
 
 def take_census(config: pytest.Config, hookspecs: type | None = None,
-                run: RunCollection | None = None) -> Census:
+                run: RunCollection | None = None, spec_paths: Sequence[str] | None = None) -> Census:
     """Collect the project's configured testpaths in a configuration of their own (see the
     module's docstring); any failure is the census's ``problem``, never an exception.
 
     ``hookspecs``: the plugin's own hook specifications, which a conftest may implement;
     ``run``: what the run collected (None, as on an xdist controller: collect everything).
     """
-    args, shown = census_arguments(config)
+    args, shown = census_arguments(config, spec_paths)
     known = set() if run is None else run.whole_files(config)
     counter = _Counter(hookspecs, known, {} if run is None else dict(run.carriers))
     # Warnings of a second collection (a test class with __init__, a module already imported)

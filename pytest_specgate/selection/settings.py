@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, final
 
+from pytest_specgate.contracts.census import spec_paths_from
 from pytest_specgate.contracts.engine_config import RunEngineOptions
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.gates import GateName, declared_gates
@@ -81,6 +82,9 @@ class ProjectSettings:
     redact_patterns: tuple[str, ...]
     gates: tuple[GateName, ...] = ()
     declared_in: str = "pyproject.toml"
+    spec_paths: tuple[str, ...] | None = None
+    """``[tool.specgate] spec_paths``: where the census looks for AC tests (None: pytest's
+    ``testpaths``)."""
 
 
 def load_project_settings(pyproject: Path | None) -> ProjectSettings:
@@ -99,8 +103,9 @@ def load_project_settings(pyproject: Path | None) -> ProjectSettings:
         )
     compiled_patterns(patterns, f"{pyproject}: [tool.specgate.redact]")
     gates = declared_gates(table["gates"], str(pyproject)) if "gates" in table else ()
+    spec_paths = spec_paths_from(table, (), str(pyproject)) if "spec_paths" in table else None
     return ProjectSettings(profiles=profiles, redact_patterns=tuple(patterns), gates=gates,
-                           declared_in=str(pyproject))
+                           declared_in=str(pyproject), spec_paths=spec_paths)
 
 
 def _ini_or(config: pytest.Config, name: str) -> str | None:

@@ -214,7 +214,7 @@ class SyntheticRun:
 
     def finish(self, exitstatus: int = 0) -> WrittenBundle:
         if self.collector.census is None:
-            self.collector.census = Census(("acceptance", "tests"), self.carriers)
+            self.collector.census = Census((".",), self.carriers)
         if self.collector.run_provenance is None:
             self.collector.run_provenance = CLEAN_RUN_PROVENANCE
         return self.collector.finish(exitstatus)

@@ -12,8 +12,10 @@ import pytest
 from evidence_testkit import git
 from provenance_testkit import gate_rejection, only_record
 
-from pytest_specgate.contracts.census import Census
+from pytest_specgate.contracts.census import Census, uncovered_spec_paths
+from pytest_specgate.evidence._gate import census_scope_reasons
 from pytest_specgate.evidence._policy import not_collected
+from pytest_specgate.evidence._trusted import TrustedConfigError, trusted_config_from_text
 
 SPEC_A = """
 import pytest
@@ -144,3 +146,60 @@ def test_a_node_id_leaves_the_rest_of_its_own_file_uncollected(pytester: pytest.
                        "specs/test_b.py").assert_outcomes(passed=2)
     _, record = only_record(pytester.path / "out")
     assert record["completeness"]["not_collected"] == ["specs/test_a.py::test_second"]
+
+
+# --- where the census looks: [tool.specgate] spec_paths, judged against the trusted config -------
+
+
+def test_spec_paths_narrow_the_census_to_where_the_specs_live(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml('[tool.pytest.ini_options]\ntestpaths = ["specs", "unit"]\n'
+                               '[tool.specgate]\nspec_paths = ["specs"]\n')
+    specs = pytester.mkdir("specs")
+    (specs / "test_a.py").write_text(SPEC_A)
+    unit = pytester.mkdir("unit")
+    (unit / "test_broken.py").write_text("import no_such_module_here\n")
+    (pytester.path / ".gitignore").write_text("__pycache__/\n.pytest_cache/\nout/\n")
+    git(pytester.path, "init", "-q")
+    git(pytester.path, "add", ".")
+    git(pytester.path, "commit", "-q", "-m", "specs")
+    pytester.runpytest("specs", "--specgate-evidence=out", "-p", "no:cacheprovider").assert_outcomes(passed=1)
+    _, record = only_record(pytester.path / "out")
+    assert record["completeness"]["collection"]["testpaths"] == ["specs"]
+    assert record["completeness"]["collection"]["errors"] == []
+
+
+@pytest.mark.parametrize(
+    ("collected", "required", "missing"),
+    [
+        (["specs"], ["specs"], []),
+        (["."], ["specs", "more"], []),
+        (["specs"], ["specs/canary"], []),
+        (["specs/canary"], ["specs"], ["specs"]),
+        (["specs"], ["specs", "more"], ["more"]),
+        (["acceptance/a", "acceptance/b"], ["acceptance/*"], []),
+        ([], ["."], ["."]),
+    ],
+)
+def test_uncovered_spec_paths(collected: list[str], required: list[str], missing: list[str]) -> None:
+    assert uncovered_spec_paths(collected, required) == missing
+
+
+def test_trusted_spec_paths_come_from_spec_paths_else_testpaths_else_the_rootdir() -> None:
+    both = ('[tool.pytest.ini_options]\ntestpaths = ["tests", "specs"]\n'
+            '[tool.specgate]\nspec_paths = ["specs"]\n')
+    assert trusted_config_from_text(both, "base:pyproject.toml", None).spec_paths == ("specs",)
+    ini_only = '[tool.pytest.ini_options]\ntestpaths = ["tests", "specs"]\n'
+    assert trusted_config_from_text(ini_only, "base:pyproject.toml", None).spec_paths == ("tests", "specs")
+    assert trusted_config_from_text("", "base:pyproject.toml", None).spec_paths == (".",)
+    with pytest.raises(TrustedConfigError, match=r"spec_paths must be a non-empty list of paths, got \[\]"):
+        trusted_config_from_text("[tool.specgate]\nspec_paths = []\n", "base:pyproject.toml", None)
+    with pytest.raises(TrustedConfigError, match=r"has no key 'spec_path' \(did you mean 'spec_paths'\?\)"):
+        trusted_config_from_text('[tool.specgate]\nspec_path = ["x"]\n', "base:pyproject.toml", None)
+
+
+def test_a_census_narrower_than_the_trusted_spec_paths_is_refused_by_the_gate() -> None:
+    narrowed = {"completeness": {"collection": {"testpaths": ["specs/fast"]}}}
+    [reason] = census_scope_reasons(narrowed, ("specs",))
+    assert reason == ("the run's census collected specs/fast, not the trusted spec paths specs: "
+                      "tests of the AC there were never looked for")
+    assert census_scope_reasons({"completeness": {"collection": {"testpaths": ["specs"]}}}, ("specs",)) == []

@@ -294,7 +294,7 @@ def test_duplicate_blocks_are_rejected(
             "no-commit",
             "no commit to check the evidence against: pass --commit=<40-hex sha> (or set $GITHUB_SHA)",
         ),
-        ("undeclared-gate", "absent.toml: no such file"),
+        ("undeclared-gate", "absent.toml: the trusted config not found"),
         ("old-schema", "written as specgate.evidence/v1 by an older specgate; this gate reads"),
     ],
 )

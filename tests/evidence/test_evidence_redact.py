@@ -616,3 +616,27 @@ def test_a_cut_comes_after_redaction_so_no_part_of_a_secret_survives() -> None:
     assert token[:8] not in REDACTOR.text_within(text, 2000)
     assert REDACTOR.text_within(text, 2005) == "x" * 1990 + "<HF_TOKEN> tail"
     assert REDACTOR.text_within(text, 1995) == "x" * 1990 + "<HF_…"
+
+
+def test_a_long_text_is_memoised_as_its_own_redaction_too() -> None:
+    """A text past the short memo (a run-wide reason naming every foreign module) is redacted
+    once per run; the memo must give the same answer as the full pass, for it and its result."""
+    redactor = unmemoised()
+    long_text = "modules from /home/alice-ops/lib/x.py and hf_" + "a1B2" * 9 + " " + "word " * 100
+    first = redactor.text(long_text)
+    assert first == unmemoised().text(long_text) and "<HF_TOKEN>" in first and "alice" not in first
+    assert redactor.text(long_text) == first
+    assert redactor.text(first) == first == unmemoised().text(first)
+
+
+def test_documents_sharing_a_mapping_are_each_redacted_as_alone() -> None:
+    shared = {"foreign": {"x": "/home/alice-ops/x.py"}, "token": "hf_" + "a1B2" * 9}
+    documents = [{"ac": "AC-1", "run": shared}, {"ac": "AC-2", "run": shared, "more": [shared]}]
+    together = REDACTOR.values(documents)
+    assert together == [REDACTOR.value(document) for document in documents]
+    assert together[0]["run"] == {"foreign": {"x": "<PATH>"}, "token": "<HF_TOKEN>"}
+
+
+def test_markdown_by_lines_redacts_every_line() -> None:
+    text = "## AC-1\n\n- Host: buildbox-7\n- token hf_" + "a1B2" * 9 + "\n" + "same line\n" * 3
+    assert REDACTOR.by_lines(text) == "## AC-1\n\n- Host: <HOST>\n- token <HF_TOKEN>\n" + "same line\n" * 3

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evidence_testkit import cli
+from evidence_testkit import CLEAN_RUN_PROVENANCE, cli
 from test_evidence_signing import pem_key
 
 from pytest_specgate.evidence import build_redactor
@@ -72,6 +72,16 @@ def _document(tests: int) -> dict[str, Any]:
         {"name": "plot.png", "nodeid": f"{FILE}::test_gated[0]", "path": "attachments/0123-plot.png",
          "sha256": SHA, "size": 3, "stored": True, "text": False},
     ]
+    return _whole(document)
+
+
+def _whole(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` as a record of this format: a census that found every test, a clean run."""
+    tests = [test["nodeid"] for test in document["tests"]]
+    collection = {"testpaths": ["."], "tests": tests, "errors": [], "problem": None}
+    document["completeness"]["collection"] = collection
+    document["completeness"]["not_collected"] = []
+    document["run_provenance"] = dict(CLEAN_RUN_PROVENANCE)
     return document
 
 
@@ -130,7 +140,7 @@ def test_attachments_are_relative_links_grouped_by_test() -> None:
 
 
 def test_the_summary_comes_first_outside_the_blocks_and_names_the_deciding_figure() -> None:
-    passing = AcRecord.built(json.loads(LEGACY_AC10.read_text()))
+    passing = AcRecord.built(_whole(json.loads(LEGACY_AC10.read_text())))
     failing_document = _document(2)
     failing_document["ac"]["id"] = "AC-11"
     failing_document["measurements"][1]["value"] = 3

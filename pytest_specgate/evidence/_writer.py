@@ -98,13 +98,6 @@ def write_attachment(run_dir: Path, redactor: Redactor, relative: str, data: byt
     return file_entry(write_redacted(redactor, run_dir / relative, data))
 
 
-def write_record(path: Path, redactor: Redactor, record: Mapping[str, JsonValue]) -> tuple[bytes, AcRecord]:
-    """An AC record through the redactor (:func:`encode_record`), written; as written and as typed."""
-    data, typed = encode_record(path.name, redactor, record, redactor.value(record))
-    write_unlisted(path, data)
-    return data, typed
-
-
 def encode_record(
     where: str, redactor: Redactor, record: Mapping[str, JsonValue], redacted: JsonValue
 ) -> tuple[bytes, AcRecord]:

@@ -1,6 +1,7 @@
 """Where the running test's long steps report progress: set by the plugin, read by the runners.
 
-A paired run, a sustained window or an engine boot can take minutes; the plugin shows their
+A paired run, a sustained window, an engine boot, a tiny-model build or a weights download
+can take minutes; the plugin shows their
 progress through pytest's terminal reporter. The runners cannot take a terminal argument
 everywhere they are called, so the plugin sets a factory for the running test here
 (:func:`reporting_progress`) and a long step asks :func:`progress_for`: None outside pytest,
@@ -18,13 +19,16 @@ __all__ = ["ProgressFactory", "StepProgress", "progress_for", "reporting_progres
 
 
 class StepProgress(Protocol):
-    """A long step's progress: counted rounds (``update``/``finish``) or elapsed time (``tick``)."""
+    """A long step's progress: counted rounds (``update``/``finish``), elapsed time (``tick``)
+    or bytes moved (``transferred``, a download)."""
 
     def update(self, requests_done: int, current_speedup: float | None) -> None: ...
 
     def finish(self, requests_done: int, current_speedup: float | None) -> None: ...
 
     def tick(self, *, done: bool = False) -> None: ...
+
+    def transferred(self, done_bytes: int, total_bytes: int | None, *, done: bool = False) -> None: ...
 
 
 ProgressFactory = Callable[[str, "float | None"], StepProgress]

@@ -50,6 +50,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_specgate.contracts.progress import StepProgress, progress_for
+
 if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
@@ -257,8 +259,11 @@ def tiny_model_pair(cache_dir: Path, spec: TinyModelSpec | None = None) -> TinyM
     if not root.is_dir():
         root.parent.mkdir(parents=True, exist_ok=True)
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=root.parent))
+        step = progress_for("tiny model build")
         try:
-            _build_all(staging, spec)
+            _build_all(staging, spec, step)
+            if step is not None:
+                step.tick(done=True)
             staging.chmod(0o755)
             try:
                 os.rename(staging, root)
@@ -305,10 +310,18 @@ def _pair_at(root: Path) -> TinyModelPair:
     )
 
 
-def _build_all(root: Path, spec: TinyModelSpec) -> None:
+def _build_all(root: Path, spec: TinyModelSpec, step: StepProgress | None) -> None:
+    """Tokenizers, weights, then five checkpoints; ``step`` hears of each stage's end, so a
+    slow build shows elapsed-time lines between stages."""
+
+    def tick() -> None:
+        if step is not None:
+            step.tick()
+
     tokenizer_json = _train_tokenizer(CORPUS, spec.vocab_size)
     mismatch_json = _train_tokenizer(MISMATCH_CORPUS, spec.mismatch_vocab_size)
     permuted_json = _permute_vocabulary(tokenizer_json, spec.seed)
+    tick()
     target = _random_llama_weights(spec, spec.vocab_size, spec.num_hidden_layers, spec.seed)
     if spec.eos_chain_length is not None:
         _add_eos_chains(target, spec)
@@ -316,13 +329,18 @@ def _build_all(root: Path, spec: TinyModelSpec) -> None:
     mismatch = _random_llama_weights(
         spec, spec.mismatch_vocab_size, spec.draft_layers, spec.seed + 1
     )
+    tick()
     pair = _pair_at(root)
     layers = spec.num_hidden_layers
     _write_checkpoint(pair.target, spec, spec.vocab_size, layers, target, tokenizer_json)
+    tick()
     _write_checkpoint(pair.identical_draft, spec, spec.vocab_size, layers, target, tokenizer_json)
+    tick()
     small = spec.draft_layers
     _write_checkpoint(pair.draft, spec, spec.vocab_size, small, draft, tokenizer_json)
+    tick()
     _write_checkpoint(pair.permuted_draft, spec, spec.vocab_size, small, draft, permuted_json)
+    tick()
     _write_checkpoint(
         pair.mismatched_draft, spec, spec.mismatch_vocab_size, small, mismatch, mismatch_json
     )

@@ -22,14 +22,16 @@ import json
 import os
 import re
 import shutil
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pytest_specgate._version import __version__
+from pytest_specgate.contracts.progress import StepProgress, progress_for
 
 if TYPE_CHECKING:
     from huggingface_hub import HfFileMetadata
@@ -276,9 +278,10 @@ def fetch_verified(
         return _snapshot(pin, commit, target, _verify_existing(pin, target, expected))
     _require_free_space(pin, target.parent, expected, disk_free)
     target.parent.mkdir(parents=True, exist_ok=True)
+    total_bytes = sum(file.size or 0 for file in expected)
     with _staging_area(target) as work:
         staged = work / "snapshot"
-        with _hub_errors_as(pin, file=None):
+        with _hub_errors_as(pin, file=None), _reporting_bytes(repo_id, total_bytes) as bars:
             _download(
                 repo_id,
                 commit,
@@ -287,6 +290,7 @@ def fetch_verified(
                 allow_patterns=patterns,
                 token=token,
                 endpoint=endpoint,
+                tqdm_class=bars,
             )
         shutil.rmtree(staged / _HF_METADATA_DIRNAME, ignore_errors=True)
         files = _verify_tree(pin, staged, expected)
@@ -415,9 +419,10 @@ def _download(
     allow_patterns: Sequence[str],
     token: str | bool | None,
     endpoint: str | None,
+    tqdm_class: type[Any] | None,
 ) -> None:
     """``snapshot_download`` in local-dir mode with a private cache, so the user's
-    huggingface cache is neither read nor written."""
+    huggingface cache is neither read nor written; ``tqdm_class`` counts the bytes."""
     from huggingface_hub import snapshot_download
 
     snapshot_download(
@@ -430,7 +435,65 @@ def _download(
         endpoint=endpoint,
         library_name=_LIBRARY_NAME,
         library_version=__version__,
+        tqdm_class=tqdm_class,
     )
+
+
+@contextmanager
+def _reporting_bytes(repo_id: str, total_bytes: int) -> Iterator[type[Any] | None]:
+    """A tqdm class for ``snapshot_download`` that forwards the bytes it counts to the
+    running test's progress (None, and huggingface_hub's own bars, when nobody reads it)."""
+    step = progress_for(f"download {repo_id}")
+    if step is None:
+        yield None
+        return
+    counter = _ByteCounter(step, total_bytes)
+    yield _counting_bars(counter)
+    counter.close()
+
+
+class _ByteCounter:
+    """Bytes seen by huggingface_hub's byte bars, from its download threads.
+
+    It keeps one byte bar per stream (bytes received, bytes written) and both count the
+    same files, so the download's progress is the furthest bar, not their sum.
+    """
+
+    def __init__(self, step: StepProgress, total_bytes: int) -> None:
+        self._step = step
+        self._total = total_bytes
+        self._by_bar: dict[int, int] = {}
+        self._lock = threading.Lock()
+
+    def add(self, bar: object, count: int) -> None:
+        with self._lock:
+            self._by_bar[id(bar)] = self._by_bar.get(id(bar), 0) + count
+            self._step.transferred(self._done(), self._total)
+
+    def close(self) -> None:
+        with self._lock:
+            self._step.transferred(self._done(), self._total, done=True)
+
+    def _done(self) -> int:
+        return max(self._by_bar.values(), default=0)
+
+
+def _counting_bars(counter: _ByteCounter) -> type[Any]:
+    """huggingface_hub's tqdm, never drawn, whose byte bars (``unit="B"``) feed ``counter``."""
+    from huggingface_hub.utils.tqdm import tqdm
+
+    class CountingBar(tqdm):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            self._counts_bytes = kwargs.get("unit") == "B"
+            super().__init__(*args, **{**kwargs, "disable": True})  # type: ignore[no-untyped-call]
+
+        def update(self, n: float | None = 1) -> bool | None:
+            if self._counts_bytes and n:
+                counter.add(self, int(n))
+            result: bool | None = super().update(n)
+            return result
+
+    return CountingBar
 
 
 def _verify_tree(pin: _Pin, root: Path, expected: Sequence[_ExpectedFile]) -> tuple[VerifiedFile, ...]:

@@ -5,7 +5,8 @@ throttled: nothing during the first few seconds, then at most one line per inter
 The clock is injected so tests never sleep.
 
 Inside pytest the plugin sets, for the running test, where long steps report
-(``contracts.progress``); ``run_paired``, ``run_sustained`` and engine boots ask
+(``contracts.progress``); ``run_paired``, ``run_sustained``, engine boots, tiny-model
+builds and weight downloads ask
 ``progress_for`` and get None outside pytest, under ``-q`` and on xdist workers.
 """
 
@@ -23,7 +24,9 @@ __all__ = [
     "ProgressReporter",
     "ProgressSink",
     "TextSink",
+    "format_bytes",
     "format_progress_line",
+    "format_transfer_line",
     "progress_ticker",
 ]
 
@@ -55,6 +58,22 @@ def format_progress_line(
     elapsed = f"{elapsed_s:.0f}s" if planned_s is None else f"{elapsed_s:.0f}s/{planned_s:.0f}s"
     speedup = "n/a" if current_speedup is None else f"{current_speedup:.2f}x"
     return f"{label}: {elapsed} elapsed, {requests_done} requests, speedup {speedup}"
+
+
+def format_bytes(count: float) -> str:
+    """``512 B``, ``3.4 MB``, ``1.20 GB``: decimal units, as the hub lists file sizes."""
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if count >= scale:
+            return f"{count / scale:.1f} {unit}"
+    return f"{count:.0f} B"
+
+
+def format_transfer_line(label: str, elapsed_s: float, done_bytes: int, total_bytes: int | None) -> str:
+    """One line: ``download org/model: 12.0 MB of 48.0 MB, 4.0 MB/s``, the rate averaged
+    over the step so far."""
+    total = "" if total_bytes is None else f" of {format_bytes(total_bytes)}"
+    rate = "n/a" if elapsed_s <= 0 else f"{format_bytes(done_bytes / elapsed_s)}/s"
+    return f"{label}: {format_bytes(done_bytes)}{total}, {rate}"
 
 
 class ProgressReporter:
@@ -90,9 +109,7 @@ class ProgressReporter:
     def update(self, requests_done: int, current_speedup: float | None) -> None:
         now = self._clock()
         elapsed = now - self._started
-        if elapsed < self._quiet_s:
-            return
-        if self._last_written is not None and now - self._last_written < self._min_interval_s:
+        if not self._due(now, elapsed):
             return
         self._write(elapsed, requests_done, current_speedup)
         self._last_written = now
@@ -112,13 +129,34 @@ class ProgressReporter:
                 self._stream.write(f"{self._label}: done in {elapsed:.0f}s\n")
                 self._stream.flush()
             return
-        if elapsed < self._quiet_s:
-            return
-        if self._last_written is not None and now - self._last_written < self._min_interval_s:
+        if not self._due(now, elapsed):
             return
         self._stream.write(f"{self._label}: {elapsed:.0f}s elapsed\n")
         self._stream.flush()
         self._last_written = now
+
+    def transferred(self, done_bytes: int, total_bytes: int | None, *, done: bool = False) -> None:
+        """Bytes moved so far (a download), throttled like :meth:`update`; ``done=True``
+        closes a reported step with the final count."""
+        now = self._clock()
+        elapsed = now - self._started
+        if done:
+            if self._last_written is not None:
+                line = format_transfer_line(self._label, elapsed, done_bytes, total_bytes)
+                self._stream.write(f"{line} (done)\n")
+                self._stream.flush()
+            return
+        if not self._due(now, elapsed):
+            return
+        self._stream.write(f"{format_transfer_line(self._label, elapsed, done_bytes, total_bytes)}\n")
+        self._stream.flush()
+        self._last_written = now
+
+    def _due(self, now: float, elapsed: float) -> bool:
+        """Past the quiet seconds and a full interval after the last line."""
+        if elapsed < self._quiet_s:
+            return False
+        return self._last_written is None or now - self._last_written >= self._min_interval_s
 
     def _write(
         self,

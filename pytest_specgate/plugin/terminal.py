@@ -91,6 +91,11 @@ class _TerminalStep:
         if done:
             self._lines.resume()
 
+    def transferred(self, done_bytes: int, total_bytes: int | None, *, done: bool = False) -> None:
+        self._reporter.transferred(done_bytes, total_bytes, done=done)
+        if done:
+            self._lines.resume()
+
 
 def progress_factory(item: pytest.Item) -> ProgressFactory | None:
     """Reporters for a test's long steps; None under -q, without a terminal, on an xdist worker."""

@@ -4,7 +4,12 @@ import io
 
 from measure_fakes import FakeClock
 
-from pytest_specgate.measure.progress import ProgressReporter, format_progress_line
+from pytest_specgate.measure.progress import (
+    ProgressReporter,
+    format_bytes,
+    format_progress_line,
+    format_transfer_line,
+)
 
 
 def test_line_format() -> None:
@@ -14,6 +19,30 @@ def test_line_format() -> None:
     assert format_progress_line("AC-10", 3.0, 0, None) == (
         "AC-10: 3s elapsed, 0 requests, speedup n/a"
     )
+
+
+def test_transfer_line_format() -> None:
+    assert [format_bytes(n) for n in (512, 8_600, 12_000_000, 1_200_000_000)] == [
+        "512 B", "8.6 kB", "12.0 MB", "1.2 GB",
+    ]
+    assert format_transfer_line("download org/m", 4.0, 12_000_000, 48_000_000) == (
+        "download org/m: 12.0 MB of 48.0 MB, 3.0 MB/s"
+    )
+    assert format_transfer_line("download org/m", 0.0, 0, None) == "download org/m: 0 B, n/a"
+
+
+def test_a_transfer_stays_quiet_then_throttles_and_closes(clock: FakeClock) -> None:
+    stream = io.StringIO()
+    reporter = ProgressReporter(stream, label="dl", clock=clock, quiet_s=3.0, min_interval_s=5.0)
+    for done in range(1, 11):
+        clock.advance(1.0)
+        reporter.transferred(done * 1000, 10_000)
+    reporter.transferred(10_000, 10_000, done=True)
+    assert stream.getvalue().splitlines() == [
+        "dl: 3.0 kB of 10.0 kB, 1.0 kB/s",
+        "dl: 8.0 kB of 10.0 kB, 1.0 kB/s",
+        "dl: 10.0 kB of 10.0 kB, 1.0 kB/s (done)",
+    ]
 
 
 def test_short_runs_stay_silent(clock: FakeClock) -> None:

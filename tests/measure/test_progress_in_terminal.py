@@ -46,3 +46,37 @@ def test_quiet_under_q_and_silent_without_a_terminal_on_workers(pytester: pytest
     worker = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-n", "1")
     worker.assert_outcomes(passed=2)
     assert "specgate: demo step" not in worker.stdout.str()
+
+
+BUILD_SPEC = """
+import functools
+import itertools
+
+import pytest
+
+from pytest_specgate.fetching.tiny_models import tiny_model_pair
+from pytest_specgate.measure import progress
+
+
+def test_build(tmp_path, monkeypatch):
+    ticks = itertools.count(0.0, 2.0)
+    monkeypatch.setattr(progress, "ProgressReporter",
+                        functools.partial(progress.ProgressReporter, clock=lambda: next(ticks)))
+    tiny_model_pair(tmp_path)
+"""
+
+
+def test_a_tiny_model_build_shows_progress_by_default_and_none_under_q(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("numpy")  # loaded here once: an in-process run cannot load it a second time
+    pytester.makepyfile(test_build_demo=BUILD_SPEC)
+    shown = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:xdist")
+    shown.assert_outcomes(passed=1)
+    shown.stdout.fnmatch_lines([
+        "test_build_demo.py ",
+        "specgate: tiny model build: 10s elapsed",
+        "specgate: tiny model build: done in 14s",
+        "test_build_demo.py .*[[]100%[]]",
+    ])
+    quiet = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:xdist", "-q")
+    quiet.assert_outcomes(passed=1)
+    assert "specgate: tiny model build" not in quiet.stdout.str()

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import hashlib
+import io
+import itertools
 import json
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from pytest_specgate.contracts.progress import StepProgress, reporting_progress
 from pytest_specgate.fetching.tiny_models import (
     LOCAL_PAIR_SPEC,
     TINY_MODEL_ROLES,
@@ -20,6 +23,7 @@ from pytest_specgate.fetching.tiny_models import (
     tiny_model_pair,
     weights_digest,
 )
+from pytest_specgate.measure.progress import ProgressReporter
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +57,28 @@ def test_two_builds_produce_the_same_bytes(pair: TinyModelPair, tmp_path: Path) 
     assert len(first) == 6 * len(TINY_MODEL_ROLES)
     assert first == second
     assert pair.root.name == again.root.name
+
+
+def test_a_build_reports_elapsed_time_between_its_stages(tmp_path: Path) -> None:
+    stream = io.StringIO()
+    ticks = itertools.count(0.0, 2.0)
+
+    def factory(label: str, planned_s: float | None) -> StepProgress:
+        return ProgressReporter(stream, label=label, planned_s=planned_s, clock=lambda: next(ticks),
+                                min_interval_s=0.0)
+
+    with reporting_progress(factory):
+        tiny_model_pair(tmp_path)
+        tiny_model_pair(tmp_path)  # built already: no step, no lines
+
+    assert stream.getvalue().splitlines() == [
+        "tiny model build: 4s elapsed",
+        "tiny model build: 6s elapsed",
+        "tiny model build: 8s elapsed",
+        "tiny model build: 10s elapsed",
+        "tiny model build: 12s elapsed",
+        "tiny model build: done in 14s",
+    ]
 
 
 def test_a_second_call_reuses_the_build_and_leaves_no_staging(pair: TinyModelPair) -> None:

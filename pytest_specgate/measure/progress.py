@@ -107,69 +107,42 @@ class ProgressReporter:
         return self._last_written is not None
 
     def update(self, requests_done: int, current_speedup: float | None) -> None:
-        now = self._clock()
-        elapsed = now - self._started
-        if not self._due(now, elapsed):
-            return
-        self._write(elapsed, requests_done, current_speedup)
-        self._last_written = now
+        self._report(lambda elapsed: self._counted(elapsed, requests_done, current_speedup), done=False)
 
     def finish(self, requests_done: int, current_speedup: float | None) -> None:
-        if self._last_written is None:
-            return
-        self._write(self._clock() - self._started, requests_done, current_speedup, done=True)
+        self._report(lambda elapsed: f"{self._counted(elapsed, requests_done, current_speedup)} (done)",
+                     done=True)
 
     def tick(self, *, done: bool = False) -> None:
-        """A step without counts (an engine boot): ``label: 12s elapsed``, throttled like
-        :meth:`update`; ``done=True`` closes a reported step."""
-        now = self._clock()
-        elapsed = now - self._started
-        if done:
-            if self._last_written is not None:
-                self._stream.write(f"{self._label}: done in {elapsed:.0f}s\n")
-                self._stream.flush()
-            return
-        if not self._due(now, elapsed):
-            return
-        self._stream.write(f"{self._label}: {elapsed:.0f}s elapsed\n")
-        self._stream.flush()
-        self._last_written = now
+        """A step without counts (an engine boot, a tiny-model build): ``label: 12s elapsed``,
+        throttled like :meth:`update`; ``done=True`` closes a reported step."""
+        self._report(lambda elapsed: f"{self._label}: done in {elapsed:.0f}s" if done
+                     else f"{self._label}: {elapsed:.0f}s elapsed", done=done)
 
     def transferred(self, done_bytes: int, total_bytes: int | None, *, done: bool = False) -> None:
         """Bytes moved so far (a download), throttled like :meth:`update`; ``done=True``
         closes a reported step with the final count."""
+        self._report(lambda elapsed: format_transfer_line(self._label, elapsed, done_bytes, total_bytes)
+                     + (" (done)" if done else ""), done=done)
+
+    def _counted(self, elapsed_s: float, requests_done: int, current_speedup: float | None) -> str:
+        return format_progress_line(self._label, elapsed_s, requests_done, current_speedup, self._planned_s)
+
+    def _report(self, line: Callable[[float], str], *, done: bool) -> None:
+        """``line(elapsed)`` once past the quiet seconds and a full interval after the last
+        line; a closing line (``done``) only where lines were shown."""
         now = self._clock()
         elapsed = now - self._started
         if done:
-            if self._last_written is not None:
-                line = format_transfer_line(self._label, elapsed, done_bytes, total_bytes)
-                self._stream.write(f"{line} (done)\n")
-                self._stream.flush()
+            if self._last_written is None:
+                return
+        elif elapsed < self._quiet_s or (
+            self._last_written is not None and now - self._last_written < self._min_interval_s
+        ):
             return
-        if not self._due(now, elapsed):
-            return
-        self._stream.write(f"{format_transfer_line(self._label, elapsed, done_bytes, total_bytes)}\n")
-        self._stream.flush()
-        self._last_written = now
-
-    def _due(self, now: float, elapsed: float) -> bool:
-        """Past the quiet seconds and a full interval after the last line."""
-        if elapsed < self._quiet_s:
-            return False
-        return self._last_written is None or now - self._last_written >= self._min_interval_s
-
-    def _write(
-        self,
-        elapsed_s: float,
-        requests_done: int,
-        current_speedup: float | None,
-        *,
-        done: bool = False,
-    ) -> None:
-        line = format_progress_line(
-            self._label, elapsed_s, requests_done, current_speedup, self._planned_s
-        )
-        self._stream.write(f"{line}{' (done)' if done else ''}\n")
+        else:
+            self._last_written = now
+        self._stream.write(f"{line(elapsed)}\n")
         self._stream.flush()
 
 

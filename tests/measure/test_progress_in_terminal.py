@@ -67,9 +67,9 @@ def test_build(tmp_path, monkeypatch):
 
 
 def test_a_tiny_model_build_shows_progress_by_default_and_none_under_q(pytester: pytest.Pytester) -> None:
-    pytest.importorskip("numpy")  # loaded here once: an in-process run cannot load it a second time
     pytester.makepyfile(test_build_demo=BUILD_SPEC)
-    shown = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:xdist")
+    # subprocesses: numpy, loaded by the build, cannot be loaded twice in one process
+    shown = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist")
     shown.assert_outcomes(passed=1)
     shown.stdout.fnmatch_lines([
         "test_build_demo.py ",
@@ -77,6 +77,6 @@ def test_a_tiny_model_build_shows_progress_by_default_and_none_under_q(pytester:
         "specgate: tiny model build: done in 14s",
         "test_build_demo.py .*[[]100%[]]",
     ])
-    quiet = pytester.runpytest("-p", "no:cacheprovider", "-p", "no:xdist", "-q")
+    quiet = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist", "-q")
     quiet.assert_outcomes(passed=1)
     assert "specgate: tiny model build" not in quiet.stdout.str()

@@ -278,7 +278,8 @@ def fetch_verified(
         return _snapshot(pin, commit, target, _verify_existing(pin, target, expected))
     _require_free_space(pin, target.parent, expected, disk_free)
     target.parent.mkdir(parents=True, exist_ok=True)
-    total_bytes = sum(file.size or 0 for file in expected)
+    sizes = [file.size for file in expected]
+    total_bytes = None if None in sizes else sum(size or 0 for size in sizes)
     with _staging_area(target) as work:
         staged = work / "snapshot"
         with _hub_errors_as(pin, file=None), _reporting_bytes(repo_id, total_bytes) as bars:
@@ -440,7 +441,7 @@ def _download(
 
 
 @contextmanager
-def _reporting_bytes(repo_id: str, total_bytes: int) -> Iterator[type[Any] | None]:
+def _reporting_bytes(repo_id: str, total_bytes: int | None) -> Iterator[type[Any] | None]:
     """A tqdm class for ``snapshot_download`` that forwards the bytes it counts to the
     running test's progress (None, and huggingface_hub's own bars, when nobody reads it)."""
     step = progress_for(f"download {repo_id}")
@@ -459,7 +460,7 @@ class _ByteCounter:
     same files, so the download's progress is the furthest bar, not their sum.
     """
 
-    def __init__(self, step: StepProgress, total_bytes: int) -> None:
+    def __init__(self, step: StepProgress, total_bytes: int | None) -> None:
         self._step = step
         self._total = total_bytes
         self._by_bar: dict[int, int] = {}

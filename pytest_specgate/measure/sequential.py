@@ -25,6 +25,7 @@ So stopping is decided only at round ends.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import statistics
 from collections.abc import Sequence
@@ -76,14 +77,7 @@ class SequentialEstimate:
         return self.median
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "median": self.median,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-            "confidence_level": self.confidence_level,
-            "n": self.n,
-            "method": self.method,
-        }
+        return dataclasses.asdict(self)
 
 
 def median_confidence_sequence(

@@ -95,16 +95,7 @@ class SpeedupEstimate:
         return self.median
 
     def to_dict(self) -> dict[str, object]:
-        return {
-            "median": self.median,
-            "ci_low": self.ci_low,
-            "ci_high": self.ci_high,
-            "confidence_level": self.confidence_level,
-            "n": self.n,
-            "method": self.method,
-            "n_resamples": self.n_resamples,
-            "seed": self.seed,
-        }
+        return dataclasses.asdict(self)
 
 
 def median_speedup(

@@ -8,6 +8,14 @@ matplotlib are imported only by the functions that need them.
 from __future__ import annotations
 
 from pytest_specgate.contracts.thresholds import Threshold
+from pytest_specgate.measure.cost_model import (
+    CostModelError,
+    CostParameters,
+    SpeedupExplanation,
+    explain_speedup,
+    speedup_model_line,
+    write_attribution_plot,
+)
 from pytest_specgate.measure.engine_arms import arm_caching, engine_arm, engine_telemetry
 from pytest_specgate.measure.expected import (
     FiniteHorizon,
@@ -90,6 +98,8 @@ __all__ = [
     "AcceptanceMeasurement",
     "CacheSettings",
     "ChatMessage",
+    "CostModelError",
+    "CostParameters",
     "FiniteHorizon",
     "FixtureFileError",
     "IdentityCheck",
@@ -113,6 +123,7 @@ __all__ = [
     "SequentialStop",
     "SpeedupEstimate",
     "SpeedupExpectation",
+    "SpeedupExplanation",
     "SustainedArtifacts",
     "SustainedRun",
     "SustainedSettings",
@@ -133,6 +144,7 @@ __all__ = [
     "expected_acceptance_rate",
     "expected_speedup",
     "expected_tokens_per_round",
+    "explain_speedup",
     "finite_horizon",
     "first_difference",
     "identity_check",
@@ -152,7 +164,9 @@ __all__ = [
     "repo_fixtures_dir",
     "run_paired",
     "run_sustained",
+    "speedup_model_line",
     "throughput_series",
+    "write_attribution_plot",
     "write_position_plot",
     "write_sustained_artifacts",
 ]

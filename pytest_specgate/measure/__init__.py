@@ -13,7 +13,6 @@ from pytest_specgate.measure.cost_model import (
     CostParameters,
     SpeedupExplanation,
     explain_speedup,
-    speedup_model_line,
     write_attribution_plot,
 )
 from pytest_specgate.measure.engine_arms import arm_caching, engine_arm, engine_telemetry
@@ -164,7 +163,6 @@ __all__ = [
     "repo_fixtures_dir",
     "run_paired",
     "run_sustained",
-    "speedup_model_line",
     "throughput_series",
     "write_attribution_plot",
     "write_position_plot",

@@ -44,6 +44,15 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from pytest_specgate.contracts.speedup_model import (
+    BASELINE_FIXED_COST,
+    CANDIDATE_FIXED_COST,
+    DRAFT_COST,
+    MEASURED_SPEEDUP,
+    PREDICTED_SPEEDUP,
+    VERIFY_COST,
+    speedup_model_line,
+)
 from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, check_confidence_level
 from pytest_specgate.measure.expected import FiniteHorizon, expectation_for_acceptance_rate, finite_horizon
 from pytest_specgate.measure.samples import SamplePair, TimedSample
@@ -250,12 +259,15 @@ def attribute(costs: CostParameters, timings: Sequence[PairTiming], prior_cost_r
 
 @dataclass(frozen=True)
 class Interval:
+    """One fitted or predicted figure with its bootstrap interval (an ``evidence.measure`` estimate)."""
+
     point: float
-    low: float | None
-    high: float | None
+    ci_low: float | None
+    ci_high: float | None
+    confidence_level: float
 
     def to_dict(self) -> dict[str, object]:
-        return {"point": self.point, "ci_low": self.low, "ci_high": self.high}
+        return {"point": self.point, "ci_low": self.ci_low, "ci_high": self.ci_high}
 
 
 @dataclass(frozen=True)
@@ -282,6 +294,21 @@ class SpeedupExplanation:
                                   1000 * self.costs.candidate_fixed_s, 1000 * self.costs.baseline_fixed_s,
                                   self.attribution.measured)
 
+    def recorded_figures(self) -> tuple[tuple[str, Interval, str | None], ...]:
+        """(measurement name, figure, unit) for ``evidence.measure``: the names the AC block's
+        speedup-model line is rendered from (``contracts.speedup_model``), then the step and
+        each attribution factor."""
+        units = {"x": ("analytic_speedup", "predicted_speedup", "measured_speedup", "verify_cost"),
+                 "target-steps": ("draft_cost", "per_draft_token"),
+                 "ms": ("candidate_fixed_ms", "baseline_fixed_ms", "target_step_ms")}
+        unit_of = {figure: unit for unit, figures in units.items() for figure in figures}
+        names = {"predicted_speedup": PREDICTED_SPEEDUP, "measured_speedup": MEASURED_SPEEDUP,
+                 "draft_cost": DRAFT_COST, "verify_cost": VERIFY_COST,
+                 "candidate_fixed_ms": CANDIDATE_FIXED_COST, "baseline_fixed_ms": BASELINE_FIXED_COST}
+        return tuple((names.get(figure, "model_" + figure.replace(" ", "_").removesuffix("_ms")),
+                      interval, unit_of.get(figure))
+                     for figure, interval in self.intervals.items())
+
     def to_dict(self) -> dict[str, object]:
         return {
             "model": "Leviathan et al. 2023 finite horizon with fitted step, draft, verification "
@@ -302,14 +329,6 @@ class SpeedupExplanation:
             "seed": self.seed,
             "interval_method": "percentile bootstrap over pairs, costs refitted per resample",
         }
-
-
-def speedup_model_line(predicted: float, draft_cost: float, verify_cost: float, candidate_fixed_ms: float,
-                       baseline_fixed_ms: float, measured: float) -> str:
-    """The one line an AC block shows; the renderer builds it from recorded figures with this."""
-    return (f"predicted {predicted:.2f}x (draft {draft_cost:.2f} target-steps, verify {verify_cost:.1f}x, "
-            f"fixed {candidate_fixed_ms:.0f} ms/request, baseline {baseline_fixed_ms:.0f} ms), "
-            f"measured {measured:.2f}x")
 
 
 def _figures(costs: CostParameters, attribution: Attribution) -> dict[str, float]:
@@ -389,7 +408,7 @@ def explain_speedup(
     costs = fit_costs(timings, gamma, alpha)
     attribution = attribute(costs, timings, prior_cost_ratio)
     bounds = _bootstrap(timings, figures_of, n_resamples, seed, level)
-    intervals = {name: Interval(value, *bounds.get(name, (None, None)))
+    intervals = {name: Interval(value, *bounds.get(name, (None, None)), level)
                  for name, value in _figures(costs, attribution).items()}
     return SpeedupExplanation(costs, attribution, prior_cost_ratio, acceptance_rate, intervals, level,
                               len(timings), n_resamples, seed)
@@ -415,9 +434,9 @@ def write_attribution_plot(explanation: SpeedupExplanation, path: Path, *, title
              color="tab:red" if attribution.measured < attribution.predicted else "tab:green")
     measured = explanation.interval("measured_speedup")
     error = None
-    if measured.low is not None and measured.high is not None:
-        error = [[max(0.0, attribution.measured - measured.low)],
-                 [max(0.0, measured.high - attribution.measured)]]
+    if measured.ci_low is not None and measured.ci_high is not None:
+        error = [[max(0.0, attribution.measured - measured.ci_low)],
+                 [max(0.0, measured.ci_high - attribution.measured)]]
     axes.bar(6, attribution.measured, color="tab:purple", yerr=error, capsize=4)
     for index, factor in enumerate(attribution.factors[:3], start=1):
         axes.annotate(f"x{factor:.2f}", (index, max(levels[index - 1], levels[index])), ha="center",
@@ -428,7 +447,8 @@ def write_attribution_plot(explanation: SpeedupExplanation, path: Path, *, title
     axes.set_xticklabels(labels, rotation=20, fontsize=8)
     axes.axhline(1.0, color="black", linewidth=0.8, linestyle=":")
     axes.set_ylabel("pooled speedup (x)")
-    axes.set_title(f"{title}: {explanation.summary_line()}", fontsize=8)
+    axes.set_ylim(0, 1.15 * max(*levels, attribution.measured, measured.ci_high or 0.0))
+    axes.set_title(f"{title}\n{explanation.summary_line()}", fontsize=8)
     axes.grid(True, axis="y", alpha=0.3)
     figure.tight_layout()
     figure.savefig(path, format="png", metadata={"Software": None})

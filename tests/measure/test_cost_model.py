@@ -16,9 +16,9 @@ from pytest_specgate.measure.cost_model import (
     SPLIT_BY_PREFILL,
     CostModelError,
     explain_speedup,
-    speedup_model_line,
     write_attribution_plot,
 )
+from pytest_specgate.contracts.speedup_model import speedup_model_line
 from pytest_specgate.measure.samples import RequestSample, SamplePair, TimedSample
 
 
@@ -109,9 +109,9 @@ def test_every_figure_has_an_interval_around_its_point() -> None:
     pairs, rate = synthetic_pairs(engine, requests=30)
     explanation = explain_speedup(pairs, engine.gamma, rate, prior_cost_ratio=0.1, n_resamples=200)
     for name, interval in explanation.intervals.items():
-        assert interval.low is not None and interval.high is not None, name
-        assert interval.low <= interval.point * (1 + 1e-9), name
-        assert interval.point <= interval.high * (1 + 1e-9), name
+        assert interval.ci_low is not None and interval.ci_high is not None, name
+        assert interval.ci_low <= interval.point * (1 + 1e-9), name
+        assert interval.point <= interval.ci_high * (1 + 1e-9), name
     record = explanation.to_dict()
     assert record["n_pairs"] == 30
     assert [step["step"] for step in record["attribution"]] == [  # type: ignore[index]

@@ -548,25 +548,32 @@ def configure_compare_parser(parser: argparse.ArgumentParser) -> None:
     from pytest_specgate.evidence._compare import COMPARE_SCHEMA_ID, DEFAULT_TOLERANCE
 
     parser.description = (
-        "Compare two bundles (the base branch's and a PR's) per AC and measurement: both values, the "
-        "ratio, and whether the change lies outside the measurement's recorded confidence interval "
-        "(regression, improvement, no change); without an interval a change counts when it exceeds "
-        "--tolerance. Exit 1 on a regression beyond --tolerance."
+        "Compare two bundles (the base branch's and a PR's): first every AC whose verdict changed "
+        "(PASSED to anything else, or QUALIFYING to not, is a regression), then per measurement the "
+        "relative change with an interval from both runs' samples (else both recorded intervals, "
+        "else the values alone). A measurement regresses only where its whole interval lies beyond "
+        "--tolerance on the side its bound calls worse; one without a bound only 'changed'. "
+        "Exit 1 on any regression."
     )
     parser.add_argument("base", type=Path, help="the base bundle (or an evidence dir holding one)")
     parser.add_argument("new", type=Path, help="the new bundle (or an evidence dir holding one)")
     tolerance_help = (
-        "relative change that counts without an interval, and that a regression must exceed to fail "
+        "relative change the whole interval must exceed to count "
         f"(default {DEFAULT_TOLERANCE}, i.e. {DEFAULT_TOLERANCE:.0%}; '5%' works too)"
     )
     # argparse %-formats help text: every literal % is doubled.
     parser.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE), metavar="FRACTION",
                         help=tolerance_help.replace("%", "%%"))
+    parser.add_argument("--confidence-level", type=float, default=0.95, metavar="LEVEL",
+                        help="level of the difference interval (default 0.95; each side errs about "
+                             "half of 1 - LEVEL)")
     _add_json_option(parser, COMPARE_SCHEMA_ID)
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    from pytest_specgate.contracts.thresholds import check_confidence_level
     from pytest_specgate.evidence._compare import (
+        CompareInputError,
         bundle_side,
         compare_records,
         comparison_json,
@@ -576,6 +583,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
     try:
         tolerance = tolerance_from_text(args.tolerance)
+        level = check_confidence_level(args.confidence_level, "--confidence-level")
     except ValueError as error:
         return _error("compare", str(error))
     sides = []
@@ -587,10 +595,13 @@ def run_compare(args: argparse.Namespace) -> int:
             return _error("compare", str(error))
         sides.append((bundle_side(bundle.run_id, bundle.digest, records), records))
     (base_side, base), (new_side, new) = sides
-    comparison = compare_records(base, new, base_side, new_side, tolerance)
+    try:
+        comparison = compare_records(base, new, base_side, new_side, tolerance, level)
+    except CompareInputError as error:
+        return _error("compare", str(error))
     redactor = build_redactor(None)
     if args.json:
         sys.stdout.write(pretty_json(redactor.value(comparison_json(comparison))))
     else:
         sys.stdout.write(redactor.text(comparison_markdown(comparison)))
-    return EXIT_REJECTED if comparison.failing else EXIT_OK
+    return EXIT_REJECTED if comparison.regressions else EXIT_OK

@@ -60,11 +60,8 @@ from pytest_specgate.measure import (
     position_acceptance,
     run_paired,
     run_sustained,
-<<<<<<< HEAD
-    write_attribution_plot,
-=======
     ttft_samples,
->>>>>>> main
+    write_attribution_plot,
     write_position_plot,
     write_sustained_artifacts,
 )

@@ -20,6 +20,7 @@ from typing import TypeVar
 
 from pytest_specgate.contracts.acceptance import is_ac_id
 from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.contracts.speedup_model import line_from_figures
 from pytest_specgate.evidence._acrecord import AcRecord, AttachmentRow, EngineFact, MeasurementRow
 from pytest_specgate.evidence._policy import SIMULATED_BACKENDS, PolicyVerdict
 
@@ -287,6 +288,16 @@ def _link(row: AttachmentRow) -> str:
     return f"[{_cell(name)}](<{row.path.replace('<', '%3C').replace('>', '%3E')}>)"
 
 
+def _speedup_model_lines(record: AcRecord) -> list[str]:
+    """One line per test that recorded the speedup model's figures: predicted against measured."""
+    lines = []
+    for nodeid, rows in _by_test(record, record.measurements):
+        line = line_from_figures({row.name: row.value for row in rows})
+        if line is not None:
+            lines.append(f"- Speedup model (`{_cell(_test_name(nodeid))}`): {_cell(line)}")
+    return lines
+
+
 def _attachment_lines(record: AcRecord) -> list[str]:
     if not record.attachments:
         return []
@@ -325,6 +336,7 @@ def render_ac_block(record: AcRecord, verdict: PolicyVerdict, ac_sha256: str, bu
     lines.append(
         f"- Commit: {_cell(record.source.commit or 'unknown')}" + (" (dirty)" if record.source.dirty else "")
     )
+    lines += _speedup_model_lines(record)
     lines += _attachment_lines(record)
     lines += _measurement_lines(record)
     lines += ["", f"`{digest_line(record.ac.id, ac_sha256, bundle_sha256)}`", ""]

@@ -8,7 +8,9 @@ interval decides the 1.4x bound or ``MAX_ROUNDS_FACTOR`` times the plan's rounds
 The paired run also records acceptance per draft position beside alpha^k (where the
 engine counts positions) and TTFT / ITL percentiles of both arms with their ratios.
 The measured speedup is recorded next to the analytic one for the measured
-acceptance, so a slow engine can be told from a poorly matched draft. On any
+acceptance, so a slow engine can be told from a poorly matched draft, and next to the one a cost
+model fitted from the run's own streams predicts (target step, draft and verification cost, fixed
+cost per request), with the gap from analytic to measured attributed to each. On any
 other host this runs only with --specgate-diagnostic, and never qualifies.
 
 Two tests of the one AC, both required for it to be complete: the paired run and the
@@ -38,6 +40,7 @@ from pytest_specgate.evidence import EvidenceRecorder
 from pytest_specgate.measure import (
     AcceptanceMeasurement,
     CacheSettings,
+    CostModelError,
     IdentityCheck,
     ModelPair,
     PairedRun,
@@ -50,6 +53,7 @@ from pytest_specgate.measure import (
     compare_to_expected,
     engine_arm,
     engine_telemetry,
+    explain_speedup,
     latency_summary,
     load_named_prompt_set,
     model_pair,
@@ -57,6 +61,7 @@ from pytest_specgate.measure import (
     run_paired,
     run_sustained,
     ttft_samples,
+    write_attribution_plot,
     write_position_plot,
     write_sustained_artifacts,
 )
@@ -166,6 +171,7 @@ def test_ac10_paired_speedup_and_acceptance(
         evidence.measure("expected_speedup", versus.expected.speedup, "x")
         evidence.measure("pooled_speedup", paired.pooled_speedup, "x")
         evidence.measure("measured_over_expected_speedup", versus.ratio)
+        _speedup_model(evidence, paired, rate, gamma, plan, confidence_level, tmp_path)
     _greedy_identity(evidence, paired.identity().mismatches)
 
 
@@ -189,6 +195,24 @@ def test_ac10_sustained_window(
     evidence.measure("sustained_duration", sustained.elapsed_s, "s",
                      at_least=settings.scaled_duration_s)
     _greedy_identity(evidence, sustained.identity().mismatches)
+
+
+def _speedup_model(evidence: EvidenceRecorder, paired: PairedRun, rate: float, gamma: int, plan: Ac10Plan,
+                   confidence_level: float, directory: Path) -> None:
+    """The costs fitted from this run's own streams, the speedup they predict beside the measured
+    one, and the walk from the analytic figure to the measured (a waterfall plot); or why not."""
+    try:
+        explanation = explain_speedup(paired.pairs, gamma, rate, plan.cost_ratio,
+                                      confidence_level=confidence_level)
+    except CostModelError as exc:
+        evidence.note("speedup_model", {"unavailable": str(exc)})
+        return
+    evidence.note("speedup_model", explanation.to_dict())
+    for name, figure, unit in explanation.recorded_figures():
+        evidence.measure(name, figure, unit)
+    plot = write_attribution_plot(explanation, directory / "ac10-speedup-model.png",
+                                  title="AC-10 speedup, analytic to measured")
+    evidence.attach("ac10-speedup-model.png", plot)
 
 
 def _positions(evidence: EvidenceRecorder, acceptance: AcceptanceMeasurement | None, gamma: int,

@@ -34,6 +34,7 @@ from pytest_specgate.evidence._bundle import (
     verify_bundle,
 )
 from pytest_specgate.evidence._gate import (
+    AUTHORITATIVE,
     GATE_RESULT_SCHEMA_ID,
     GateInputError,
     GateVerdict,
@@ -380,17 +381,19 @@ GATE_EPILOG = """\
 trusted configuration:
   What decides (host profiles, merge gates, the trust policy, engine-free ACs) is read from
   --trusted-config, never from the PR's checkout:
-    --trusted-config=origin/main     git show origin/main:pyproject.toml (a git ref; fetch it first)
-    --trusted-config=trusted.toml    a file ending in .toml, taken from somewhere you trust
+    --trusted-config=refs/remotes/origin/main   git show REF:pyproject.toml (a fully qualified ref
+                                                or a 40-hex commit; fetch it first; a short name
+                                                such as origin/main is refused: a tag could shadow it)
+    --trusted-config=trusted.toml               a file ending in .toml, taken from somewhere you trust
   It reads [tool.specgate] hosts, gates, trust and acs ([tool.specgate.acs."AC-N"] engine = false).
   Under CI ($CI set) or --require-signatures a missing trust policy rejects every AC;
   --allow-unsigned accepts unsigned evidence instead, and the result says so.
   With a ref, each AC also lists its harness files (spec files, conftests, helpers, pytest config)
   that differ from the ref, so a reviewer reads those first.
 
-  in CI:  git fetch --depth=1 origin "$BASE_REF"
+  in CI:  git fetch --depth=1 origin "$BASE_SHA"      # the event's pull_request.base.sha
           specgate gate --pr-body-from-event --evidence=out/ --require=AC-10 \\
-                        --trusted-config="origin/$BASE_REF" --gate=PR-B
+                        --trusted-config="$BASE_SHA" --gate=PR-B
 """
 
 
@@ -427,8 +430,9 @@ def configure_gate_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--trusted-config", metavar="REF|FILE.toml",
-        help="where [tool.specgate] hosts, gates, trust and acs come from: a git ref of the base branch "
-        "(git show REF:pyproject.toml) or a .toml file; never the PR's working tree (see below)",
+        help="where [tool.specgate] hosts, gates, trust and acs come from: the base branch as a fully "
+        "qualified ref (refs/...) or a 40-hex commit (git show REF:pyproject.toml), or a .toml file; "
+        "never the PR's working tree (see below)",
     )
     parser.add_argument(
         "--gate", help="this merge gate, one of the trusted config's gates; waivers must name a later one"
@@ -486,6 +490,7 @@ def run_gate(args: argparse.Namespace) -> int:
     except (GateInputError, TrustedConfigError) as error:
         return _error("gate", str(error))
     trusted_line = f"specgate gate: trusted config {verdict.trusted}; signatures {verdict.signatures}"
+    print(f"specgate gate: {AUTHORITATIVE}", file=sys.stderr)
     print(trusted_line, file=sys.stderr)
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:

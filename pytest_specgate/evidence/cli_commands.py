@@ -610,3 +610,66 @@ def run_compare(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(redactor.text(comparison_markdown(comparison)))
     return EXIT_REJECTED if comparison.regressions else EXIT_OK
+
+
+def configure_history_parser(parser: argparse.ArgumentParser) -> None:
+    from pytest_specgate.evidence._compare import DEFAULT_TOLERANCE
+    from pytest_specgate.evidence._history import HISTORY_EXTRA, HISTORY_SCHEMA_ID
+
+    parser.description = (
+        "Every AC figure across many runs: bundles ordered by their commit's time (git in --repo; "
+        "by run start where git does not know a commit), one trend table per figure (markdown, or "
+        "--json) and one PNG plot each in --out, with persistent shifts (change points, ruptures "
+        f"PELT) naming the first commit after them. Needs pip install 'pytest-specgate[{HISTORY_EXTRA}]'."
+    )
+    parser.add_argument("bundles", nargs="+", type=Path, help="bundle directories or evidence dirs")
+    parser.add_argument("--out", type=Path, default=Path("specgate-history"), metavar="DIR",
+                        help="where history.md, history.json and the plots go (default: specgate-history)")
+    parser.add_argument("--measurement", action="append", default=[], metavar="NAME",
+                        help="only this measurement (repeatable; default: every numeric one)")
+    parser.add_argument("--repo", type=Path, default=Path.cwd(), metavar="DIR",
+                        help="the git checkout that knows the commits (default: the current directory)")
+    tolerance_help = (f"a shift must move the figure's mean by more than this relative change "
+                      f"(default {DEFAULT_TOLERANCE}, i.e. {DEFAULT_TOLERANCE:.0%})")
+    parser.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE), metavar="FRACTION",
+                        help=tolerance_help.replace("%", "%%"))
+    _add_json_option(parser, HISTORY_SCHEMA_ID)
+
+
+def run_history(args: argparse.Namespace) -> int:
+    from pytest_specgate.evidence._compare import tolerance_from_text
+    from pytest_specgate.evidence._history import (
+        build_history,
+        commit_time,
+        history_json,
+        history_markdown,
+        history_run,
+        write_plot,
+    )
+
+    try:
+        tolerance = tolerance_from_text(args.tolerance)
+        bundles = load_all_bundles(args.bundles)
+        loaded = [(bundle, _verified_records(bundle)) for bundle in bundles]
+        commits = {record.source.commit for _, records in loaded for record in records.values()
+                   if record.source.commit}
+        committed_at = {commit: commit_time(args.repo, commit) for commit in sorted(commits)}
+        runs = [history_run(bundle.run_id, bundle.digest, records, committed_at)
+                for bundle, records in loaded]
+        history = build_history(runs, tolerance, args.measurement)
+        args.out.mkdir(parents=True, exist_ok=True)
+        plots = {series.key: write_plot(series, args.out / series.plot_name) for series in history.series}
+    except (ValueError, GateInputError, BundleError) as error:
+        return _error("history", str(error))
+    except OSError as error:
+        return _error("history", f"--out={args.out}: {error}")
+    redactor = build_redactor(None)
+    markdown = redactor.text(history_markdown(history, plots))
+    document = pretty_json(redactor.value(history_json(history, plots)))
+    try:
+        (args.out / "history.md").write_text(markdown, "utf-8")
+        (args.out / "history.json").write_text(document, "utf-8")
+    except OSError as error:
+        return _error("history", f"--out={args.out}: {error}")
+    sys.stdout.write(document if args.json else markdown)
+    return EXIT_OK

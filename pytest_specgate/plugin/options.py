@@ -16,10 +16,12 @@ import pytest
 
 from pytest_specgate.contracts import markers as marker_docs
 from pytest_specgate.contracts.errors import SpecgateInputError
+from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL
 from pytest_specgate.plugin.bundle import evidence_collector, signing_key
 from pytest_specgate.plugin.hookspecs import SpecgateHookSpecs
 from pytest_specgate.plugin.stash import COLLECTOR_KEY, PROJECT_KEY, SETTINGS_KEY, SIGNING_KEY
 from pytest_specgate.plugin.termination import install_sigterm_teardown
+from pytest_specgate.selection import option_values
 
 if TYPE_CHECKING:
     from pytest_specgate.selection.settings import SpecgateSettings
@@ -64,13 +66,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "--specgate-endpoint-for=draft=none,num_draft_tokens=none=http://127.0.0.1:8001 for the "
              "baseline; without one such a request on the endpoint backend is refused.",
     )
+    # None: the ini value (or its default) applies; settings converts it alike.
     group.addoption("--specgate-duration-scale", dest="specgate_duration_scale", metavar="FACTOR",
-                    default=None, help=marker_docs.DURATION_SCALE_HELP)
+                    type=option_values.duration_scale, default=None, help=marker_docs.DURATION_SCALE_HELP)
     group.addoption("--specgate-confidence-level", dest="specgate_confidence_level", metavar="LEVEL",
-                    default=None, help=marker_docs.CONFIDENCE_LEVEL_HELP)
+                    type=option_values.confidence_level, default=None,
+                    help=marker_docs.CONFIDENCE_LEVEL_HELP)
     group.addoption(
         "--specgate-engine-option", action="append", dest="specgate_engine_option", metavar="KEY=VALUE",
-        default=[],
+        type=option_values.engine_option, default=[],
         help="KEY=VALUE (repeatable): a backend option set on every engine of the run, over the "
              "engine marker; VALUE is read as JSON when it parses (e.g. faults='[\"corrupt-spec\"]').",
     )
@@ -92,8 +96,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("specgate_vllm_python", marker_docs.VLLM_PYTHON_HELP, default=None)
     parser.addini("specgate_engine", marker_docs.ENGINE_HELP, default=None)
     parser.addini("specgate_endpoint", marker_docs.ENDPOINT_HELP, default=None)
-    parser.addini("specgate_duration_scale", marker_docs.DURATION_SCALE_HELP, default=None)
-    parser.addini("specgate_confidence_level", marker_docs.CONFIDENCE_LEVEL_HELP, default=None)
+    parser.addini("specgate_duration_scale", marker_docs.DURATION_SCALE_HELP, default="1")
+    parser.addini("specgate_confidence_level", marker_docs.CONFIDENCE_LEVEL_HELP,
+                  default=str(DEFAULT_CONFIDENCE_LEVEL))
 
 
 @contextlib.contextmanager

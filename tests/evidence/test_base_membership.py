@@ -79,8 +79,8 @@ def _pr_run_and_gate(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[st
 
 def _left_out(base: str) -> str:
     return (f"AC-1: {SLOW_NODE} is a test of AC-1 at the trusted commit {base[:12]} but not one of this "
-            "run's AC-1 tests (deleted, relabelled, moved or hidden): land the change to AC-1's tests in the base "
-            "branch first")
+            "run's AC-1 tests (deleted, relabelled, moved or hidden): land the change to AC-1's tests in "
+            "the base branch first")
 
 
 def test_the_honest_pr_holds_every_base_member(

@@ -22,7 +22,7 @@ from enum import StrEnum
 from typing import Literal
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
-from pytest_specgate.evidence._acrecord import AcRecord, MeasurementRow
+from pytest_specgate.evidence._acrecord import AcRecord, Measurement
 
 COMPARE_SCHEMA_ID = "specgate.compare/1"
 DEFAULT_TOLERANCE = 0.05
@@ -114,13 +114,13 @@ def _number(value: float | str | None) -> float | None:
     return float(value)
 
 
-def _better(row: MeasurementRow) -> Better | None:
+def _better(row: Measurement) -> Better | None:
     if (row.at_least is None) == (row.at_most is None):
         return None
     return "higher" if row.at_least is not None else "lower"
 
 
-def _interval_bounds(record: AcRecord, row: MeasurementRow) -> tuple[float, float, str] | None:
+def _interval_bounds(record: AcRecord, row: Measurement) -> tuple[float, float, str] | None:
     if row.ci_low is not None and row.ci_high is not None:
         level = "" if row.confidence_level is None else f" ({row.confidence_level:.0%})"
         return row.ci_low, row.ci_high, f"the measurement's interval{level}"
@@ -141,10 +141,10 @@ def _interval_bounds(record: AcRecord, row: MeasurementRow) -> tuple[float, floa
     return None
 
 
-def _interval(base: AcRecord | None, base_row: MeasurementRow | None,
-              new: AcRecord | None, new_row: MeasurementRow | None) -> Interval | None:
+def _interval(base: AcRecord | None, base_row: Measurement | None,
+              new: AcRecord | None, new_row: Measurement | None) -> Interval | None:
     """The base run's interval where it states one (the reference), else the new run's."""
-    sides: tuple[tuple[IntervalFrom, AcRecord | None, MeasurementRow | None], ...] = (
+    sides: tuple[tuple[IntervalFrom, AcRecord | None, Measurement | None], ...] = (
         ("base", base, base_row), ("new", new, new_row)
     )
     for side, record, row in sides:
@@ -182,11 +182,11 @@ def _interval_names(record: AcRecord) -> set[tuple[str, str]]:
     }
 
 
-def _rows(record: AcRecord | None) -> dict[tuple[str, str], MeasurementRow]:
+def _rows(record: AcRecord | None) -> dict[tuple[str, str], Measurement]:
     if record is None:
         return {}
     skip = _interval_names(record)
-    rows: dict[tuple[str, str], MeasurementRow] = {}
+    rows: dict[tuple[str, str], Measurement] = {}
     for row in record.measurements:
         if (row.nodeid, row.name) not in skip:
             rows.setdefault((row.nodeid, row.name), row)

@@ -8,7 +8,9 @@ interval decides the 1.4x bound or ``MAX_ROUNDS_FACTOR`` times the plan's rounds
 The paired run also records acceptance per draft position beside alpha^k (where the
 engine counts positions) and TTFT / ITL percentiles of both arms with their ratios.
 The measured speedup is recorded next to the analytic one for the measured
-acceptance, so a slow engine can be told from a poorly matched draft. On any
+acceptance, so a slow engine can be told from a poorly matched draft, and next to the one a cost
+model fitted from the run's own streams predicts (target step, draft and verification cost, fixed
+cost per request), with the gap from analytic to measured attributed to each. On any
 other host this runs only with --specgate-diagnostic, and never qualifies.
 
 Two tests of the one AC, both required for it to be complete: the paired run and the
@@ -38,6 +40,7 @@ from pytest_specgate.evidence import EvidenceRecorder
 from pytest_specgate.measure import (
     AcceptanceMeasurement,
     CacheSettings,
+    CostModelError,
     IdentityCheck,
     ModelPair,
     PairedRun,
@@ -50,12 +53,15 @@ from pytest_specgate.measure import (
     compare_to_expected,
     engine_arm,
     engine_telemetry,
+    explain_speedup,
     latency_summary,
     load_named_prompt_set,
     model_pair,
     position_acceptance,
     run_paired,
     run_sustained,
+    ttft_samples,
+    write_attribution_plot,
     write_position_plot,
     write_sustained_artifacts,
 )
@@ -144,7 +150,8 @@ def test_ac10_paired_speedup_and_acceptance(
         evidence.note("acceptance_source", acceptance.to_dict() if acceptance else None)
     speedup = paired.speedup()
     gamma = candidate.telemetry().num_draft_tokens or pair.num_draft_tokens
-    evidence.measure("median_speedup", speedup, "x", at_least=MIN_MEDIAN_SPEEDUP)
+    evidence.measure("median_speedup", speedup, "x", at_least=MIN_MEDIAN_SPEEDUP,
+                     samples=paired.speedup_samples())
     evidence.note("median_speedup_estimate", speedup.to_dict())
     if paired.sequential is not None:
         evidence.note("sequential_stop", paired.sequential.to_dict())
@@ -164,6 +171,7 @@ def test_ac10_paired_speedup_and_acceptance(
         evidence.measure("expected_speedup", versus.expected.speedup, "x")
         evidence.measure("pooled_speedup", paired.pooled_speedup, "x")
         evidence.measure("measured_over_expected_speedup", versus.ratio)
+        _speedup_model(evidence, paired, rate, gamma, plan, confidence_level, tmp_path)
     _greedy_identity(evidence, paired.identity().mismatches)
 
 
@@ -189,6 +197,24 @@ def test_ac10_sustained_window(
     _greedy_identity(evidence, sustained.identity().mismatches)
 
 
+def _speedup_model(evidence: EvidenceRecorder, paired: PairedRun, rate: float, gamma: int, plan: Ac10Plan,
+                   confidence_level: float, directory: Path) -> None:
+    """The costs fitted from this run's own streams, the speedup they predict beside the measured
+    one, and the walk from the analytic figure to the measured (a waterfall plot); or why not."""
+    try:
+        explanation = explain_speedup(paired.pairs, gamma, rate, plan.cost_ratio,
+                                      confidence_level=confidence_level)
+    except CostModelError as exc:
+        evidence.note("speedup_model", {"unavailable": str(exc)})
+        return
+    evidence.note("speedup_model", explanation.to_dict())
+    for name, figure, unit in explanation.recorded_figures():
+        evidence.measure(name, figure, unit)
+    plot = write_attribution_plot(explanation, directory / "ac10-speedup-model.png",
+                                  title="AC-10 speedup, analytic to measured")
+    evidence.attach("ac10-speedup-model.png", plot)
+
+
 def _positions(evidence: EvidenceRecorder, acceptance: AcceptanceMeasurement | None, gamma: int,
                directory: Path) -> None:
     """acceptance_rate_position_k beside alpha^k, and their plot; or why the engine has none."""
@@ -211,8 +237,9 @@ def _latencies(evidence: EvidenceRecorder, paired: PairedRun, confidence_level: 
     latency = latency_summary(paired.pairs, confidence_level=confidence_level)
     evidence.note("latency", latency.to_dict())
     for arm, prefix in (("candidate", ""), ("baseline", "baseline_")):
+        samples = ttft_samples(paired.pairs, arm)
         for name, value in latency.percentiles_ms[arm].items():
-            evidence.measure(f"{prefix}{name}", value, "ms")
+            evidence.measure(f"{prefix}{name}", value, "ms", samples=samples.get(name))
     for name, ratio in latency.ratios.items():
         evidence.measure(name, ratio, "x")
 

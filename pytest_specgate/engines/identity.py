@@ -112,17 +112,24 @@ def version_known(backend: str, versions: Mapping[str, object], identity: Server
                for value in named)
 
 
-def engine_entry(engine: Engine, config_description: str, identity: ServerIdentity,
+def engine_entry(engine: Engine, registry_name: str, config_description: str, identity: ServerIdentity,
                  system_fingerprint: str | None = None) -> dict[str, Any]:
-    """One ``tests[].engines`` entry: what was booted, what the server said, and what follows."""
+    """One ``tests[].engines`` entry: what was booted, what the server said, and what follows.
+
+    ``backend`` is ``registry_name``, the backend the booted configuration named (a built-in or an
+    entry point): enrolment is judged on it. What the engine object calls itself is kept beside it
+    as ``reported_backend``; an engine that reports another name is refused by the verdict policy,
+    so a third-party backend cannot pass for ``mlx`` by saying so.
+    """
     versions = engine.versions()
     return {
-        "backend": engine.backend,
+        "backend": registry_name,
+        "reported_backend": engine.backend,
         "model": engine.model_id,
         "config": config_description,
         "versions": versions,
         "identity": identity.to_dict(system_fingerprint),
-        "simulated": engine.backend == "mock" or identity.is_mock,
+        "simulated": "mock" in (registry_name, engine.backend) or identity.is_mock,
         "loopback": is_loopback_url(engine.base_url),
-        "version_known": version_known(engine.backend, versions, identity),
+        "version_known": version_known(registry_name, versions, identity),
     }

@@ -70,6 +70,8 @@ class EngineFact:
     versions: Mapping[str, JsonValue] | None = None
     identity: Mapping[str, JsonValue] | None = None
     memory_returned: Mapping[str, JsonValue] | None = None
+    reported_backend: str | None = None
+    """What the engine object called itself; ``backend`` is the booted configuration's registry name."""
 
 
 @dataclass(frozen=True)
@@ -269,6 +271,7 @@ def _engine(value: Mapping[str, JsonValue]) -> EngineFact:
         versions=_mapping(value.get("versions")),
         identity=_mapping(value.get("identity")),
         memory_returned=value.get("memory_returned"),
+        reported_backend=value.get("reported_backend"),
     )
 
 

@@ -20,6 +20,7 @@ from typing import TypeVar
 
 from pytest_specgate.contracts.acceptance import is_ac_id
 from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.contracts.speedup_model import line_from_figures
 from pytest_specgate.evidence._acrecord import AcRecord, AttachmentRow, EngineFact, Measurement
 from pytest_specgate.evidence._policy import SIMULATED_BACKENDS, PolicyVerdict
 
@@ -69,6 +70,8 @@ class EvidenceBlock:
     """``(line number, visible text)`` of every line after the heading, as a reviewer sees it
     (quote markers and HTML comments taken out, code hidden): what the gate compares with the
     block it re-renders from the bound record."""
+    heading: str = ""
+    """The heading as a reviewer sees it; the gate accepts exactly ``## AC-N evidence``."""
 
 
 @dataclass(frozen=True)
@@ -285,6 +288,16 @@ def _link(row: AttachmentRow) -> str:
     return f"[{_cell(name)}](<{row.path.replace('<', '%3C').replace('>', '%3E')}>)"
 
 
+def _speedup_model_lines(record: AcRecord) -> list[str]:
+    """One line per test that recorded the speedup model's figures: predicted against measured."""
+    lines = []
+    for nodeid, rows in _by_test(record, record.measurements):
+        line = line_from_figures({row.name: row.value for row in rows})
+        if line is not None:
+            lines.append(f"- Speedup model (`{_cell(_test_name(nodeid))}`): {_cell(line)}")
+    return lines
+
+
 def _attachment_lines(record: AcRecord) -> list[str]:
     if not record.attachments:
         return []
@@ -323,6 +336,7 @@ def render_ac_block(record: AcRecord, verdict: PolicyVerdict, ac_sha256: str, bu
     lines.append(
         f"- Commit: {_cell(record.source.commit or 'unknown')}" + (" (dirty)" if record.source.dirty else "")
     )
+    lines += _speedup_model_lines(record)
     lines += _attachment_lines(record)
     lines += _measurement_lines(record)
     lines += ["", f"`{digest_line(record.ac.id, ac_sha256, bundle_sha256)}`", ""]
@@ -545,4 +559,5 @@ def _parse_block(ac_id: str, heading: _Line, body: Sequence[_Line], source: str)
         verdict_text=verdicts[0][1].group("text") if verdicts else None,
         verdict_line=verdicts[0][0].number if verdicts else None,
         body=tuple((row.number, row.visible) for row in body),
+        heading=heading.visible.strip(),
     )

@@ -350,6 +350,10 @@ def _engine_reasons(engine: EngineFact, hardware_checked_here: bool) -> list[str
 
 def _identity_reasons(engine: EngineFact, hardware_checked_here: bool) -> list[str]:
     url = engine.url or "an unknown address"
+    if engine.reported_backend is not None and engine.reported_backend != engine.backend:
+        return [f"the engine booted by the {engine.backend!r} backend reports itself as "
+                f"{engine.reported_backend!r}: an engine is known by the configuration that booted it, "
+                "and one that says otherwise is not believed"]
     if engine.backend in SIMULATED_BACKENDS or engine.simulated:
         return [
             f"ran on the built-in mock engine ({engine.model}), a simulation: only a real engine's "

@@ -28,6 +28,7 @@ from pytest_specgate.contracts.safe_read import read_regular_file
 from pytest_specgate.contracts.validation import decode_utf8
 from pytest_specgate.evidence._ac_definitions import ac_definition_problems
 from pytest_specgate.evidence._acrecord import AcRecord
+from pytest_specgate.evidence._base_members import BaseMembership, base_membership, membership_problems
 from pytest_specgate.evidence._bundle import (
     MARKDOWN_NAME,
     Bundle,
@@ -310,6 +311,13 @@ class _AcContext:
     repo: Path
     integrity: dict[Path, list[str]] = field(default_factory=dict)
     diffs: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
+    membership: BaseMembership | None = None
+
+    def base_membership(self, base_commit: str) -> BaseMembership:
+        """The census of the trusted commit, taken once per gate run."""
+        if self.membership is None:
+            self.membership = base_membership(self.repo, base_commit, self.trusted.spec_paths or (".",))
+        return self.membership
 
 
 def _hidden_only(ac_id: str, hidden: Sequence[HiddenEvidence]) -> str:
@@ -358,6 +366,8 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
     if context.trust is not None:
         problems += context.trust.problems(bundle, record, needs, context.commit.sha)
     harness = None if trusted.base_commit is None else _harness_changes(record, trusted.base_commit, context)
+    if trusted.base_commit is not None:
+        problems += membership_problems(record, context.base_membership(trusted.base_commit))
     if verdict.waiver is not None:
         waiver_problem = _waiver_problem(verdict.waiver.to, context.gate, trusted)
         if waiver_problem is None:

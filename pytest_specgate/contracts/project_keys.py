@@ -33,6 +33,7 @@ class KeyTable:
 SPECGATE_KEYS: Final = KeyTable({
     "acs": None,
     "backends": None,
+    "fixtures_dir": None,
     "gates": None,
     "hosts": None,
     "redact": KeyTable({"patterns": None}),
@@ -40,9 +41,9 @@ SPECGATE_KEYS: Final = KeyTable({
     "sut_paths": None,
     "trust": None,
 })
-"""``[tool.specgate]``: per-AC settings, enrolled engine backends, merge gates in order, host
-profiles, redaction patterns, where the specs live (the census), in-process code under test
-(changes the gate lists rather than blocks), the trust policy."""
+"""``[tool.specgate]``: per-AC settings, enrolled engine backends, the pinned fixtures
+directory, merge gates in order, host profiles, redaction patterns, where the specs live (the
+census), in-process code under test (changes the gate lists rather than blocks), the trust policy."""
 
 
 def check_known_keys(table: Mapping[str, object], schema: KeyTable = SPECGATE_KEYS, *,

@@ -112,6 +112,7 @@ def input_errors_stop_the_run() -> Iterator[None]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from pytest_specgate.contracts.fixtures_dir import FIXTURES_DIR_NAME, use_project_fixtures_dir
     from pytest_specgate.selection.settings import load_project_settings, resolve_settings
 
     for doc in marker_docs.MARKER_DOCS:
@@ -121,7 +122,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.add_cleanup(restore_sigterm)
     with input_errors_stop_the_run():
         config.stash[SETTINGS_KEY] = resolve_settings(config)
-        config.stash[PROJECT_KEY] = load_project_settings(_pyproject(config))
+        config.stash[PROJECT_KEY] = project = load_project_settings(_pyproject(config))
+        fixtures = project.fixtures_dir or config.rootpath / FIXTURES_DIR_NAME
+        config.add_cleanup(use_project_fixtures_dir(fixtures))
         settings = config.stash[SETTINGS_KEY]
         _check_run_engines(settings)
         if settings.evidence_dir is not None and not hasattr(config, "workerinput"):

@@ -86,6 +86,9 @@ class ProjectSettings:
     spec_paths: tuple[str, ...] | None = None
     """``[tool.specgate] spec_paths``: where the census looks for AC tests (None: pytest's
     ``testpaths``)."""
+    fixtures_dir: Path | None = None
+    """``[tool.specgate] fixtures_dir`` resolved against the pyproject's directory (None: the
+    rootdir's ``fixtures/``)."""
 
 
 def load_project_settings(pyproject: Path | None) -> ProjectSettings:
@@ -106,7 +109,18 @@ def load_project_settings(pyproject: Path | None) -> ProjectSettings:
     gates = declared_gates(table["gates"], str(pyproject)) if "gates" in table else ()
     spec_paths = spec_paths_from(table, (), str(pyproject)) if "spec_paths" in table else None
     return ProjectSettings(profiles=profiles, redact_patterns=tuple(patterns), gates=gates,
-                           declared_in=str(pyproject), spec_paths=spec_paths)
+                           declared_in=str(pyproject), spec_paths=spec_paths,
+                           fixtures_dir=_fixtures_dir(table, pyproject))
+
+
+def _fixtures_dir(table: Mapping[str, object], pyproject: Path) -> Path | None:
+    if "fixtures_dir" not in table:
+        return None
+    value = table["fixtures_dir"]
+    if not isinstance(value, str) or not value.strip():
+        raise SpecgateInputError.mismatch(f"{pyproject}: [tool.specgate] fixtures_dir",
+                                          "a directory path (relative to pyproject.toml)", value)
+    return (pyproject.parent / value).resolve()
 
 
 def _ini_or(config: pytest.Config, name: str) -> str | None:

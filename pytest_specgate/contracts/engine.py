@@ -26,6 +26,7 @@ __all__ = [
     "StreamResult",
     "Telemetry",
     "acceptance_rate_of",
+    "boot_failure_text",
     "first_choice",
     "token_ids_of",
 ]
@@ -323,3 +324,11 @@ class EngineBootError(Exception):
 
     Boot code attaches the last lines of the engine log with ``add_note``.
     """
+
+
+def boot_failure_text(where: str, error: BaseException) -> str:
+    """What a user reads when a boot failed and nothing caught it: one summary line naming the test,
+    then the notes the boot attached (the engine log's last lines); no traceback, since the
+    cause is in the engine's log, not in the frames that waited for it."""
+    notes = [str(note) for note in getattr(error, "__notes__", ())]
+    return "\n".join([f"{where}: engine boot failed: {error}", *notes])

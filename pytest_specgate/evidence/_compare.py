@@ -32,7 +32,7 @@ from typing import Literal
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.samples import RecordedSamples, SamplesError, samples_note_key
 from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL
-from pytest_specgate.evidence._acrecord import AcRecord, MeasurementRow
+from pytest_specgate.evidence._acrecord import AcRecord, Measurement
 from pytest_specgate.evidence._policy import judge
 
 COMPARE_SCHEMA_ID = "specgate.compare/2"
@@ -163,7 +163,7 @@ def finite_number(value: float | str | None) -> float | None:
     return float(value)
 
 
-def better_direction(row: MeasurementRow) -> Better | None:
+def better_direction(row: Measurement) -> Better | None:
     """Which way is better, from the bound: ``at_least`` higher, ``at_most`` lower, else None."""
     if (row.at_least is None) == (row.at_most is None):
         return None
@@ -175,7 +175,7 @@ def _notes(record: AcRecord, nodeid: str) -> Mapping[str, JsonValue]:
     return (test.notes if test is not None else None) or {}
 
 
-def _interval(record: AcRecord, row: MeasurementRow) -> Interval | None:
+def _interval(record: AcRecord, row: Measurement) -> Interval | None:
     if row.ci_low is not None and row.ci_high is not None:
         level = "" if row.confidence_level is None else f" ({row.confidence_level:.0%})"
         return Interval(min(row.ci_low, row.ci_high), max(row.ci_low, row.ci_high),
@@ -197,7 +197,7 @@ def _interval(record: AcRecord, row: MeasurementRow) -> Interval | None:
     return None
 
 
-def _samples(ac_id: str, record: AcRecord, row: MeasurementRow) -> RecordedSamples | None:
+def _samples(ac_id: str, record: AcRecord, row: Measurement) -> RecordedSamples | None:
     key = samples_note_key(row.name)
     note = _notes(record, row.nodeid).get(key)
     if note is None:
@@ -212,7 +212,7 @@ def _half_width(interval: Interval | None) -> float | None:
     return None if interval is None else (interval.high - interval.low) / 2
 
 
-def difference(ac_id: str, base: tuple[AcRecord, MeasurementRow], new: tuple[AcRecord, MeasurementRow],
+def difference(ac_id: str, base: tuple[AcRecord, Measurement], new: tuple[AcRecord, Measurement],
                confidence_level: float) -> Difference | None:
     """The change of one figure with the best interval both records allow; None when a value is
     not a number."""
@@ -265,11 +265,11 @@ def _interval_names(record: AcRecord) -> set[tuple[str, str]]:
     }
 
 
-def _rows(record: AcRecord | None) -> dict[tuple[str, str], MeasurementRow]:
+def _rows(record: AcRecord | None) -> dict[tuple[str, str], Measurement]:
     if record is None:
         return {}
     skip = _interval_names(record)
-    rows: dict[tuple[str, str], MeasurementRow] = {}
+    rows: dict[tuple[str, str], Measurement] = {}
     for row in record.measurements:
         if (row.nodeid, row.name) not in skip:
             rows.setdefault((row.nodeid, row.name), row)

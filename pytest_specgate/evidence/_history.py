@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
-from pytest_specgate.evidence._acrecord import AcRecord, MeasurementRow
+from pytest_specgate.evidence._acrecord import AcRecord, Measurement
 from pytest_specgate.evidence._compare import better_direction, finite_number
 from pytest_specgate.evidence._policy import judge
 from pytest_specgate.evidence._records import safe_file_name
@@ -218,7 +218,7 @@ def _beyond_tolerance(values: Sequence[float], breaks: list[int], tolerance: flo
 def _series(key: SeriesKey, runs: Sequence[HistoryRun], tolerance: float) -> Series | None:
     ac_id, nodeid, name = key
     points = []
-    shown: MeasurementRow | None = None
+    shown: Measurement | None = None
     for run in runs:
         record = run.records.get(ac_id)
         row = None if record is None else next(

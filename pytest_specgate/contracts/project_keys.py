@@ -40,11 +40,12 @@ SPECGATE_KEYS: Final = KeyTable({
     "hosts": None,
     "redact": KeyTable({"patterns": None}),
     "spec_paths": None,
+    "sut_paths": None,
     "trust": None,
 })
 """``[tool.specgate]``: per-AC settings, enrolled engine backends, the pinned fixtures
 directory, merge gates in order, host profiles, redaction patterns, where the specs live (the
-census), the trust policy."""
+census), in-process code under test (changes the gate lists rather than blocks), the trust policy."""
 
 
 def check_known_keys(table: Mapping[str, object], schema: KeyTable = SPECGATE_KEYS, *,

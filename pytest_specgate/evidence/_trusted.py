@@ -11,6 +11,7 @@ definitions), ``gates`` (merge gates in order), ``trust`` (enrolled signers) and
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import subprocess
 import tomllib
@@ -73,6 +74,12 @@ class TrustedConfig:
     spec_paths: tuple[str, ...] | None = None
     """Where the AC tests live (``[tool.specgate] spec_paths``, else ``testpaths``, else the
     rootdir): every record's census must have collected them; None without a trusted config."""
+    sut_paths: tuple[str, ...] = ()
+    """``[tool.specgate] sut_paths``: repository paths (globs) of in-process code under test; a
+    change there is listed as such rather than blocking the ACs whose run imported it."""
+
+    def is_sut(self, path: str) -> bool:
+        return any(fnmatch.fnmatchcase(path, pattern) for pattern in self.sut_paths)
 
     def engine_free(self, ac_id: str) -> bool:
         settings = self.acs.get(ac_id)
@@ -214,7 +221,16 @@ def trusted_config_from_table(
         acs=_ac_settings(table.get("acs", {}), source, hosts),
         base_commit=base_commit,
         backends=_enrolled_backends(table.get("backends", {}), source),
+        sut_paths=_sut_paths(table.get("sut_paths", []), source),
     )
+
+
+def _sut_paths(value: object, source: str) -> tuple[str, ...]:
+    """``sut_paths``: a list of repository-relative paths or globs (``pytest_specgate/engines/*``)."""
+    if not isinstance(value, list) or not all(isinstance(path, str) and path for path in value):
+        raise TrustedConfigError(f"{source}: [tool.specgate] sut_paths must be a list of repository paths "
+                                 f'or globs, e.g. ["src/engine/*.py"], found {value!r}')
+    return tuple(value)
 
 
 def _enrolled_backends(table: object, source: str) -> dict[str, str]:

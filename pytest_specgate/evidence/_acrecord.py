@@ -165,6 +165,8 @@ class SourceInfo:
     allow_dirty: bool
     problem: str | None
     changed_files: tuple[str, ...] | None
+    imported_files: tuple[str, ...] | None = None
+    """The repository's files the run imported or collected; None: the record does not list them."""
 
 
 @dataclass(frozen=True)
@@ -369,6 +371,7 @@ def _record(data: Mapping[str, JsonValue]) -> AcRecord:
             allow_dirty=source["allow_dirty"],
             problem=source["problem"],
             changed_files=None if changed is None else tuple(changed),
+            imported_files=None if source.get("imported_files") is None else tuple(source["imported_files"]),
         ),
         run=RunInfo(
             id=run["id"],

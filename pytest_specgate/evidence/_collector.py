@@ -97,12 +97,16 @@ def bound_source(source: SourceState, rootdir: Path, imported: Iterable[Path]) -
     top = git_top(rootdir.resolve())
     if source.commit is None or top is None:
         return source
+    imported = list(imported)
     binding = bind_to_head(imported, top)
+    inside = sorted({path.resolve().relative_to(top.resolve()).as_posix() for path in imported
+                     if path.resolve().is_relative_to(top.resolve())})
     return dataclasses.replace(
         source,
         dirty=bool(source.dirty or binding.changed_files),
         changed_files=binding.changed_files,
         problem=binding.problem or source.problem,
+        imported_files=tuple(inside),
     )
 
 
@@ -507,6 +511,8 @@ def redacted_run_facts(run: RunFacts, redactor: Redactor) -> RunFacts:
             source,
             problem=None if source.problem is None else redactor.text(source.problem),
             changed_files=None if changed is None else tuple(redactor.text(path) for path in changed),
+            imported_files=None if source.imported_files is None
+            else tuple(redactor.text(path) for path in source.imported_files),
         ),
         host_facts=redactor.value(run.host_facts),
         host_summary=redactor.text(run.host_summary),

@@ -388,8 +388,10 @@ trusted configuration:
   It reads [tool.specgate] hosts, gates, trust and acs ([tool.specgate.acs."AC-N"] engine = false).
   Under CI ($CI set) or --require-signatures a missing trust policy rejects every AC;
   --allow-unsigned accepts unsigned evidence instead, and the result says so.
-  With a ref, each AC also lists its harness files (spec files, conftests, helpers, pytest config)
-  that differ from the ref, so a reviewer reads those first.
+  With a ref, the base defines each AC's member tests (a census of the ref in a temporary
+  worktree) and its harness (every repository file the run imported, spec files, conftests,
+  pytest config): a member the run left out, or a harness file that differs from the ref
+  (unless [tool.specgate] sut_paths names it), rejects the AC.
 
   in CI:  git fetch --depth=1 origin "$BASE_SHA"      # the event's pull_request.base.sha
           specgate gate --pr-body-from-event --evidence=out/ --require=AC-10 \\
@@ -469,7 +471,9 @@ def _print_gate_lines(verdict: GateVerdict) -> None:
         print(problem)
     for judgement in verdict.judgements:
         if judgement.harness_changed is not None:
-            listed = ", ".join(judgement.harness_changed) or "none"
+            sut = [f"{path} (system under test)" for path in judgement.sut_changed]
+            shown = [*judgement.harness_changed, *sut]
+            listed = ", ".join(shown) or "none"
             print(f"{judgement.ac_id}: harness files changed since {verdict.base_commit}: {listed}")
     if not verdict.problems:
         print(f"specgate gate: accepted {', '.join(verdict.accepted)}")

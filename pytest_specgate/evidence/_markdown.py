@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from pytest_specgate.contracts.acceptance import is_ac_id
+from pytest_specgate.contracts.engine import declared_version
 from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.contracts.markers import BUILTIN_BACKEND_NAMES
 from pytest_specgate.contracts.speedup_model import line_from_figures
 from pytest_specgate.evidence._acrecord import AcRecord, AttachmentRow, EngineFact, Measurement
 from pytest_specgate.evidence._policy import SIMULATED_BACKENDS, PolicyVerdict
@@ -175,13 +177,15 @@ def _text(value: JsonValue) -> str | None:
 
 
 def _engine_version(engine: EngineFact) -> str:
-    """The serving software's version as the plugin read it (``versions()``), else ``unknown``."""
+    """The serving software's version as the plugin read it (``versions()``), else ``unknown``; a
+    third-party backend's first declared entry shows with its name (``1.0 (specgate-echo)``)."""
     versions = engine.versions or {}
     for key in (engine.backend, f"{engine.backend}-lm", f"{engine.backend}_server", "version"):
         found = _text(versions.get(key))
         if found is not None:
             return found
-    return "unknown"
+    declared = None if engine.backend in BUILTIN_BACKEND_NAMES else declared_version(versions)
+    return "unknown" if declared is None else f"{declared[1]} ({declared[0]})"
 
 
 def _server_says(engine: EngineFact) -> str:

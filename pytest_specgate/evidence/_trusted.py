@@ -25,7 +25,7 @@ from pytest_specgate.contracts.census import spec_paths_from
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.gates import DeclaredGatesError, GateName, declared_gates
 from pytest_specgate.contracts.hardware import HostProfile, RequirementError
-from pytest_specgate.contracts.project_keys import check_known_keys
+from pytest_specgate.contracts.project_keys import check_known_keys, enrolled_backends
 from pytest_specgate.contracts.safe_read import SafeReadError, read_regular_file
 from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, trust_policy_from_table
 
@@ -36,7 +36,6 @@ _REF = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./@{}~^+-]*$")
 """What a ref may look like here: no leading ``-`` (an option), no ``:`` (it would change the path
 ``git show`` reads), no whitespace; git itself then says whether it names a commit."""
 ACS_TABLE = "[tool.specgate.acs]"
-BACKENDS_TABLE = "[tool.specgate.backends]"
 _AC_FIELDS = frozenset({"profile", "engine", "backends"})
 
 
@@ -237,10 +236,10 @@ def _sut_paths(value: object, source: str) -> tuple[str, ...]:
 def _enrolled_backends(table: object, source: str) -> dict[str, str]:
     """``[tool.specgate.backends]``: ``name = "distribution"`` for each non-built-in engine
     backend whose evidence may qualify (``_run_provenance.unenrolled_backends``)."""
-    if not isinstance(table, dict) or not all(isinstance(value, str) for value in table.values()):
-        raise TrustedConfigError(f'{source}: {BACKENDS_TABLE} must map backend names to distribution '
-                                 'names, e.g. sglang = "specgate-sglang"')
-    return dict(table)
+    try:
+        return enrolled_backends(table, source)
+    except SpecgateInputError as error:
+        raise TrustedConfigError(str(error)) from None
 
 
 def _ac_settings(table: object, source: str, hosts: Mapping[str, HostProfile]) -> dict[str, AcSettings]:

@@ -23,7 +23,7 @@ from pytest_specgate.contracts.engine_config import RunEngineOptions
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.gates import GateName, declared_gates
 from pytest_specgate.contracts.hardware import HostProfile
-from pytest_specgate.contracts.project_keys import check_known_keys
+from pytest_specgate.contracts.project_keys import check_known_keys, enrolled_backends
 from pytest_specgate.contracts.runmode import REQUIRE_ALL, RunSettings
 from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL
 from pytest_specgate.contracts.validation import JOB_NONCE, compiled_patterns
@@ -111,6 +111,7 @@ def load_project_settings(pyproject: Path | None) -> ProjectSettings:
     compiled_patterns(patterns, f"{pyproject}: [tool.specgate.redact]")
     gates = declared_gates(table["gates"], str(pyproject)) if "gates" in table else ()
     spec_paths = spec_paths_from(table, (), str(pyproject)) if "spec_paths" in table else None
+    enrolled_backends(table.get("backends", {}), str(pyproject))
     return ProjectSettings(profiles=profiles, redact_patterns=tuple(patterns), gates=gates,
                            declared_in=str(pyproject), spec_paths=spec_paths,
                            fixtures_dir=_fixtures_dir(table, pyproject))

@@ -73,4 +73,27 @@ def test_a_typo_in_the_project_table_stops_the_run(pytester: pytest.Pytester) ->
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: *pyproject.toml: [[]tool.specgate[]] has no key 'gate' "
                                  "(did you mean 'gates'?); "
-                                 "it takes acs, backends, fixtures_dir, gates, hosts, redact, spec_paths, trust"])
+                                 "it takes acs, backends, fixtures_dir, gates, hosts, redact, "
+                                 "spec_paths, trust"])
+
+
+@pytest.mark.parametrize(("table", "found"), [
+    ("[tool.specgate.backends]\necho = true\n", "found True"),
+    ("[tool.specgate.backends]\necho = [\"specgate-echo\"]\n", "found ['specgate-echo']"),
+    ("[tool.specgate.backends]\necho = \"\"\n", "found ''"),
+    ("[tool.specgate]\nbackends = \"specgate-echo\"\n", "found 'specgate-echo'"),
+])
+def test_a_wrong_type_in_the_enrolled_backends_stops_the_run(pytester: pytest.Pytester, table: str,
+                                                             found: str) -> None:
+    pytester.makepyprojecttoml(table)
+    pytester.makepyfile(test_x="def test_x(): pass")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    (line,) = [line for line in result.stderr.lines if line.startswith("ERROR: ")]
+    assert "pyproject.toml: [tool.specgate.backends]" in line and line.endswith(found)
+
+
+def test_an_enrolled_backend_of_the_right_shape_runs(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml('[tool.specgate.backends]\necho = "specgate-echo"\n')
+    pytester.makepyfile(test_x="def test_x(): pass")
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -64,7 +64,8 @@ def test_a_bundle_for_another_commit_or_with_another_nonce_is_refused(
                               f"bundle carries nonce {NONCE!r}, not the nonce this job passed to pytest")
     earlier = _bundle(git_repo.path, nonce=None)
     code, err = _sign(capsys, earlier, key.path, f"--nonce={NONCE}")
-    assert code == 2 and err.endswith("the bundle carries nonce None, not the nonce this job passed to pytest")
+    assert code == 2
+    assert err.endswith("the bundle carries nonce None, not the nonce this job passed to pytest")
     assert not (bundle / SIGNATURE_NAME).exists() and not (earlier / SIGNATURE_NAME).exists()
     with pytest.raises(SystemExit) as refused:
         _sign(capsys, bundle, key.path, "--nonce=short")
@@ -96,8 +97,9 @@ def test_a_fifo_in_the_bundle_or_a_linked_bundle_folder_is_refused(
     bundle = _bundle(git_repo.path)
     os.mkfifo(bundle / "attachments-fifo")
     code, err = _sign(capsys, bundle, key.path)
-    assert code == 2 and err.endswith("holding attachments-fifo (a special file): a bundle holds only regular "
-                                      "files and folders")
+    assert code == 2
+    assert err.endswith("holding attachments-fifo (a special file): a bundle holds only regular files and "
+                        "folders")
     (bundle / "attachments-fifo").unlink()
     linked = tmp_path / "linked"
     linked.symlink_to(bundle)

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
+from pytest_specgate.contracts.engine import UNKNOWN_VERSIONS, declared_version
+from pytest_specgate.contracts.markers import BUILTIN_BACKEND_NAMES
+
 if TYPE_CHECKING:
     from pytest_specgate.contracts.engine import Engine
     from pytest_specgate.engines.client import OpenAIClient
@@ -25,7 +28,6 @@ __all__ = ["MOCK_SERVER_NAME", "ServerIdentity", "engine_entry", "is_loopback_ur
 MOCK_SERVER_NAME: Final = "specgate-mock"
 """How the built-in mock names itself: ``owned_by`` of its models and ``engine`` of ``/version``."""
 _IDENTITY_TIMEOUT_S: Final = 10.0
-_UNKNOWN_VERSIONS: Final = frozenset({"", "unknown", "none"})
 # Which ``versions()`` entries name the serving software of each built-in backend.
 _VERSION_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
     "vllm": ("vllm", "vllm_server"),
@@ -106,9 +108,13 @@ def probe_identity(client: OpenAIClient) -> ServerIdentity:
 
 
 def version_known(backend: str, versions: Mapping[str, object], identity: ServerIdentity) -> bool:
-    """Whether the serving software's version was read, from the backend or from the server."""
+    """Whether the serving software's version was read, from the backend or from the server. A
+    built-in backend names it under its own keys; a third-party one in any entry of
+    ``versions()`` (docs/backends.md: ``{"specgate-echo": "1.0"}``)."""
+    if backend not in BUILTIN_BACKEND_NAMES and declared_version(versions) is not None:
+        return True
     named = [versions.get(key) for key in _VERSION_KEYS.get(backend, ())] + [identity.version]
-    return any(isinstance(value, str) and value.strip().lower() not in _UNKNOWN_VERSIONS
+    return any(isinstance(value, str) and value.strip().lower() not in UNKNOWN_VERSIONS
                for value in named)
 
 

@@ -99,7 +99,7 @@ def measurement_reasons(record: AcRecord) -> list[str]:
         if bounded and row.decide == "interval" and low_level:
             reasons.append(f"{row.nodeid}: {row.name} is judged on an interval at confidence level "
                            f"{row.confidence_level}, below the {DEFAULT_CONFIDENCE_LEVEL:g} that qualifies")
-        verdict = row.verdict()
+        verdict = row.verdict
         if verdict.reason is None:
             continue
         shown = f"{row.value}" + (f" {row.unit}" if row.unit else "")
@@ -117,7 +117,7 @@ def measured_outcome(outcome: AcOutcome, record: AcRecord) -> AcOutcome:
     """The AC's outcome once its figures are judged again: a figure shown to miss fails it; one
     that is undecided makes it ``inconclusive`` when nothing else failed (tests that failed only
     on inconclusive figures say so at the start of their message, :func:`is_inconclusive_failure`)."""
-    verdicts = {row.verdict().verdict for row in record.measurements}
+    verdicts = {row.verdict.verdict for row in record.measurements}
     if "failed" in verdicts:
         return "failed" if outcome == "passed" else outcome
     if "inconclusive" not in verdicts:

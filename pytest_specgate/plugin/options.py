@@ -86,6 +86,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "at session end (statement.intoto.dsse.json); passphrase from $SPECGATE_SIGN_PASSPHRASE.",
     )
     group.addoption(
+        "--specgate-nonce", dest="specgate_nonce", metavar="NONCE", default=None,
+        help="A per-job value (16-128 of [A-Za-z0-9_-]) written into the bundle's in-toto statement: "
+             "a fleet runner passes one per job and signs only with 'specgate sign --nonce' of the same.",
+    )
+    group.addoption(
         "--specgate-record-reference", dest="specgate_record_reference", metavar="DIR", default=None,
         help="Record reference outputs into DIR instead of comparing with them: specs that check "
              "'unchanged from the build before' (SPEC-028 FR-1) ask the engine configured as that "
@@ -112,6 +117,7 @@ def input_errors_stop_the_run() -> Iterator[None]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from pytest_specgate.contracts.fixtures_dir import FIXTURES_DIR_NAME, use_project_fixtures_dir
     from pytest_specgate.selection.settings import load_project_settings, resolve_settings
 
     for doc in marker_docs.MARKER_DOCS:
@@ -121,7 +127,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.add_cleanup(restore_sigterm)
     with input_errors_stop_the_run():
         config.stash[SETTINGS_KEY] = resolve_settings(config)
-        config.stash[PROJECT_KEY] = load_project_settings(_pyproject(config))
+        config.stash[PROJECT_KEY] = project = load_project_settings(_pyproject(config))
+        fixtures = project.fixtures_dir or config.rootpath / FIXTURES_DIR_NAME
+        config.add_cleanup(use_project_fixtures_dir(fixtures))
         settings = config.stash[SETTINGS_KEY]
         _check_run_engines(settings)
         if settings.evidence_dir is not None and not hasattr(config, "workerinput"):

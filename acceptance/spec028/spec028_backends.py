@@ -90,6 +90,9 @@ class BackendProfile:
     fr1_disabled: EngineChanges | None = None
     """FR-1's engine without a draft, when it serves another target than ``disabled``."""
 
+    stand_in_max_tokens: int | None = None
+    """AC-10's answer budget with the local stand-in pair (None: each prompt's own budget)."""
+
     def require(self, missing: str | None, what: str) -> None:
         """Skip, naming the backend and why, when a capability is missing."""
         if missing is not None:
@@ -201,6 +204,10 @@ MLX = BackendProfile(
     no_roll=_MLX_NO_COUNTERS,
     no_warm_swap="mlx_lm.server cannot swap its target model while running",
     no_fault_injection="mlx_lm.server has no way to make the draft model fail mid-request",
+    # Through mlx_lm.server on CI's two shared cores a pair of the stand-in's full answers (EOS
+    # near 150 tokens) took about 100 s; AC-10 decides only after 8 pairs in each of its two
+    # tests, so the lane answers 32 tokens (the cost model records what the short answers cost).
+    stand_in_max_tokens=32,
 )
 
 _RUN_INDEPENDENT_MODEL_CACHE = str(Path(tempfile.gettempdir()) / "specgate-models")
@@ -386,8 +393,9 @@ def ac10_plan(profile: BackendProfile, pair: ModelPair, choice: PairChoice) -> A
         return Ac10Plan(
             candidate=_LOCAL_PAIR,
             baseline={**_LOCAL_PAIR, "draft": None, "num_draft_tokens": None},
-            # The fixture's 256-token budget: the local pair's answers end (EOS) near 150 tokens.
-            max_tokens=None, rounds=2, warmup=1, prompts=2,
+            # The fixture's 256-token budget (the local pair's answers end, EOS, near 150 tokens)
+            # unless the backend's profile sets a shorter one.
+            max_tokens=profile.stand_in_max_tokens, rounds=2, warmup=1, prompts=2,
             cost_ratio=_local_pair_cost_ratio(),
             cost_ratio_source="local pair: draft/target weight bytes (a CPU step costs what it reads)",
         )

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_specgate.contracts.speedup_model import speedup_model_line
 from pytest_specgate.measure.cost_model import (
     SPLIT_ASSUMED,
     SPLIT_BY_PREFILL,
@@ -18,7 +19,6 @@ from pytest_specgate.measure.cost_model import (
     explain_speedup,
     write_attribution_plot,
 )
-from pytest_specgate.contracts.speedup_model import speedup_model_line
 from pytest_specgate.measure.samples import RequestSample, SamplePair, TimedSample
 
 

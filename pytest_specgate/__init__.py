@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pytest_specgate.engines.boot import start_server as start_server
     from pytest_specgate.engines.client import ClientEngine as ClientEngine
     from pytest_specgate.engines.client import EngineHTTPError as EngineHTTPError
+    from pytest_specgate.engines.client import EngineResponseError as EngineResponseError
     from pytest_specgate.engines.client import OpenAIClient as OpenAIClient
     from pytest_specgate.engines.client import telemetry_from_status as telemetry_from_status
     from pytest_specgate.evidence._recorder import EvidenceRecorder as EvidenceRecorder
@@ -80,7 +81,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("BootFunction", "EngineBackend"), "contracts.engine_backend"),
     **dict.fromkeys(("EngineOption", "OptionType"), "contracts.engine_options"),
     **dict.fromkeys(("ServerProcess", "start_server"), "engines.boot"),
-    **dict.fromkeys(("ClientEngine", "EngineHTTPError", "OpenAIClient", "telemetry_from_status"),
+    **dict.fromkeys(("ClientEngine", "EngineHTTPError", "EngineResponseError", "OpenAIClient",
+                     "telemetry_from_status"),
                     "engines.client"),
     "EngineStartupRefused": "contracts.engine",
     "StreamResult": "contracts.engine",

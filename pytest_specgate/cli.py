@@ -170,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
          evidence.configure_waivers_parser, evidence.run_waivers),
         ("compare", "compare two bundles' measurements (exit 1 on a regression beyond a tolerance)",
          evidence.configure_compare_parser, evidence.run_compare),
+        ("history", "trend tables, plots and change points of every AC figure across many bundles",
+         evidence.configure_history_parser, evidence.run_history),
     )
     for name, help_text, configure, run in evidence_commands:
         command = commands.add_parser(name, help=help_text)

@@ -12,7 +12,7 @@ from pytest_specgate._lazy import lazy_getattr
 if TYPE_CHECKING:
     from pytest_specgate.contracts.acceptance import AcceptanceCriterion, is_ac_id
     from pytest_specgate.contracts.gates import GateName, GateOrderError, parse_gate_name
-    from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord, RecordError
+    from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord, Measurement, RecordError
     from pytest_specgate.evidence._bundle import (
         MANIFEST_NAME,
         MARKDOWN_NAME,
@@ -50,7 +50,6 @@ if TYPE_CHECKING:
     from pytest_specgate.evidence._recorder import (
         Attachment,
         EvidenceRecorder,
-        Measurement,
         empty_properties,
         staging_dir,
     )
@@ -106,7 +105,7 @@ _EXPORTS: dict[str, str] = {
     "LocalIdentity": "_redact",
     "MANIFEST_NAME": "_bundle",
     "MARKDOWN_NAME": "_bundle",
-    "Measurement": "_recorder",
+    "Measurement": "_acrecord",
     "NOT_QUALIFIED": "_writer",
     "PrBody": "_markdown",
     "PrBodyError": "_markdown",

@@ -28,6 +28,7 @@ from pytest_specgate.contracts.safe_read import read_regular_file
 from pytest_specgate.contracts.validation import decode_utf8
 from pytest_specgate.evidence._ac_definitions import ac_definition_problems
 from pytest_specgate.evidence._acrecord import AcRecord
+from pytest_specgate.evidence._base_members import BaseMembership, base_membership, membership_problems
 from pytest_specgate.evidence._bundle import (
     MARKDOWN_NAME,
     Bundle,
@@ -52,7 +53,7 @@ from pytest_specgate.evidence._run_provenance import unenrolled_backends, used_b
 from pytest_specgate.evidence._trust import NO_PROFILES, TrustCheck, profile_needs
 from pytest_specgate.evidence._trusted import UNTRUSTED, TrustedConfig
 
-GATE_RESULT_SCHEMA_ID = "specgate.gate-result/1"
+GATE_RESULT_SCHEMA_ID = "specgate.gate-result/2"
 _FULL_COMMIT = re.compile(r"^[0-9a-fA-F]{40}$")
 PROJECT_CONFIG_FILES = frozenset({"pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg"})
 """pytest's configuration files at the repository root: harness for every AC when they change (the
@@ -81,9 +82,12 @@ class AcJudgement:
     problems: tuple[str, ...]
     waived: bool = False
     harness_changed: tuple[str, ...] | None = None
-    """Harness files (the AC's spec files, conftests above them, files beside them, the project's
-    pytest configuration) that differ between the trusted base commit and the record's commit;
-    None when no base ref was given or no record was reached."""
+    """Harness files (every repository file the run imported or collected, the AC's spec files,
+    conftests above them, files beside them, the project's pytest configuration) that differ
+    between the trusted base commit and the record's commit, less those the trusted ``sut_paths``
+    name; each blocks the AC. None when no base ref was given or no record was reached."""
+    sut_changed: tuple[str, ...] = ()
+    """Harness files that differ but that the trusted config names as in-process code under test."""
 
     @property
     def accepted(self) -> bool:
@@ -310,6 +314,13 @@ class _AcContext:
     repo: Path
     integrity: dict[Path, list[str]] = field(default_factory=dict)
     diffs: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
+    membership: BaseMembership | None = None
+
+    def base_membership(self, base_commit: str) -> BaseMembership:
+        """The census of the trusted commit, taken once per gate run."""
+        if self.membership is None:
+            self.membership = base_membership(self.repo, base_commit, self.trusted.spec_paths or (".",))
+        return self.membership
 
 
 def _hidden_only(ac_id: str, hidden: Sequence[HiddenEvidence]) -> str:
@@ -357,11 +368,19 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
     problems += needs.problems
     if context.trust is not None:
         problems += context.trust.problems(bundle, record, needs, context.commit.sha)
-    harness = None if trusted.base_commit is None else _harness_changes(record, trusted.base_commit, context)
+    harness: tuple[str, ...] | None = None
+    sut: tuple[str, ...] = ()
+    if trusted.base_commit is not None:
+        changed = _harness_changes(record, trusted.base_commit, context)
+        harness = tuple(path for path in changed if not trusted.is_sut(path))
+        sut = tuple(path for path in changed if trusted.is_sut(path))
+        problems += harness_problems(record, harness, trusted.base_commit)
+        problems += membership_problems(record, context.base_membership(trusted.base_commit))
     if verdict.waiver is not None:
         waiver_problem = _waiver_problem(verdict.waiver.to, context.gate, trusted)
         if waiver_problem is None:
-            return AcJudgement(ac_id, verdict, tuple(problems), waived=True, harness_changed=harness)
+            return AcJudgement(ac_id, verdict, tuple(problems), waived=True, harness_changed=harness,
+                               sut_changed=sut)
         problems.append(waiver_problem)
     if verdict.outcome != "passed":
         problems.append(f"outcome is {verdict.outcome}, not passed")
@@ -372,7 +391,7 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
     if trusted.spec_paths is not None:
         engine += census_scope_reasons(record.document, trusted.spec_paths)
     problems += [f"not qualifying under the trusted config ({trusted.source}): {reason}" for reason in engine]
-    return AcJudgement(ac_id, verdict, tuple(problems), harness_changed=harness)
+    return AcJudgement(ac_id, verdict, tuple(problems), harness_changed=harness, sut_changed=sut)
 
 
 def census_scope_reasons(document: Mapping[str, object], spec_paths: Sequence[str]) -> list[str]:
@@ -501,10 +520,23 @@ def block_difference(block: EvidenceBlock, expected: str) -> str | None:
     return None
 
 
+def harness_problems(record: AcRecord, harness: Sequence[str], base: str) -> list[str]:
+    """A changed harness file blocks the AC: its figures came from code the base never ran."""
+    if record.source.imported_files is None:
+        return [f"the record does not list the repository files the run imported, so whether "
+                f"{record.ac.id}'s harness is the trusted commit's ({base[:12]}) is unknown"]
+    return [f"harness file {path} differs from the trusted commit {base[:12]} and this run imported or "
+            f"collected it: land the harness change first (or name it in the trusted [tool.specgate] "
+            "sut_paths if it is in-process code under test)"
+            for path in harness]
+
+
 def harness_paths(record: AcRecord, changed: Sequence[str]) -> tuple[str, ...]:
-    """Which ``changed`` paths are harness for ``record``'s AC: its spec files, any conftest.py at
-    or above their folders, other files in those folders (helpers, data), and the project's pytest
+    """Which ``changed`` paths are harness for ``record``'s AC: every repository file the run
+    imported or collected (``source.imported_files``), its spec files, any conftest.py at or above
+    their folders, other files in those folders (helpers, data), and the project's pytest
     configuration at the root. Paths are repository-relative, as nodeids are rootdir-relative."""
+    imported = set(record.source.imported_files or ())
     specs = {PurePosixPath(test.nodeid.split("::", 1)[0]) for test in record.tests}
     folders = {spec.parent for spec in specs}
     above = {ancestor for folder in folders for ancestor in (folder, *folder.parents)}
@@ -512,7 +544,8 @@ def harness_paths(record: AcRecord, changed: Sequence[str]) -> tuple[str, ...]:
     for text in changed:
         path = PurePosixPath(text)
         if (
-            path in specs
+            text in imported
+            or path in specs
             or path.parent in folders
             or (path.name == "conftest.py" and path.parent in above)
             or (path.parent == PurePosixPath(".") and path.name in PROJECT_CONFIG_FILES)
@@ -584,6 +617,7 @@ def gate_result_json(verdict: GateVerdict) -> dict[str, JsonValue]:
                 "harness_changed": None
                 if judgement.harness_changed is None
                 else list(judgement.harness_changed),
+                "sut_changed": list(judgement.sut_changed),
             }
             for judgement in verdict.judgements
         ],

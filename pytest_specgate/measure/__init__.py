@@ -49,7 +49,7 @@ from pytest_specgate.measure.pinned import (
     load_named_prompt_set,
     load_prompt_set,
     model_pair,
-    repo_fixtures_dir,
+    project_fixtures_dir,
 )
 from pytest_specgate.measure.positions import (
     PositionAcceptance,
@@ -160,7 +160,7 @@ __all__ = [
     "per_prompt_speedups",
     "pooled_speedup",
     "position_acceptance",
-    "repo_fixtures_dir",
+    "project_fixtures_dir",
     "run_paired",
     "run_sustained",
     "throughput_series",

@@ -32,7 +32,7 @@ import pytest
 from pytest_specgate.contracts.census import Census
 from pytest_specgate.contracts.markers import MARKER_DOCS
 
-__all__ = ["RunCollection", "census_arguments", "take_census"]
+__all__ = ["RunCollection", "census_arguments", "census_of_tree", "take_census"]
 
 
 class RunCollection:
@@ -145,6 +145,31 @@ def take_census(config: pytest.Config, hookspecs: type | None = None,
     counter = _Counter(hookspecs, known, {} if run is None else dict(run.carriers))
     # Warnings of a second collection (a test class with __init__, a module already imported)
     # were the run's own to report, once.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _collect(args, shown, counter)
+
+
+INI_FILES: Final = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
+
+
+def census_of_tree(root: Path, spec_paths: Sequence[str], hookspecs: type | None = None) -> Census:
+    """The census of a checked-out tree (the trusted commit in a temporary worktree, for the gate):
+    ``spec_paths`` globbed from ``root`` (none that exist: ``root`` itself), collected with the
+    tree's own ini file and pytest's default import mode, under the same rules as :func:`take_census`.
+    Run it in a process of its own: collection imports the tree's modules."""
+    paths: list[str] = []
+    for pattern in spec_paths:
+        paths += sorted(glob.iglob(str(root / pattern), recursive=True))
+    paths = paths or [str(root)]
+    shown = [Path(os.path.relpath(path, root)).as_posix() for path in paths]
+    args = [*paths, f"--rootdir={root}", "--capture=no", "--assert=plain"]
+    inifile = next((root / name for name in INI_FILES if (root / name).is_file()), None)
+    if inifile is not None:
+        args.append(f"--config-file={inifile}")
+    for name in (*_SELF_PLUGINS, *_QUIET_PLUGINS):
+        args += ["-p", f"no:{name}"]
+    counter = _Counter(hookspecs, set(), {})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return _collect(args, shown, counter)

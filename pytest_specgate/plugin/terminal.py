@@ -93,8 +93,8 @@ class _TerminalStep:
         self._reporter.finish(requests_done, current_speedup)
         self._lines.resume()
 
-    def tick(self, *, done: bool = False) -> None:
-        self._reporter.tick(done=done)
+    def tick(self, *, done: bool = False, failed: bool = False) -> None:
+        self._reporter.tick(done=done, failed=failed)
         if done:
             self._lines.resume()
 

@@ -376,7 +376,7 @@ def test_an_honest_run_on_a_real_engine_is_accepted_with_json_and_step_summary(
     result = json.loads(capsys.readouterr().out)
     assert code == 0
     assert result == {
-        "schema": "specgate.gate-result/1",
+        "schema": "specgate.gate-result/2",
         "policy": "specgate.policy/1",
         "commit": git_repo.commit,
         "commit_source": "$GITHUB_SHA",
@@ -396,6 +396,7 @@ def test_an_honest_run_on_a_real_engine_is_accepted_with_json_and_step_summary(
                 "reasons": [],
                 "problems": [],
                 "harness_changed": None,
+                "sut_changed": [],
             }
         ],
     }

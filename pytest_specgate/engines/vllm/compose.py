@@ -319,7 +319,7 @@ def boot_compose(
             profile, host_facts, project_dir, chosen,
             lambda url: wait_for_health(f"{url}/health", boot_timeout_s),
         ))
-        client = OpenAIClient(project.base_url)
+        client = OpenAIClient(project.base_url, backend="vllm")
         stack.callback(client.close)
         draft = profile.draft
         metrics = SpecDecodeTelemetry(

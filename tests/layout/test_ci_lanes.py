@@ -97,3 +97,24 @@ def test_a_counted_step_fails_ci_when_its_command_fails_or_runs_no_test(
                           capture_output=True, text=True, timeout=60, check=False)
     assert step.returncode == returncode, step.stderr
     assert ("[step] ran no test" in step.stderr) == (tests == "0"), step.stderr
+
+
+@pytest.mark.parametrize("lane", ["vllm", "mlx"])
+def test_no_lane_deselects_ac10(lane: str) -> None:
+    """AC-10 decides on every lane: its sustained window is sized in pairs and its paired run
+    stops when its interval decides, so neither is deselected for being slow or noisy."""
+    arguments = _run_arguments(f"{lane}-spec028")
+    assert [arg for arg in arguments if "ac10" in arg] == []
+
+
+def test_only_the_mlx_lane_sets_ac10_diagnostic_bounds_and_only_for_spec028(tmp_path: Path) -> None:
+    interpreter = tmp_path / "python"
+    interpreter.write_text('#!/bin/sh\nenv\necho "$@"\n')
+    interpreter.chmod(0o755)
+    environment = {"PATH": "/usr/bin:/bin", "SPECGATE_LANE_PYTHON": str(interpreter)}
+    shown = {step: _lanes("run", step, env=environment)
+             for step in ("mlx-spec028", "mlx-conformance", "vllm-spec028")}
+    assert "SPECGATE_AC10_DIAGNOSTIC_BOUNDS=median=" in shown["mlx-spec028"]
+    assert "SPECGATE_AC10_DIAGNOSTIC_BOUNDS" not in shown["mlx-conformance"]
+    assert "SPECGATE_AC10_DIAGNOSTIC_BOUNDS" not in shown["vllm-spec028"]
+    assert "--specgate-diagnostic" in shown["mlx-spec028"]

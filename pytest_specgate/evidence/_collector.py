@@ -185,6 +185,7 @@ class EvidenceCollector:
         host_provenance: HostProvenance | Mapping[str, JsonValue] | None = None,
         census: Callable[[], Census] | None = None,
         run_provenance: Callable[[], Mapping[str, JsonValue]] | None = None,
+        job_nonce: str | None = None,
     ) -> None:
         """``selection``: what collection selected and deselected (filled in by the plugin's hooks
         on this process, and merged from xdist workers in ``pytest_testnodedown``).
@@ -192,8 +193,10 @@ class EvidenceCollector:
         ``host_provenance`` defaults to an unedited probe that asked no tool. ``census`` takes
         the full collection of the configured testpaths at the session's end (None: no census,
         so no AC is complete); ``run_provenance`` what shaped the run from outside the
-        repository (``_run_provenance``; None: unknown, so nothing qualifies).
+        repository (``_run_provenance``; None: unknown, so nothing qualifies); ``job_nonce`` the
+        fleet job's ``--specgate-nonce``, written into the in-toto statement.
         """
+        self._job_nonce = job_nonce
         self._environ = os.environ if environ is None else environ
         self.redactor: Redactor = build_redactor(rootdir, redact_patterns, self._environ)
         started = dt.datetime.now(dt.UTC)
@@ -440,6 +443,7 @@ class EvidenceCollector:
             lambda verdict, reasons: self._receipt(status, verdict, reasons),
             self._source.commit,
             __version__,
+            job_nonce=self._job_nonce,
         )
         self._folder.staging.release()
         return bundle

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import re
 import shutil
 import sys
 from collections.abc import Sequence
@@ -350,19 +351,54 @@ def configure_sign_parser(parser: argparse.ArgumentParser) -> None:
         help=f"Ed25519 private key, PEM or OpenSSH (ssh-keygen -t ed25519); passphrase: ${PASSPHRASE_ENV}",
     )
     _add_json_option(parser, SIGN_RESULT_SCHEMA_ID)
+    parser.add_argument(
+        "--commit", metavar="SHA", type=_full_commit,
+        help="refuse unless the bundle is for this full 40-hex commit (a fleet job's head commit)",
+    )
+    parser.add_argument(
+        "--nonce", metavar="NONCE", type=_job_nonce,
+        help="refuse unless the bundle carries this nonce (the one the job passed as --specgate-nonce)",
+    )
+
+
+def _full_commit(text: str) -> str:
+    if not re.fullmatch(r"[0-9a-fA-F]{40}", text):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected the full 40-hex commit")
+    return text.lower()
+
+
+def _job_nonce(text: str) -> str:
+    from pytest_specgate.contracts.validation import JOB_NONCE
+
+    if not JOB_NONCE.match(text):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected 16 to 128 characters of [A-Za-z0-9_-]")
+    return text
 
 
 def run_sign(args: argparse.Namespace) -> int:
     from pytest_specgate.evidence._signing import (
         SigningError,
+        job_problems,
         load_signing_key,
         sign_bundle,
+        special_entries,
         witness_problems,
     )
     from pytest_specgate.selection.host_probe import probe_host
 
+    if args.bundle.is_symlink() or not args.bundle.is_dir():
+        return _error("sign", f"{args.bundle}: not a folder (a symlink is never followed): "
+                              "refusing to sign it")
+    special = special_entries(args.bundle)
+    if special:
+        return _error("sign", f"{args.bundle}: refusing to sign a bundle holding {', '.join(special)}: a "
+                              "bundle holds only regular files and folders")
     try:
         bundle = only_bundle(args.bundle)
+        problems = job_problems(bundle.path, args.commit, args.nonce)
+        if problems:
+            return _error("sign", f"{bundle.path}: refusing to sign: not this job's bundle: "
+                                  f"{'; '.join(problems)}")
         key = load_signing_key(args.key, os.environ)
         redactor = build_redactor(None)
         problems = witness_problems(_verified_records(bundle), redactor.value(probe_host().to_dict()))

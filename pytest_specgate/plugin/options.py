@@ -86,6 +86,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "at session end (statement.intoto.dsse.json); passphrase from $SPECGATE_SIGN_PASSPHRASE.",
     )
     group.addoption(
+        "--specgate-nonce", dest="specgate_nonce", metavar="NONCE", default=None,
+        help="A per-job value (16-128 of [A-Za-z0-9_-]) written into the bundle's in-toto statement: "
+             "a fleet runner passes one per job and signs only with 'specgate sign --nonce' of the same.",
+    )
+    group.addoption(
         "--specgate-record-reference", dest="specgate_record_reference", metavar="DIR", default=None,
         help="Record reference outputs into DIR instead of comparing with them: specs that check "
              "'unchanged from the build before' (SPEC-028 FR-1) ask the engine configured as that "

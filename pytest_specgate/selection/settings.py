@@ -26,7 +26,7 @@ from pytest_specgate.contracts.hardware import HostProfile
 from pytest_specgate.contracts.project_keys import check_known_keys, enrolled_backends
 from pytest_specgate.contracts.runmode import REQUIRE_ALL, RunSettings
 from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL
-from pytest_specgate.contracts.validation import compiled_patterns
+from pytest_specgate.contracts.validation import JOB_NONCE, compiled_patterns
 from pytest_specgate.selection.hardware import host_profiles_from_table, specgate_table
 from pytest_specgate.selection.option_values import confidence_level, duration_scale
 
@@ -60,6 +60,9 @@ class SpecgateSettings:
     endpoint_routes: tuple[EndpointRoute, ...] = ()
     record_reference_dir: Path | None = None
     confidence_level: float = DEFAULT_CONFIDENCE_LEVEL
+    job_nonce: str | None = None
+    """``--specgate-nonce``: the per-job value a fleet runner passes, written into the bundle's
+    statement so that ``specgate sign --nonce`` signs only the bundle this job made."""
 
     @property
     def engines(self) -> RunEngineOptions:
@@ -191,6 +194,12 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
             "directory was given"
         )
     record = config.getoption("specgate_record_reference")
+    nonce = config.getoption("specgate_nonce")
+    if nonce is not None and not JOB_NONCE.match(nonce):
+        raise SpecgateInputError(
+            f"--specgate-nonce={nonce!r}: expected 16 to 128 characters of [A-Za-z0-9_-] "
+            "(e.g. openssl rand -hex 16)"
+        )
     return SpecgateSettings(
         run=RunSettings(required=required, diagnostic=diagnostic),
         host_facts_file=Path(facts) if facts else None,
@@ -206,6 +215,7 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         endpoint_routes=parse_endpoint_routes(config.getoption("specgate_endpoint_for") or []),
         record_reference_dir=(config.invocation_params.dir / record if record else None),
         confidence_level=level,
+        job_nonce=nonce,
     )
 
 

@@ -78,7 +78,7 @@ def _format_hosts(report: dict[str, object]) -> str:
 
 
 def _write_host_example(name: str, out: Path | None) -> int:
-    from pytest_specgate.examples import HostExampleError, host_example_text
+    from pytest_specgate.examples import host_example_text
 
     try:
         text = host_example_text(name)
@@ -87,7 +87,7 @@ def _write_host_example(name: str, out: Path | None) -> int:
         else:
             out.write_text(text, "utf-8")
             print(f"specgate hosts: wrote the {name} example to {out}")
-    except (HostExampleError, OSError) as exc:
+    except OSError as exc:
         raise SpecgateInputError(str(exc)) from None
     return 0
 

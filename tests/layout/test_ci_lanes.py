@@ -63,3 +63,24 @@ def test_ci_run_defines_no_lane_of_its_own() -> None:
     run = (REPO / ".ci" / "run").read_text()
     assert "--deselect" not in run and "-m pytest" not in run
     assert "SPECGATE_CI_SKIP_VLLM" in run and "SPECGATE_CI_BUDGET_S:-2400" in run
+
+
+@pytest.mark.parametrize("lane", ["vllm", "mlx"])
+def test_no_lane_deselects_ac10(lane: str) -> None:
+    """AC-10 decides on every lane: its sustained window is sized in pairs and its paired run
+    stops when its interval decides, so neither is deselected for being slow or noisy."""
+    arguments = _run_arguments(f"{lane}-spec028")
+    assert [arg for arg in arguments if "ac10" in arg] == []
+
+
+def test_only_the_mlx_lane_sets_ac10_diagnostic_bounds_and_only_for_spec028(tmp_path: Path) -> None:
+    interpreter = tmp_path / "python"
+    interpreter.write_text('#!/bin/sh\nenv\necho "$@"\n')
+    interpreter.chmod(0o755)
+    environment = {"PATH": "/usr/bin:/bin", "SPECGATE_LANE_PYTHON": str(interpreter)}
+    shown = {step: _lanes("run", step, env=environment)
+             for step in ("mlx-spec028", "mlx-conformance", "vllm-spec028")}
+    assert "SPECGATE_AC10_DIAGNOSTIC_BOUNDS=median=" in shown["mlx-spec028"]
+    assert "SPECGATE_AC10_DIAGNOSTIC_BOUNDS" not in shown["mlx-conformance"]
+    assert "SPECGATE_AC10_DIAGNOSTIC_BOUNDS" not in shown["vllm-spec028"]
+    assert "--specgate-diagnostic" in shown["mlx-spec028"]

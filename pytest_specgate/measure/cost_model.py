@@ -9,8 +9,9 @@ requests the speedup was measured on and predicts the speedup from them:
 - ``t``, the target's decode step: the median gap of the baseline's stream (each gap of a
   target-only stream is one step).
 - ``m``, what one drafted token adds to a round, in target steps: the median gap between the
-  candidate's rounds is a full round, ``t (1 + m gamma)``; gaps under half a step lie inside a
-  round (a server that streams a verified draft token by token) and are left out.
+  candidate's rounds, each request's last two left out (they draft fewer), is a full round,
+  ``t (1 + m gamma)``; gaps under half a step lie inside a round (a server that streams a
+  verified draft token by token) and are left out.
 - the per-request fixed cost of each arm: the mean over its requests of the time outside the
   streamed gaps (before the first token, after the last) less the first step or round (a mean,
   as prompts of different lengths prefill in different times).
@@ -25,8 +26,11 @@ Medians make the step costs *typical*: a stall or a neighbour's burst during dec
 host stays out of them and shows where it belongs, in what the costs do not explain.
 
 The prediction is the pooled speedup (all candidate tokens/s over all baseline tokens/s) those
-costs give for the requests' answer lengths, with the rounds and drafts of the finite-horizon
-expectation for the measured acceptance (:func:`~pytest_specgate.measure.expected.finite_horizon`).
+costs give for the requests' answer lengths and the acceptance each request had: its rounds are
+read off its stream (the first, then one per gap between rounds), its drafts are those of the
+finite horizon (:func:`~pytest_specgate.measure.expected.finite_horizon`) with that many rounds.
+So the prediction and the measurement are of the same requests, and a resample of prompts that
+suit the draft better predicts a higher speedup, as it should.
 The *attribution* walks from the analytic figure (the plan's prior ``c``, one-step verification,
 no fixed cost) to the measured one, one factor at a time; what the typical costs do not explain
 (load, variation, a model that does not fit) is the last factor. Intervals resample requests
@@ -54,7 +58,7 @@ from pytest_specgate.contracts.speedup_model import (
     speedup_model_line,
 )
 from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, check_confidence_level
-from pytest_specgate.measure.expected import FiniteHorizon, expectation_for_acceptance_rate, finite_horizon
+from pytest_specgate.measure.expected import FiniteHorizon, finite_horizon
 from pytest_specgate.measure.samples import SamplePair, TimedSample
 
 COST_MODEL_RESAMPLES = 999
@@ -64,6 +68,13 @@ SPLIT_ASSUMED = ("not identified (no prompt token counts with spread): verificat
                  "target step, the whole per-draft cost charged to the draft")
 MIN_PROMPT_LENGTHS = 3
 """Distinct prompt lengths the prefill slope needs before it splits draft from verification."""
+ROUND_GAP_FRACTION = 0.5
+"""A candidate gap shorter than this many target steps lies inside a round (a server that streams
+a verified draft token by token), not between rounds: every round costs at least one step."""
+TAIL_ROUNDS = 2
+"""The last rounds of a request draft fewer than gamma tokens (``min(gamma, remaining - 1)``), so
+the full round's cost is read from each request's rounds before its last two (all of them only
+where no request has more)."""
 
 
 class CostModelError(ValueError):
@@ -75,7 +86,6 @@ class CostParameters:
     """The fitted costs; ``draft_cost`` and ``verify_cost`` are in target steps."""
 
     gamma: int
-    alpha: float
     target_step_s: float
     per_draft_token: float
     prefill_slope: float | None
@@ -88,7 +98,6 @@ class CostParameters:
     def to_dict(self) -> dict[str, object]:
         return {
             "gamma": self.gamma,
-            "alpha": self.alpha,
             "target_step_ms": 1000 * self.target_step_s,
             "per_draft_token_target_steps": self.per_draft_token,
             "prefill_slope_target_steps_per_token": self.prefill_slope,
@@ -132,18 +141,59 @@ def pair_timings(pairs: Sequence[SamplePair]) -> tuple[PairTiming, ...]:
 
 
 @cache
-def _horizon(alpha: float, gamma: int, tokens: int) -> FiniteHorizon:
-    return finite_horizon(alpha, gamma, tokens)
+def _horizon_for_rounds(gamma: int, tokens: int, rounds: int) -> FiniteHorizon:
+    """The finite horizon whose expected rounds are ``rounds`` (alpha found by bisection; rounds
+    outside what ``tokens`` allow are taken at the nearer end)."""
+    low, high = 0.0, 1.0
+    for _ in range(50):
+        middle = (low + high) / 2
+        if finite_horizon(middle, gamma, tokens).target_passes > rounds:
+            low = middle
+        else:
+            high = middle
+    return finite_horizon((low + high) / 2, gamma, tokens)
+
+
+def stream_rounds(request: RequestTiming, target_step_s: float) -> int:
+    """Rounds a candidate request took, read off its stream: the first, then one per gap between
+    rounds (a server that streams a round token by token leaves gaps under half a step inside it)."""
+    return 1 + sum(1 for gap in request.gaps_s if gap >= ROUND_GAP_FRACTION * target_step_s)
+
+
+def candidate_horizon(costs: CostParameters, request: RequestTiming) -> FiniteHorizon:
+    """The rounds and drafts of one candidate request: its streamed rounds, and the drafts the
+    finite horizon with that many rounds expects (the stream does not say how many were drafted)."""
+    rounds = stream_rounds(request, costs.target_step_s)
+    return _horizon_for_rounds(costs.gamma, request.output_tokens, rounds)
+
+
+def acceptance_from_streams(costs: CostParameters, timings: Sequence[PairTiming]) -> float:
+    """Accepted / drafted as the candidate streams show it: each round emits its accepted drafts
+    and one token of the target, so a request's accepted tokens are its tokens less its rounds."""
+    requests = [pair.candidate for pair in timings if pair.candidate.output_tokens > 0]
+    accepted = sum(max(0, r.output_tokens - stream_rounds(r, costs.target_step_s)) for r in requests)
+    drafted = math.fsum(candidate_horizon(costs, r).drafted for r in requests)
+    return accepted / drafted if drafted > 0 else 0.0
 
 
 def _first_round_drafts(gamma: int, tokens: int) -> int:
     return max(0, min(gamma, tokens - 1))
 
 
-def _least_squares_slope(xs: Sequence[float], ys: Sequence[float]) -> float:
+def _least_squares_slope(xs: Sequence[float], ys: Sequence[float]) -> tuple[float, float]:
+    """The slope of ys over xs and its standard error (infinite with two points: no residual)."""
     mean_x, mean_y = math.fsum(xs) / len(xs), math.fsum(ys) / len(ys)
     spread = math.fsum((x - mean_x) ** 2 for x in xs)
-    return math.fsum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
+    slope = math.fsum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / spread
+    if len(xs) < 3:
+        return slope, math.inf
+    residual = math.fsum((y - mean_y - slope * (x - mean_x)) ** 2 for x, y in zip(xs, ys, strict=True))
+    return slope, math.sqrt(residual / (len(xs) - 2) / spread)
+
+
+SLOPE_STANDARD_ERRORS = 2.0
+"""A prefill slope within this many standard errors of 0 is taken as 0: prompt lengths that do
+not visibly change the time are no evidence that verifying more tokens costs more."""
 
 
 def prefill_slope(requests: Sequence[RequestTiming], target_step_s: float) -> float | None:
@@ -151,16 +201,11 @@ def prefill_slope(requests: Sequence[RequestTiming], target_step_s: float) -> fl
     known = [(r.prompt_tokens, r.outside_gaps_s) for r in requests if r.prompt_tokens is not None]
     if len(known) < len(requests) or len({length for length, _ in known}) < MIN_PROMPT_LENGTHS:
         return None
-    slope = _least_squares_slope([float(length) for length, _ in known], [time for _, time in known])
-    return max(0.0, slope / target_step_s)
+    slope, error = _least_squares_slope([float(length) for length, _ in known], [time for _, time in known])
+    return slope / target_step_s if slope > SLOPE_STANDARD_ERRORS * error else 0.0
 
 
-ROUND_GAP_FRACTION = 0.5
-"""A candidate gap shorter than this many target steps lies inside a round (a server that streams
-a verified draft token by token), not between rounds: every round costs at least one step."""
-
-
-def fit_costs(timings: Sequence[PairTiming], gamma: int, alpha: float) -> CostParameters:
+def fit_costs(timings: Sequence[PairTiming], gamma: int) -> CostParameters:
     """The costs of ``timings`` (see the module docstring): step costs are medians, so a stall
     while decoding stays out of them and shows as what the model does not explain."""
     if not timings:
@@ -172,7 +217,10 @@ def fit_costs(timings: Sequence[PairTiming], gamma: int, alpha: float) -> CostPa
         raise CostModelError("cost model: the baseline streamed no gaps between tokens (answers of one "
                              "token, or not streamed), so its decode step cannot be measured")
     step = statistics.median(baseline_gaps)
-    round_gaps = [gap for request in candidate for gap in request.gaps_s if gap >= ROUND_GAP_FRACTION * step]
+    between_rounds = [[gap for gap in request.gaps_s if gap >= ROUND_GAP_FRACTION * step]
+                      for request in candidate]
+    round_gaps = ([gap for gaps in between_rounds for gap in gaps[:-TAIL_ROUNDS]]
+                  or [gap for gaps in between_rounds for gap in gaps])
     if not round_gaps:
         raise CostModelError("cost model: the candidate streamed no gaps between rounds (answers of one "
                              "round, or not streamed), so the cost of a drafted token cannot be measured")
@@ -184,14 +232,18 @@ def fit_costs(timings: Sequence[PairTiming], gamma: int, alpha: float) -> CostPa
     candidate_fixed = statistics.fmean(
         r.outside_gaps_s - step * (1 + per_draft * _first_round_drafts(gamma, r.output_tokens))
         for r in candidate)
-    return CostParameters(gamma, alpha, step, per_draft, slope, draft, verify, baseline_fixed,
+    return CostParameters(gamma, step, per_draft, slope, draft, verify, baseline_fixed,
                           candidate_fixed, SPLIT_ASSUMED if slope is None else SPLIT_BY_PREFILL)
 
 
 def predicted_speedup(costs: CostParameters, timings: Sequence[PairTiming], *,
                       draft_cost: float | None = None, verify_marginal: float | None = None,
                       fixed: bool = True) -> float:
-    """Pooled speedup the costs predict for these requests' token counts.
+    """Pooled speedup the costs predict for these requests' token counts and rounds.
+
+    Each candidate request is taken with the rounds its stream shows and the drafts of the
+    finite horizon with that many rounds (:func:`candidate_horizon`), so a prompt the draft suits
+    is predicted as one and a resample of prompts carries its own acceptance.
 
     The keyword arguments replace one fitted part (for the attribution): ``draft_cost`` and
     ``verify_marginal`` (target steps per drafted token each), ``fixed=False`` drops both arms'
@@ -207,7 +259,7 @@ def predicted_speedup(costs: CostParameters, timings: Sequence[PairTiming], *,
     for pair in timings:
         tokens = pair.candidate.output_tokens
         if tokens > 0:
-            horizon = _horizon(costs.alpha, costs.gamma, tokens)
+            horizon = candidate_horizon(costs, pair.candidate)
             candidate_time += costs.target_step_s * (horizon.target_passes
                                                      + (draft + marginal) * horizon.drafted)
         candidate_time += costs.candidate_fixed_s if fixed else 0.0
@@ -331,9 +383,11 @@ class SpeedupExplanation:
         }
 
 
-def _figures(costs: CostParameters, attribution: Attribution) -> dict[str, float]:
+def _figures(costs: CostParameters, timings: Sequence[PairTiming],
+             attribution: Attribution) -> dict[str, float]:
     factors = dict(zip(ATTRIBUTION_STEPS, attribution.factors, strict=True))
     return {
+        "acceptance_rate_from_streams": acceptance_from_streams(costs, timings),
         "target_step_ms": 1000 * costs.target_step_s,
         "draft_cost": costs.draft_cost,
         "verify_cost": costs.verify_cost,
@@ -390,26 +444,25 @@ def explain_speedup(
 ) -> SpeedupExplanation:
     """Fit the costs of ``pairs``, predict their pooled speedup and attribute the gap, with intervals.
 
-    ``acceptance_rate`` is accepted / drafted over the candidate requests (telemetry, or an
-    offline count); it is inverted to the alpha of the finite horizon at the mean answer length.
+    The prediction takes each candidate request's rounds from its stream; ``acceptance_rate``
+    (accepted / drafted over the candidate requests, from telemetry or an offline count) is
+    recorded beside the rate the streams imply, a check that both saw the same drafting.
     Raises :class:`CostModelError` when the data cannot support the fit.
     """
     level = check_confidence_level(confidence_level, "cost model")
     timings = pair_timings(pairs)
     if not timings:
         raise CostModelError("cost model: no pairs to fit")
-    mean_tokens = max(1, round(sum(p.candidate.output_tokens for p in timings) / len(timings)))
-    alpha = expectation_for_acceptance_rate(acceptance_rate, gamma, prior_cost_ratio, mean_tokens).alpha
 
     def figures_of(sample: Sequence[PairTiming]) -> dict[str, float]:
-        costs = fit_costs(sample, gamma, alpha)
-        return _figures(costs, attribute(costs, sample, prior_cost_ratio))
+        costs = fit_costs(sample, gamma)
+        return _figures(costs, sample, attribute(costs, sample, prior_cost_ratio))
 
-    costs = fit_costs(timings, gamma, alpha)
+    costs = fit_costs(timings, gamma)
     attribution = attribute(costs, timings, prior_cost_ratio)
     bounds = _bootstrap(timings, figures_of, n_resamples, seed, level)
     intervals = {name: Interval(value, *bounds.get(name, (None, None)), level)
-                 for name, value in _figures(costs, attribution).items()}
+                 for name, value in _figures(costs, timings, attribution).items()}
     return SpeedupExplanation(costs, attribution, prior_cost_ratio, acceptance_rate, intervals, level,
                               len(timings), n_resamples, seed)
 

@@ -366,7 +366,8 @@ def test_a_bundle_for_another_commit_without_this_jobs_nonce_is_refused(
     sign = _reached(job, SIGN)
     assert sign.returncode != 0
     assert (f"refusing to sign: not this job's bundle: the bundle is for commit {other.commit}, not this "
-            f"job's {head}; the bundle carries nonce None, not the nonce this job passed to pytest") in sign.stderr
+            f"job's {head}; the bundle carries nonce None, not the nonce this job passed to pytest"
+            ) in sign.stderr
     assert list(job.upload.iterdir()) == []
     _key_stays(runner, job.upload)
     assert _cleanup(job).returncode == 0

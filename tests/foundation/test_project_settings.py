@@ -48,12 +48,12 @@ def test_project_patterns_redact_the_evidence(pytester: pytest.Pytester) -> None
     [
         ('[tool.specgate]\ngate = ["PR-A"]\n',
          r"\[tool.specgate\] has no key 'gate' \(did you mean 'gates'\?\); "
-         r"it takes acs, backends, fixtures_dir, gates, hosts, redact, spec_paths, trust$"),
+         r"it takes acs, backends, fixtures_dir, gates, hosts, redact, spec_paths, sut_paths, trust$"),
         ('[tool.specgate.redact]\npattern = ["x"]\n',
          r"\[tool.specgate.redact\] has no key 'pattern' \(did you mean 'patterns'\?\); it takes patterns$"),
         ('[tool.specgate]\nevidence_dir = "out"\n',
          r"\[tool.specgate\] has no key 'evidence_dir'; "
-         r"it takes acs, backends, fixtures_dir, gates, hosts, redact, spec_paths, trust$"),
+         r"it takes acs, backends, fixtures_dir, gates, hosts, redact, spec_paths, sut_paths, trust$"),
     ],
 )
 def test_an_unknown_key_is_one_line_naming_it_and_the_closest_known_one(

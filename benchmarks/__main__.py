@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from benchmarks import (
     Row,
     census,
+    evidence_scale,
     large_inputs,
     measurement_accuracy,
     mock_engine,
@@ -43,6 +44,9 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("overhead", overhead.run_with_evidence),
     Benchmark("overhead-no-evidence", overhead.run_without_evidence),
     Benchmark("evidence-vs-junitxml", overhead.run_evidence_over_junitxml),
+    Benchmark("evidence-scale", evidence_scale.run_scaling),
+    Benchmark("evidence-scale-commands", evidence_scale.run_commands),
+    Benchmark("evidence-scale-bytes", evidence_scale.run_record_size),
     Benchmark("large-inputs", large_inputs.run),
     Benchmark("startup-version", startup.run_version),
     Benchmark("startup-collect", startup.run_collect),

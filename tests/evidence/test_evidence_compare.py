@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evidence_testkit import cli, reseal_bundle
+from evidence_testkit import ac_record, cli, reseal_bundle
 
 from pytest_specgate.cli import main
 from pytest_specgate.evidence._acrecord import AcRecord
@@ -37,7 +37,7 @@ NODE = "acceptance/test_ac10.py::test_speedup"
 
 def _record(value: float, *, at_least: float | None = 1.4, at_most: float | None = None,
             interval: tuple[float, float] | None = None, note: bool = False) -> AcRecord:
-    document: dict[str, Any] = json.loads((LEGACY / "AC-10.json").read_text())
+    document: dict[str, Any] = ac_record(LEGACY, "AC-10")
     row = {"at_least": at_least, "at_most": at_most, "name": "median_speedup", "nodeid": NODE,
            "passed": True, "unit": "x", "value": value}
     document["measurements"] = [row]

@@ -188,7 +188,8 @@ def test_signed_by_the_enrolled_key_is_accepted_and_the_check_names_no_problem(s
     envelope = envelope_from_bytes((setup.bundle.path / SIGNATURE_NAME).read_bytes())
     statement = json.loads(envelope.payload)
     names = {subject["name"] for subject in statement["subject"]}
-    assert {"source", "manifest.json", "evidence.md", "AC-10.json", "statement.intoto.json"} <= names
+    assert {"source", "manifest.json", "evidence.md", "records.jsonl", "run.json", "statement.intoto.json",
+            "records.jsonl#AC-10", "records.jsonl#AC-11"} <= names
     assert statement["subject"][0]["digest"] == {"gitCommit": setup.repo.commit}
     assert statement["predicateType"] == "https://in-toto.io/attestation/test-result/v0.1"
     assert envelope.payload_type == "application/vnd.in-toto+json"
@@ -245,7 +246,7 @@ def test_signed_by_a_key_enrolled_for_another_profile_is_rejected(setup: Setup) 
 
 
 def forge(setup: Setup, edit: Any) -> None:
-    """Edit AC-10.json, then recompute manifest, evidence.md and the PR body with the package's helpers."""
+    """Edit AC-10's record, then recompute manifest, evidence.md and the PR body with the package."""
     setup.pr_body.write_text(reseal_bundle(setup.bundle.path, {"AC-10": edit}))
 
 
@@ -262,9 +263,10 @@ def test_forged_and_remanifested_bundle_passes_unkeyed_checks_but_not_the_policy
     assert len(problems) == 2
     assert problems[0].startswith(
         f"AC-10: hardware profile m4-16gb: the statement signed by desk-m4 ({keyid(setup, setup.desk_m4)}) "
-        "does not match this bundle: AC-10.json: sha256 "
+        "does not match this bundle: evidence.md: sha256 "
     )
-    assert "evidence.md: sha256" in problems[0] and "manifest.json: sha256" in problems[0]
+    assert "records.jsonl: sha256" in problems[0] and problems[0].count("(and 1 more)") == 1
+    assert "manifest.json: sha256" in problems[0]
 
 
 def test_removing_the_hardware_and_the_signature_does_not_get_around_the_policy(setup: Setup) -> None:

@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pytest_specgate.engines.boot import start_server as start_server
     from pytest_specgate.engines.client import ClientEngine as ClientEngine
     from pytest_specgate.engines.client import EngineHTTPError as EngineHTTPError
+    from pytest_specgate.engines.client import EngineResponseError as EngineResponseError
     from pytest_specgate.engines.client import OpenAIClient as OpenAIClient
     from pytest_specgate.engines.client import telemetry_from_status as telemetry_from_status
     from pytest_specgate.evidence._recorder import EvidenceRecorder as EvidenceRecorder
@@ -66,7 +67,7 @@ if TYPE_CHECKING:
     from pytest_specgate.measure import run_paired as run_paired
     from pytest_specgate.measure import run_sustained as run_sustained
     from pytest_specgate.measure import write_sustained_artifacts as write_sustained_artifacts
-    from pytest_specgate.plugin import duration_scale_of as duration_scale_of
+    from pytest_specgate.plugin.options import duration_scale_of as duration_scale_of
 
 _EXPORTS: dict[str, str] = {
     # engines: what the `engine`, `boot_engine` and `shared_engine` fixtures hand out
@@ -80,7 +81,8 @@ _EXPORTS: dict[str, str] = {
     **dict.fromkeys(("BootFunction", "EngineBackend"), "contracts.engine_backend"),
     **dict.fromkeys(("EngineOption", "OptionType"), "contracts.engine_options"),
     **dict.fromkeys(("ServerProcess", "start_server"), "engines.boot"),
-    **dict.fromkeys(("ClientEngine", "EngineHTTPError", "OpenAIClient", "telemetry_from_status"),
+    **dict.fromkeys(("ClientEngine", "EngineHTTPError", "EngineResponseError", "OpenAIClient",
+                     "telemetry_from_status"),
                     "engines.client"),
     "EngineStartupRefused": "contracts.engine",
     "StreamResult": "contracts.engine",
@@ -111,7 +113,7 @@ _EXPORTS: dict[str, str] = {
     "run_sustained": "measure",
     "write_sustained_artifacts": "measure",
     # run settings, tiny local models, shipped examples
-    "duration_scale_of": "plugin",
+    "duration_scale_of": "plugin.options",
     "TinyModelPair": "fetching.tiny_models",
     "TinyModelSpec": "fetching.tiny_models",
     "tiny_model_pair": "fetching.tiny_models",

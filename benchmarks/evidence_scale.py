@@ -64,8 +64,8 @@ def command_arms(bundle: Path, commit: str, work: Path) -> dict[str, list[str]]:
     body.write_text("## Summary\n\n" + (bundle / "evidence.md").read_text())
     return {
         "gate": [*_SPECGATE, "gate", f"--pr-body={body}", f"--evidence={bundle}", f"--commit={commit}"],
-        "render": [*_SPECGATE, "render", str(bundle), f"--output={work / 'rendered.md'}"],
-        "merge": [*_SPECGATE, "merge", str(bundle), f"--output={work / 'merged'}"],
+        "render": [*_SPECGATE, "render", str(bundle), f"--out={work / 'rendered.md'}"],
+        "merge": [*_SPECGATE, "merge", str(bundle), f"--out={work / 'merged'}"],
         "compare": [*_SPECGATE, "compare", str(bundle), str(bundle)],
     }
 

@@ -189,7 +189,7 @@ def test_merge_turns_a_format_1_bundle_into_format_2_holding_the_same_records(
     format_1: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     merged = tmp_path / "merged"
-    code, _, err = cli(capsys, configure_merge_parser, run_merge, str(format_1), f"--output={merged}")
+    code, _, err = cli(capsys, configure_merge_parser, run_merge, str(format_1), f"--out={merged}")
     assert (code, err) == (0, "")
     bundle = load_bundle(merged)
     assert sorted(bundle.records or {}) == ["AC-10", "AC-11"] and verify_bundle(bundle) == []
@@ -214,3 +214,43 @@ def test_a_format_1_bundle_of_main_is_signed_and_its_signature_verifies(
     assert not any("#" in name for name in signed.statement.files)
     trust = judge_bundle(format_1, policy, NOW)
     assert trust.problem is None and trust.commit == FORMAT_1_COMMIT
+
+
+def test_a_line_changed_with_only_the_file_entry_resealed_is_named(git_repo: GitRepo) -> None:
+    """The manifest lists every line's digest besides the file's: rewriting the file's entry
+    around an edited line still leaves the line's own entry to name it."""
+    from pytest_specgate.evidence._bundle import FileEntry, file_entry, manifest_document
+
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    records = written.path / "records.jsonl"
+    data = records.read_bytes().replace(b'"value":1.52', b'"value":1.92', 1)
+    records.write_bytes(data)
+    manifest = json.loads((written.path / "manifest.json").read_text())
+    files = {name: FileEntry(**entry) for name, entry in manifest["files"].items()}
+    files["records.jsonl"] = file_entry(data)
+    lines = {ac: FileEntry(**entry) for ac, entry in manifest["records"].items()}
+    rewritten = manifest_document(manifest["run_id"], files, manifest["specgate"], lines)
+    (written.path / "manifest.json").write_text(pretty_json(rewritten))
+    problems = verify_bundle(load_bundle(written.path))
+    assert len(problems) == 1 and problems[0].startswith("records.jsonl#AC-10: sha256 "), problems
+
+
+def test_a_line_moved_to_another_ac_is_refused(git_repo: GitRepo) -> None:
+    """Lines are in AC order under the manifest's digests: swapping two lines (and their entries)
+    makes each line the record of the other AC, which the reader refuses."""
+    from pytest_specgate.evidence._bundle import BundleError, FileEntry, file_entry, manifest_document
+
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    records = written.path / "records.jsonl"
+    first, second = records.read_bytes().splitlines(keepends=True)
+    records.write_bytes(second + first)
+    manifest = json.loads((written.path / "manifest.json").read_text())
+    files = {name: FileEntry(**entry) for name, entry in manifest["files"].items()}
+    files["records.jsonl"] = file_entry(second + first)
+    lines = {"AC-10": file_entry(second), "AC-11": file_entry(first)}
+    rewritten = manifest_document(manifest["run_id"], files, manifest["specgate"], lines)
+    (written.path / "manifest.json").write_text(pretty_json(rewritten))
+    bundle = load_bundle(written.path)
+    assert verify_bundle(bundle) == []
+    with pytest.raises(BundleError, match=r"records.jsonl#AC-10: the line is the record of AC-11"):
+        read_records(bundle)

@@ -274,6 +274,29 @@ def test_forged_and_remanifested_bundle_passes_unkeyed_checks_but_not_the_policy
     assert "manifest.json: sha256" in problems[0]
 
 
+def test_one_ac_record_is_checked_against_the_signature_on_its_own(setup: Setup) -> None:
+    """A reviewer holding the signed statement checks one AC's line alone: its sha256 is the
+    signed subject ``records.jsonl#AC-10``, the manifest's entry and the PR body's ac-sha256; an
+    edit to another AC's line names that line and leaves AC-10's subject matching."""
+    from evidence_testkit import record_line
+
+    from pytest_specgate.evidence._jsonio import sha256_hex
+    from pytest_specgate.evidence._signing import file_digests, statement_from_payload, subject_mismatches
+
+    sign(setup.bundle.path, setup.desk_m4)
+    envelope = envelope_from_bytes((setup.bundle.path / SIGNATURE_NAME).read_bytes())
+    statement = statement_from_payload(envelope.payload)
+    line = record_line(setup.bundle.path, "AC-10")
+    manifest = json.loads((setup.bundle.path / "manifest.json").read_text())
+    signed = statement.files["records.jsonl#AC-10"]
+    assert signed == sha256_hex(line) == manifest["records"]["AC-10"]["sha256"]
+    assert f"ac-sha256={sha256_hex(line)}" in setup.bundle.markdown
+    records = setup.bundle.path / "records.jsonl"
+    records.write_bytes(records.read_bytes().replace(b'"title":"8 GB M1', b'"title":"9 GB M1', 1))
+    mismatches = subject_mismatches(statement, file_digests(setup.bundle.path))
+    assert [problem.split(":")[0] for problem in mismatches] == ["records.jsonl", "records.jsonl#AC-11"]
+
+
 def test_removing_the_hardware_and_the_signature_does_not_get_around_the_policy(setup: Setup) -> None:
     sign(setup.bundle.path, setup.desk_m4)
 

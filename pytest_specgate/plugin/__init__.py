@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Final
 import pytest
 
 from pytest_specgate.contracts import markers as marker_docs
+from pytest_specgate.evidence import watch_imports
 from pytest_specgate.plugin.stash import (
     AC_KEY,
     COLLECTOR_KEY,
@@ -30,6 +31,7 @@ from pytest_specgate.plugin.stash import (
     ENGINE_CHOICE_KEY,
     HOST_FACTS_KEY,
     HOST_PROVENANCE_KEY,
+    IMPORT_MARK_KEY,
     PLAN_KEY,
     PROJECT_KEY,
     RECORDER_KEY,
@@ -53,6 +55,10 @@ if TYPE_CHECKING:
     from pytest_specgate.selection.settings import ProjectSettings, SpecgateSettings
 
 pytest_plugins = ["pytest_specgate.plugin.fixtures"]
+
+IMPORTS: Final = watch_imports()
+"""Sees every module imported from here on, so run provenance judges one that later leaves
+``sys.modules`` too."""
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -142,6 +148,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_specgate.plugin.termination import install_sigterm_teardown
     from pytest_specgate.selection.settings import load_project_settings, resolve_settings
 
+    config.stash[IMPORT_MARK_KEY] = IMPORTS.mark()
     for doc in marker_docs.MARKER_DOCS:
         config.addinivalue_line("markers", doc)
     restore_sigterm = install_sigterm_teardown()
@@ -192,7 +199,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         from pytest_specgate.evidence import FOREIGN_MODULES_KEY, foreign_modules, interpreter_locations
 
         locations = interpreter_locations(git_top(config.rootpath.resolve()))
-        workeroutput[FOREIGN_MODULES_KEY] = foreign_modules(sys.modules, locations)
+        workeroutput[FOREIGN_MODULES_KEY] = foreign_modules(_imported_modules(config, worker=True), locations)
     key = config.stash.get(SIGNING_KEY, None)
     collector = config.stash.get(COLLECTOR_KEY, None)
     if key is None or collector is None or collector.bundle is None:
@@ -254,10 +261,19 @@ def _run_provenance(config: pytest.Config) -> dict[str, Any]:
         backends={entry.name: None if entry.dist is None else entry.dist.name
                   for entry in metadata.entry_points(group=ENTRY_POINT_GROUP)},
         environ=os.environ,
-        modules=sys.modules,
+        modules=_imported_modules(config, worker=False),
         sys_path=sys.path,
         redact=collector.redactor.text,
     )
+
+
+def _imported_modules(config: pytest.Config, *, worker: bool) -> dict[str, object]:
+    from pytest_specgate.evidence import option_plugin_names, run_modules
+
+    mark = config.stash.get(IMPORT_MARK_KEY, None)
+    watched, files = IMPORTS.since(mark) if mark is not None else ([], [])
+    return run_modules(sys.modules, watched, files, config.pluginmanager.get_plugins(),
+                       option_plugin_names(config.invocation_params.args, os.environ), worker=worker)
 
 
 def _conftest_files(config: pytest.Config) -> list[Path]:

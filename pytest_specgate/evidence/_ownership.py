@@ -25,6 +25,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import machinery, metadata
 from pathlib import Path
+from types import FunctionType
 from typing import Final, Literal
 
 __all__ = ["FOREIGN_CAUSES", "InstalledIndex", "Locations", "Owner", "module_owner"]
@@ -122,6 +123,7 @@ class InstalledIndex:
         self._records = list(records)
         self._by_top: dict[str, _Record] = {}
         self._sites: set[str] | None = None
+        self._by_size: list[_Record] | None = None
 
     def __len__(self) -> int:
         return len(self._records)
@@ -139,12 +141,14 @@ class InstalledIndex:
         real: dict[str, str] = {}
         for dist in distributions:
             folder = getattr(dist, "_path", None)
-            if not isinstance(folder, Path) or not (folder / "RECORD").is_file():
+            record = os.path.join(str(folder), "RECORD")
+            if not isinstance(folder, Path) or not os.path.isfile(record):
                 continue
-            site = os.path.abspath(folder.parent)
-            sites = tuple(dict.fromkeys((site, real.setdefault(site, os.path.realpath(site)))))
+            site = os.path.dirname(os.path.abspath(folder))
+            if site not in real:
+                real[site] = os.path.realpath(site)
             name = _dist_name(dist, folder)
-            records.append(_Record(name, sites, str(folder / "RECORD"), _key(name)))
+            records.append(_Record(name, tuple(dict.fromkeys((site, real[site]))), record, _key(name)))
         return cls(records)
 
     def line(self, path: str) -> tuple[str, str] | None:
@@ -179,7 +183,9 @@ class InstalledIndex:
         yield from (record for record in self._records
                     if key and record.key and (record.key in key or key in record.key))
         yield from (record for record in self._records if top in record.tops())
-        yield from sorted(self._records, key=_Record.size)
+        if self._by_size is None:
+            self._by_size = sorted(self._records, key=_Record.size)
+        yield from self._by_size
 
 
 def _top_level(path: str, relative: Mapping[str, str]) -> str:
@@ -278,8 +284,14 @@ class Locations:
 
 
 def module_owner(name: str, module: object, locations: Locations) -> Owner | None:
-    """Who owns the code of an imported module; None for one with no code of its own (a namespace
-    package, or a submodule its package made at run time, like ``typing.io``: judged with it)."""
+    """Who owns the code of an imported module; None for one with no code of its own: a namespace
+    package, or a module made at run time that holds no Python function (``typing.io``, what an
+    extension module registers, like cryptography's ``_openssl``), whose maker is judged instead.
+
+    A module made at run time that holds functions is judged by the files they were compiled
+    from, and is foreign when one was compiled from no file (``exec`` of a string); ``__main__``
+    without a file is ``python -c``.
+    """
     where = getattr(module, "__file__", None)
     if isinstance(where, str):
         return locations.owner(where)
@@ -292,6 +304,13 @@ def module_owner(name: str, module: object, locations: Locations) -> Owner | Non
         return _INTERPRETER if stdlib else Owner("foreign", cause="frozen")
     if spec is not None and isinstance(spec.loader, machinery.NamespaceLoader):
         return None
-    if "." in name:
+    if name in ("__main__", "__mp_main__"):
+        return Owner("foreign", cause="no-file")
+    compiled_from = {value.__code__.co_filename for value in getattr(module, "__dict__", {}).values()
+                     if isinstance(value, FunctionType)}
+    if not compiled_from:
         return None
-    return Owner("foreign", cause="no-file")
+    if not all(source.startswith("/") for source in compiled_from):
+        return Owner("foreign", cause="no-file")
+    owners = [locations.owner(source) for source in sorted(compiled_from)]
+    return next((owner for owner in owners if owner.foreign), owners[0])

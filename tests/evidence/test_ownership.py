@@ -141,9 +141,19 @@ def test_a_module_in_a_zip_or_without_a_file_is_foreign(tmp_path: Path) -> None:
     where = Locations(repo=tmp_path, stdlib=(), site=(), prefixes=(), installed=InstalledIndex({}))
     zipped = types.SimpleNamespace(__file__=str(archive / "hidden.py"))
     made = types.ModuleType("made_at_run_time")
+    exec("def patched_judge(*args):\n    return []\n", made.__dict__)
     assert module_owner("hidden", zipped, where) == Owner("foreign", cause="not-a-file")
     assert module_owner("made_at_run_time", made, where) == Owner("foreign", cause="no-file")
-    # no code of its own: a namespace package, a submodule its package made (typing.io)
+    assert module_owner("__main__", types.ModuleType("__main__"), where) == Owner("foreign", cause="no-file")
+    (tmp_path / "maker.py").write_text("")
+    exec(compile("def helper():\n    pass\n", str(tmp_path / "maker.py"), "exec"), made.__dict__)
+    assert module_owner("made_at_run_time", made, where) == Owner("foreign", cause="no-file")
+    compiled = types.ModuleType("compiled_from_a_file")
+    exec(compile("def helper():\n    pass\n", str(tmp_path / "maker.py"), "exec"), compiled.__dict__)
+    assert module_owner("compiled_from_a_file", compiled, where) == Owner("repository")
+    # no Python code of its own: a namespace package, a module an extension or a package made at
+    # run time holding only classes and values (typing.io, cryptography's _openssl)
+    assert module_owner("_openssl", types.ModuleType("_openssl"), where) is None
     assert module_owner("typing.io", types.ModuleType("typing.io"), where) is None
     namespace = types.ModuleType("ns")
     namespace.__spec__ = types.SimpleNamespace(origin=None, loader=__import__("importlib").machinery

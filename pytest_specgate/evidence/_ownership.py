@@ -113,10 +113,10 @@ class InstalledIndex:
 
     RECORD lines are relative to the distribution's site directory. A lookup reads RECORDs
     lazily and searches them as bytes, most likely owner first: the distribution that owned
-    another file of the same top-level package, those whose name matches it, those whose
-    ``top_level.txt`` lists it, then the rest, smallest first. A run reads the RECORDs of the
-    distributions it imported from, not of everything installed (an unowned file, which
-    disqualifies anyway, reads them all).
+    another file of the same top-level package, those whose name matches it, those already
+    read, those whose ``top_level.txt`` lists it, then the rest, smallest first. A run reads the
+    RECORDs of the distributions it imported from, not of everything installed (an unowned file,
+    which disqualifies anyway, reads them all).
     """
 
     def __init__(self, records: Iterable[_Record]) -> None:
@@ -159,7 +159,8 @@ class InstalledIndex:
         return found
 
     def _line(self, path: str) -> tuple[str, str] | None:
-        relative = {site: os.path.relpath(path, site).replace(os.sep, "/") for site in self.sites()}
+        relative = {site: path[len(site) + 1:] if path.startswith(f"{site}/")
+                    else os.path.relpath(path, site).replace(os.sep, "/") for site in self.sites()}
         top = _top_level(path, relative)
         tried: set[int] = set()
         for record in self._ranked(top):
@@ -182,6 +183,7 @@ class InstalledIndex:
             yield first
         yield from (record for record in self._records
                     if key and record.key and (record.key in key or key in record.key))
+        yield from (record for record in self._records if record.data is not None)
         yield from (record for record in self._records if top in record.tops())
         if self._by_size is None:
             self._by_size = sorted(self._records, key=_Record.size)
@@ -237,12 +239,13 @@ class Locations:
         site directory or the prefixes (console scripts) are looked up in RECORDs; the real path
         is worked out only for a file that is neither there nor in the standard library."""
         path = os.path.abspath(where)
+        in_site = _under(path, self._site_roots)
+        if not in_site and self._in_stdlib(path):
+            return _INTERPRETER
         if not os.path.isfile(path):
             return Owner("foreign", cause="not-a-file")
-        if _under(path, self._site_roots):
+        if in_site:
             return self._installed(path) or Owner("foreign", cause="unrecorded")
-        if self._in_stdlib(path):
-            return _INTERPRETER
         real = os.path.realpath(path)
         if real != path and _under(real, self._site_roots):
             return self._installed(path) or Owner("foreign", cause="unrecorded")

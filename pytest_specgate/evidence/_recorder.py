@@ -17,16 +17,16 @@ import pytest
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.payload import RecordedProperties
+from pytest_specgate.contracts.samples import RecordedSamples, samples_note_key
 from pytest_specgate.contracts.thresholds import (
     DECIDE_RULES,
     DEFAULT_CONFIDENCE_LEVEL,
     INCONCLUSIVE_FAILURE_PREFIX,
     Decide,
     IntervalEstimate,
-    ThresholdVerdict,
-    three_way_verdict,
 )
 from pytest_specgate.contracts.validation import MAX_VALUE_DEPTH, value_nesting_depth
+from pytest_specgate.evidence._acrecord import Measurement as Measurement
 from pytest_specgate.evidence._jsonio import replace_atomically, sha256_hex
 from pytest_specgate.evidence._payloads import RefusedPayload
 from pytest_specgate.evidence._records import safe_file_name
@@ -43,48 +43,6 @@ RESERVED_NOTE_KEYS = frozenset({"engines", "host", "source", "provenance", "poli
 
 def staging_dir(evidence_dir: Path, run_id: str) -> Path:
     return evidence_dir / STAGING_DIR_NAME / run_id
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """One figure; an estimate's interval and level ride along, with the rule that judges it."""
-
-    name: str
-    value: float
-    unit: str | None
-    at_least: float | None
-    at_most: float | None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    confidence_level: float | None = None
-    decide: Decide = "point"
-
-    @property
-    def verdict(self) -> ThresholdVerdict:
-        return three_way_verdict(
-            self.value, self.at_least, self.at_most, self.ci_low, self.ci_high, self.decide
-        )
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict.passed
-
-    def to_dict(self) -> dict[str, JsonValue]:
-        """The row; the interval's fields only for an estimate (a plain number has none)."""
-        entry: dict[str, JsonValue] = {
-            "name": self.name,
-            "value": self.value,
-            "unit": self.unit,
-            "at_least": self.at_least,
-            "at_most": self.at_most,
-            "passed": self.passed,
-            "decide": self.decide,
-            "verdict": self.verdict.verdict,
-        }
-        if self.confidence_level is not None:
-            entry |= {"ci_low": self.ci_low, "ci_high": self.ci_high,
-                      "confidence_level": self.confidence_level}
-        return entry
 
 
 @dataclass(frozen=True)
@@ -177,12 +135,15 @@ class EvidenceRecorder:
         at_least: float | None = None,
         at_most: float | None = None,
         decide: Decide | None = None,
+        samples: RecordedSamples | None = None,
     ) -> Measurement:
         """Record a figure, a plain number or an estimate with its confidence interval.
 
         An estimate is judged on its interval (passed, failed or inconclusive) unless
         ``decide="point"``; a number can only be judged on itself. A missed bound and an
-        inconclusive one are soft checks: the test fails when it has finished.
+        inconclusive one are soft checks: the test fails when it has finished. ``samples`` (the
+        pair speedups or request latencies behind the figure) are noted as ``<name>_samples``, so
+        ``specgate compare`` judges a change on both runs' data.
         """
         if not isinstance(name, str) or not name:
             raise TypeError(f"evidence.measure: name must be a non-empty string, found {name!r}")
@@ -197,10 +158,15 @@ class EvidenceRecorder:
             if decide == "interval":
                 raise ValueError(f"evidence.measure({name!r}): decide='interval' needs an estimate "
                                  f"with a confidence interval, found the number {value!r}")
-            measurement = Measurement(name, _number("value", value, name), unit, *bounds)
+            measurement = Measurement(self.nodeid, name, _number("value", value, name), unit, *bounds)
         else:
             estimate = cast("IntervalEstimate", value)  # numbers.Real does not narrow for mypy
             measurement = self._estimate(name, estimate, unit, decide or "interval", bounds)
+        if samples is not None:
+            if not isinstance(samples, RecordedSamples):
+                raise TypeError(f"evidence.measure({name!r}): samples must be RecordedSamples "
+                                f"(PairedRun.speedup_samples(), ttft_samples(...)), found {samples!r}")
+            self.note(samples_note_key(name), samples.to_dict())
         self._measurements.append(measurement)
         verdict = measurement.verdict
         if verdict.reason is not None:
@@ -221,7 +187,7 @@ class EvidenceRecorder:
                 f"point, ci_low, ci_high and confidence_level), found {estimate!r}"
             ) from None
         measurement = Measurement(
-            name, _number("point", point, name), unit, *bounds,
+            self.nodeid, name, _number("point", point, name), unit, *bounds,
             ci_low=None if low is None else _number("ci_low", low, name),
             ci_high=None if high is None else _number("ci_high", high, name),
             confidence_level=_number("confidence_level", level, name), decide=decide,

@@ -35,6 +35,8 @@ def _project_host_profiles() -> str:
     for name, rows in hosts.items():
         lines.append(f"[tool.specgate.hosts.{name}]")
         lines += [f"{key} = {json.dumps(value)}" for key, value in rows.items()]
+    for profile, ac in AC_OF_PROFILE.items():
+        lines += [f'[tool.specgate.acs."{ac}"]', f'profile = "{profile}"']
     return "\n".join(lines) + "\n"
 
 
@@ -82,7 +84,7 @@ def test_three_hosts_merge_and_the_action_gates_each_ac(
     fleet_bundles: dict[str, Path], pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
     merged = pytester.path / "merged"
-    assert main(["merge", f"--output={merged}", *(str(path.parent) for path in fleet_bundles.values())]) == 0
+    assert main(["merge", f"--out={merged}", *(str(path.parent) for path in fleet_bundles.values())]) == 0
     out = capsys.readouterr().out.splitlines()
     for profile, ac in AC_OF_PROFILE.items():
         kept = fleet_bundles[profile].name
@@ -107,13 +109,13 @@ def test_three_hosts_merge_and_the_action_gates_each_ac(
         env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
              "GITHUB_EVENT_PATH": str(event), "SPECGATE_EVIDENCE": str(merged),
              "SPECGATE_REQUIRE": "AC-10 AC-11 AC-12", "SPECGATE_COMMIT": commit, "SPECGATE_GATE": "",
-             "SPECGATE_TRUSTED_CONFIG": "", "SPECGATE_BASE_REF": branch, "SPECGATE_ALLOW_UNSIGNED": "false"},
+             "SPECGATE_TRUSTED_CONFIG": "", "SPECGATE_BASE_SHA": commit, "SPECGATE_ALLOW_UNSIGNED": "false"},
     )
     lines = gated.stdout.splitlines()
     assert lines[0] == (f"+ specgate gate --pr-body-from-event --evidence={merged} --require=AC-10 "
                         f"--require=AC-11 --require=AC-12 --commit={commit} "
-                        "--trusted-config=refs/remotes/specgate/base")
-    trusted = f"refs/remotes/specgate/base:pyproject.toml ({commit[:12]})"
+                        f"--trusted-config={commit}")
+    trusted = f"{commit}:pyproject.toml ({commit[:12]})"
     assert gated.stderr.splitlines()[-1] == (
         f"specgate gate: trusted config {trusted}; signatures not checked: no trust policy in {trusted}"
     ), "the action trusts the base branch it fetched, not the checkout"
@@ -140,5 +142,5 @@ def test_the_example_workflow_runs_each_profile_on_its_runner_and_gates_with_the
     assert upload["if"] == "always()"
     assert gate["needs"] == "specs"
     runs = [step.get("run", "") for step in gate["steps"]]
-    assert any(run.startswith("specgate merge --output=merged ") for run in runs)
+    assert any(run.startswith("specgate merge --out=merged ") for run in runs)
     assert gate["steps"][-1]["uses"] == "./.github/actions/specgate-gate"

@@ -2,7 +2,7 @@
 
 Each row is a real pytest process in a real virtual environment, run the way users run it, on a
 committed project with one plain AC; a qualifying row must also pass ``specgate gate
---trusted-config=HEAD``. The environments are built once per test session and shared by the
+--trusted-config=<HEAD's commit>``. The environments are built once per test session and shared by the
 xdist workers (a lock file), each with pytest-specgate installed from a wheel of this checkout and
 pytest from its wheel; the other dependencies come from this suite's own site-packages through a
 ``.pth`` path line, so no environment downloads numpy again.
@@ -50,6 +50,8 @@ packages = ["specproj"]
 [tool.pytest.ini_options]
 testpaths = ["specs"]
 pythonpath = ["."]
+
+[tool.specgate.acs."AC-10"]
 """,
     "specproj/__init__.py": "SPEEDUP = 1.5\n",
     "specs/test_spec.py": """\
@@ -213,9 +215,10 @@ def _run_spec(kit: Kit, row: str, venv: Path, argv: list[str], **env: str) -> Ou
     record = json.loads((bundle / "AC-10.json").read_text())
     body = out / "PR.md"
     body.write_text((bundle / "evidence.md").read_text())
+    head = _git(kit.repo, "rev-parse", "HEAD")
     gate = _run([str(venv / "bin" / "specgate"), "gate", f"--pr-body={body}", f"--evidence={bundle}",
-                 "--require=AC-10", f"--commit={_git(kit.repo, 'rev-parse', 'HEAD')}",
-                 "--trusted-config=HEAD", "--allow-unsigned"], kit.repo, environ)
+                 "--require=AC-10", f"--commit={head}", f"--trusted-config={head}", "--allow-unsigned"],
+                kit.repo, environ)
     return Outcome(record, gate)
 
 

@@ -261,3 +261,22 @@ def test_each_cause_gets_its_own_line_with_what_to_do() -> None:
         "install them as a distribution, or commit them to the repository",
         "modules with no file (made at run time, as python -c does): c (<no file>); "
         "run pytest through its console script or python -m pytest"]
+
+
+def test_a_file_is_found_in_any_distributions_record_whatever_its_name(tmp_path: Path) -> None:
+    """RECORDs are searched most likely owner first, but an owner whose name says nothing
+    (PyYAML owns yaml/, setuptools owns distutils-precedence.pth) is still found."""
+    site = tmp_path / "site-packages"
+    owners = {f"dist{number}": f"pkg{number}/mod.py" for number in range(8)}
+    owners["unrelated"] = "yaml/__init__.py"
+    for name, relative in owners.items():
+        (site / relative).parent.mkdir(parents=True, exist_ok=True)
+        (site / relative).write_bytes(b"")
+        info = site / f"{name}-1.0.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
+        padding = "".join(f"{name}/data/{index}.txt,,\n" for index in range(50 if name == "unrelated" else 1))
+        (info / "RECORD").write_text(f"{relative},{_digest(b'')},0\n{padding}")
+    where = _locations(site)
+    assert where.owner(str(site / "yaml" / "__init__.py")) == Owner("distribution", "unrelated")
+    assert where.owner(str(site / "pkg3" / "mod.py")) == Owner("distribution", "dist3")

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from benchmarks import (
     Row,
     census,
+    compare_error_rates,
     large_inputs,
     measurement_accuracy,
     mock_engine,
@@ -49,6 +50,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("census", census.run),
     Benchmark("accuracy", measurement_accuracy.run),
     Benchmark("sequential", sequential_stopping.run),
+    Benchmark("compare", compare_error_rates.run),
     Benchmark("mock-throughput", mock_engine.run),
     Benchmark("xdist", xdist_scaling.run),
     Benchmark("teardown", reliability.run_teardown),

@@ -430,6 +430,11 @@ min_memory_gb = 1
 description = "a GPU host"
 min_gpus = 1
 
+[tool.specgate.acs."AC-1"]
+profile = "bench-host"
+
+[tool.specgate.acs."AC-2"]
+
 [tool.specgate.trust.signers.bench-host-key]
 key = "{bench}"
 profiles = ["bench-host"]

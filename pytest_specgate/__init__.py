@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     from pytest_specgate.measure import run_paired as run_paired
     from pytest_specgate.measure import run_sustained as run_sustained
     from pytest_specgate.measure import write_sustained_artifacts as write_sustained_artifacts
-    from pytest_specgate.plugin import duration_scale_of as duration_scale_of
+    from pytest_specgate.plugin.options import duration_scale_of as duration_scale_of
 
 _EXPORTS: dict[str, str] = {
     # engines: what the `engine`, `boot_engine` and `shared_engine` fixtures hand out
@@ -111,7 +111,7 @@ _EXPORTS: dict[str, str] = {
     "run_sustained": "measure",
     "write_sustained_artifacts": "measure",
     # run settings, tiny local models, shipped examples
-    "duration_scale_of": "plugin",
+    "duration_scale_of": "plugin.options",
     "TinyModelPair": "fetching.tiny_models",
     "TinyModelSpec": "fetching.tiny_models",
     "tiny_model_pair": "fetching.tiny_models",

@@ -56,6 +56,7 @@ from pytest_specgate.measure import (
     position_acceptance,
     run_paired,
     run_sustained,
+    ttft_samples,
     write_position_plot,
     write_sustained_artifacts,
 )
@@ -144,7 +145,8 @@ def test_ac10_paired_speedup_and_acceptance(
         evidence.note("acceptance_source", acceptance.to_dict() if acceptance else None)
     speedup = paired.speedup()
     gamma = candidate.telemetry().num_draft_tokens or pair.num_draft_tokens
-    evidence.measure("median_speedup", speedup, "x", at_least=MIN_MEDIAN_SPEEDUP)
+    evidence.measure("median_speedup", speedup, "x", at_least=MIN_MEDIAN_SPEEDUP,
+                     samples=paired.speedup_samples())
     evidence.note("median_speedup_estimate", speedup.to_dict())
     if paired.sequential is not None:
         evidence.note("sequential_stop", paired.sequential.to_dict())
@@ -211,8 +213,9 @@ def _latencies(evidence: EvidenceRecorder, paired: PairedRun, confidence_level: 
     latency = latency_summary(paired.pairs, confidence_level=confidence_level)
     evidence.note("latency", latency.to_dict())
     for arm, prefix in (("candidate", ""), ("baseline", "baseline_")):
+        samples = ttft_samples(paired.pairs, arm)
         for name, value in latency.percentiles_ms[arm].items():
-            evidence.measure(f"{prefix}{name}", value, "ms")
+            evidence.measure(f"{prefix}{name}", value, "ms", samples=samples.get(name))
     for name, ratio in latency.ratios.items():
         evidence.measure(name, ratio, "x")
 

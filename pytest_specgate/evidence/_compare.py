@@ -1,12 +1,20 @@
 """``specgate compare BASE NEW``: a PR's figures against the base branch's, per AC and measurement.
 
 pytest-benchmark has ``--benchmark-compare`` and asv has ``compare``; a release manager needs the
-same for evidence: did this PR make the speedup worse, or is the difference noise? A change counts
-only where it lies outside the measurement's confidence interval (the base run's, else the new
-run's); where neither record states one, a change counts when it exceeds the tolerance. Its
-direction comes from the measurement's bound: ``at_least`` means higher is better, ``at_most``
-lower; a figure with no bound (or both) can change but never regress. A regression larger than
-the tolerance makes the command exit 1.
+same for evidence: did this PR make the speedup worse, or is the difference noise? Two runs of one
+commit differ by noise, so a change is judged on the interval of the *difference*, which carries
+both runs' uncertainty, and counts only where that whole interval lies beyond ``--tolerance``:
+
+- ``samples``: both records note the samples behind the figure (``<name>_samples``: pair speedups,
+  request latencies); both are resampled (``measure.difference``).
+- ``intervals``: no samples, but a confidence interval on at least one side; the two half-widths
+  add in quadrature (one side's stands in for the other's where only one is recorded).
+- ``values``: neither; the point change alone meets the tolerance.
+
+Direction comes from the measurement's bound: ``at_least`` means higher is better, ``at_most``
+lower; a figure with no bound (or both) can change but never regress. Verdict changes (PASSED to
+anything else, QUALIFYING to not), recomputed with the gate's policy, are listed first and are
+regressions. Any regression makes the command exit 1.
 
 An interval is read from the record, never computed here: the measurement's own (recorded with
 ``evidence.measure`` of an estimate), else measurements ``NAME_ci95_low`` and ``NAME_ci95_high``
@@ -22,24 +30,30 @@ from enum import StrEnum
 from typing import Literal
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
+from pytest_specgate.contracts.samples import RecordedSamples, SamplesError, samples_note_key
+from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL
 from pytest_specgate.evidence._acrecord import AcRecord, MeasurementRow
+from pytest_specgate.evidence._policy import judge
 
-COMPARE_SCHEMA_ID = "specgate.compare/1"
+COMPARE_SCHEMA_ID = "specgate.compare/2"
 DEFAULT_TOLERANCE = 0.05
-"""A relative change (5%): what counts where no interval is recorded, and the size a regression
-must exceed to fail the command."""
+"""A relative change (5%) the whole difference interval must exceed to count."""
 _CI_SUFFIXES = ("_ci95_low", "_ci95_high")
 _ESTIMATE_SUFFIX = "_estimate"
 
 Better = Literal["higher", "lower"]
-IntervalFrom = Literal["base", "new"]
+Basis = Literal["samples", "intervals", "values"]
+
+
+class CompareInputError(ValueError):
+    """A record whose samples note is malformed: names the AC, test and note."""
 
 
 class Change(StrEnum):
     REGRESSION = "regression"
     IMPROVEMENT = "improvement"
     CHANGED = "changed"
-    """Outside the interval (or the tolerance), but the figure has no direction (no single bound)."""
+    """Beyond the tolerance, but the figure has no direction (no single bound)."""
     NO_CHANGE = "no change"
     ONLY_IN_BASE = "only in base"
     ONLY_IN_NEW = "only in new"
@@ -50,11 +64,23 @@ class Change(StrEnum):
 class Interval:
     low: float
     high: float
-    of: IntervalFrom
     source: str
 
-    def contains(self, value: float) -> bool:
-        return self.low <= value <= self.high
+
+@dataclass(frozen=True)
+class Difference:
+    """The change of a figure with its interval: relative (``-0.1`` is 10% lower) unless the base
+    is 0, where a relative change is undefined and ``absolute`` is True."""
+
+    point: float
+    low: float
+    high: float
+    basis: Basis
+    absolute: bool = False
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {"point": self.point, "low": self.low, "high": self.high, "basis": self.basis,
+                "absolute": self.absolute}
 
 
 @dataclass(frozen=True)
@@ -70,6 +96,19 @@ class BundleSide:
 
 
 @dataclass(frozen=True)
+class VerdictChange:
+    """An AC whose verdict differs between the runs; ``None`` label: the AC is not in that bundle."""
+
+    ac_id: str
+    base: str | None
+    new: str | None
+    regression: bool
+
+    def to_json(self) -> dict[str, JsonValue]:
+        return {"ac": self.ac_id, "base": self.base, "new": self.new, "regression": self.regression}
+
+
+@dataclass(frozen=True)
 class MeasurementChange:
     ac_id: str
     nodeid: str
@@ -78,19 +117,18 @@ class MeasurementChange:
     base: float | str | None
     new: float | str | None
     better: Better | None
-    interval: Interval | None
+    difference: Difference | None
     change: Change
-    relative: float | None
-    """``new / base - 1``; None when either is missing or not a number, or base is 0."""
-    beyond_tolerance: bool
 
     @property
     def ratio(self) -> float | None:
-        return None if self.relative is None else self.relative + 1
+        """``new / base`` of the recorded figures; None when either is not a number or base is 0."""
+        base, new = _number(self.base), _number(self.new)
+        return None if base is None or new is None or base == 0 else new / base
 
     @property
     def fails(self) -> bool:
-        return self.change is Change.REGRESSION and self.beyond_tolerance
+        return self.change is Change.REGRESSION
 
 
 @dataclass(frozen=True)
@@ -98,11 +136,21 @@ class Comparison:
     base: BundleSide
     new: BundleSide
     tolerance: float
+    confidence_level: float
+    verdicts: tuple[VerdictChange, ...]
     changes: tuple[MeasurementChange, ...]
 
     @property
     def failing(self) -> tuple[MeasurementChange, ...]:
         return tuple(change for change in self.changes if change.fails)
+
+    @property
+    def failing_verdicts(self) -> tuple[VerdictChange, ...]:
+        return tuple(verdict for verdict in self.verdicts if verdict.regression)
+
+    @property
+    def regressions(self) -> int:
+        return len(self.failing) + len(self.failing_verdicts)
 
     def count(self, kind: Change) -> int:
         return sum(1 for change in self.changes if change.change is kind)
@@ -120,55 +168,88 @@ def _better(row: MeasurementRow) -> Better | None:
     return "higher" if row.at_least is not None else "lower"
 
 
-def _interval_bounds(record: AcRecord, row: MeasurementRow) -> tuple[float, float, str] | None:
+def _notes(record: AcRecord, nodeid: str) -> Mapping[str, JsonValue]:
+    test = next((test for test in record.tests if test.nodeid == nodeid), None)
+    return (test.notes if test is not None else None) or {}
+
+
+def _interval(record: AcRecord, row: MeasurementRow) -> Interval | None:
     if row.ci_low is not None and row.ci_high is not None:
         level = "" if row.confidence_level is None else f" ({row.confidence_level:.0%})"
-        return row.ci_low, row.ci_high, f"the measurement's interval{level}"
+        return Interval(min(row.ci_low, row.ci_high), max(row.ci_low, row.ci_high),
+                        f"the measurement's interval{level}")
     siblings = {
         other.name: _number(other.value) for other in record.measurements if other.nodeid == row.nodeid
     }
     low, high = (siblings.get(row.name + suffix) for suffix in _CI_SUFFIXES)
     if low is not None and high is not None:
-        return low, high, f"measurements {row.name}{_CI_SUFFIXES[0]}/{_CI_SUFFIXES[1][1:]}"
-    test = next((test for test in record.tests if test.nodeid == row.nodeid), None)
-    notes = (test.notes if test is not None else None) or {}
+        return Interval(min(low, high), max(low, high),
+                        f"measurements {row.name}{_CI_SUFFIXES[0]}/{_CI_SUFFIXES[1][1:]}")
+    notes = _notes(record, row.nodeid)
     for key in (row.name + _ESTIMATE_SUFFIX, row.name):
         note = notes.get(key)
         if isinstance(note, Mapping):
             low, high = _number(note.get("ci_low")), _number(note.get("ci_high"))
             if low is not None and high is not None:
-                return low, high, f"note {key}"
+                return Interval(min(low, high), max(low, high), f"note {key}")
     return None
 
 
-def _interval(base: AcRecord | None, base_row: MeasurementRow | None,
-              new: AcRecord | None, new_row: MeasurementRow | None) -> Interval | None:
-    """The base run's interval where it states one (the reference), else the new run's."""
-    sides: tuple[tuple[IntervalFrom, AcRecord | None, MeasurementRow | None], ...] = (
-        ("base", base, base_row), ("new", new, new_row)
-    )
-    for side, record, row in sides:
-        found = None if record is None or row is None else _interval_bounds(record, row)
-        if found is not None:
-            low, high, source = found
-            return Interval(min(low, high), max(low, high), side, source)
-    return None
+def _samples(ac_id: str, record: AcRecord, row: MeasurementRow) -> RecordedSamples | None:
+    key = samples_note_key(row.name)
+    note = _notes(record, row.nodeid).get(key)
+    if note is None:
+        return None
+    try:
+        return RecordedSamples.from_json(note, f"{ac_id} {row.nodeid}: note {key}")
+    except SamplesError as error:
+        raise CompareInputError(str(error)) from None
 
 
-def _classify(base: float, new: float, better: Better | None, interval: Interval | None,
-              tolerance: float) -> tuple[Change, float | None, bool]:
-    relative = None if base == 0 else new / base - 1
-    beyond = (new != base) if relative is None else abs(relative) > tolerance
-    # The base run's interval is the reference: the new figure must leave it (or, with only the new
-    # run's interval, the base figure must lie outside that).
-    reference = new if interval is not None and interval.of == "base" else base
-    outside = beyond if interval is None else not interval.contains(reference)
-    if not outside or new == base:
-        return Change.NO_CHANGE, relative, beyond
+def _half_width(interval: Interval | None) -> float | None:
+    return None if interval is None else (interval.high - interval.low) / 2
+
+
+def difference(ac_id: str, base: tuple[AcRecord, MeasurementRow], new: tuple[AcRecord, MeasurementRow],
+               confidence_level: float) -> Difference | None:
+    """The change of one figure with the best interval both records allow; None when a value is
+    not a number."""
+    base_row, new_row = base[1], new[1]
+    base_value, new_value = _number(base_row.value), _number(new_row.value)
+    if base_value is None or new_value is None:
+        return None
+    base_samples, new_samples = _samples(ac_id, *base), _samples(ac_id, *new)
+    if (base_samples is not None and new_samples is not None
+            and base_samples.statistic == new_samples.statistic and base_value != 0):
+        from pytest_specgate.measure.difference import relative_change
+
+        try:
+            change = relative_change(base_samples, new_samples, confidence_level=confidence_level)
+        except ValueError:
+            change = None
+        if change is not None:
+            return Difference(change.point, change.low, change.high, "samples")
+    halves = [half for half in (_half_width(_interval(*base)), _half_width(_interval(*new)))
+              if half is not None]
+    half = 0.0 if not halves else math.hypot(halves[0], halves[-1])
+    basis: Basis = "intervals" if halves else "values"
+    delta = new_value - base_value
+    if base_value == 0:
+        return Difference(delta, delta - half, delta + half, basis, absolute=True)
+    scale = abs(base_value)
+    return Difference(delta / scale, (delta - half) / scale, (delta + half) / scale, basis)
+
+
+def classify(found: Difference, better: Better | None, tolerance: float) -> Change:
+    """Regression or improvement only where the whole interval lies beyond the tolerance (beyond 0
+    for an absolute change from 0); a figure without a direction only changes."""
+    limit = 0.0 if found.absolute else tolerance
+    above, below = found.low > limit, found.high < -limit
+    if not above and not below:
+        return Change.NO_CHANGE
     if better is None:
-        return Change.CHANGED, relative, beyond
-    worse = new < base if better == "higher" else new > base
-    return (Change.REGRESSION if worse else Change.IMPROVEMENT), relative, beyond
+        return Change.CHANGED
+    return Change.IMPROVEMENT if above == (better == "higher") else Change.REGRESSION
 
 
 def _interval_names(record: AcRecord) -> set[tuple[str, str]]:
@@ -193,45 +274,62 @@ def _rows(record: AcRecord | None) -> dict[tuple[str, str], MeasurementRow]:
     return rows
 
 
-def _compare_ac(ac_id: str, base: AcRecord | None, new: AcRecord | None,
-                tolerance: float) -> list[MeasurementChange]:
+def _compare_ac(ac_id: str, base: AcRecord | None, new: AcRecord | None, tolerance: float,
+                confidence_level: float) -> list[MeasurementChange]:
     base_rows, new_rows = _rows(base), _rows(new)
     changes = []
     for key in [*base_rows, *(key for key in new_rows if key not in base_rows)]:
         base_row, new_row = base_rows.get(key), new_rows.get(key)
         shown = new_row if new_row is not None else base_rows[key]
         better = _better(shown)
-        interval = _interval(base, base_row, new, new_row)
-        base_value = None if base_row is None else base_row.value
-        new_value = None if new_row is None else new_row.value
-        relative: float | None = None
-        beyond = False
-        if base_row is None:
+        found: Difference | None = None
+        if base_row is None or base is None:
             change = Change.ONLY_IN_NEW
-        elif new_row is None:
+        elif new_row is None or new is None:
             change = Change.ONLY_IN_BASE
         else:
-            base_number, new_number = _number(base_row.value), _number(new_row.value)
-            if base_number is None or new_number is None:
-                change = Change.NO_CHANGE if base_row.value == new_row.value else Change.NOT_A_NUMBER
+            found = difference(ac_id, (base, base_row), (new, new_row), confidence_level)
+            if found is not None:
+                change = classify(found, better, tolerance)
             else:
-                change, relative, beyond = _classify(base_number, new_number, better, interval, tolerance)
+                change = Change.NO_CHANGE if base_row.value == new_row.value else Change.NOT_A_NUMBER
         changes.append(MeasurementChange(
-            ac_id=ac_id, nodeid=key[0], name=key[1], unit=shown.unit, base=base_value, new=new_value,
-            better=better, interval=interval, change=change, relative=relative, beyond_tolerance=beyond,
+            ac_id=ac_id, nodeid=key[0], name=key[1], unit=shown.unit,
+            base=None if base_row is None else base_row.value, new=None if new_row is None else new_row.value,
+            better=better, difference=found, change=change,
         ))
     return changes
 
 
+def verdict_changes(base: Mapping[str, AcRecord], new: Mapping[str, AcRecord]) -> tuple[VerdictChange, ...]:
+    """ACs whose recomputed verdict differs: a PASSED that no longer passes, or a QUALIFYING that
+    no longer qualifies, is a regression; an AC in only one bundle is listed, not failed (a
+    bundle may hold one host's ACs)."""
+    found = []
+    for ac_id in sorted(set(base) | set(new)):
+        was = judge(base[ac_id]) if ac_id in base else None
+        now = judge(new[ac_id]) if ac_id in new else None
+        if was is not None and now is not None and was.label == now.label:
+            continue
+        regression = was is not None and now is not None and (
+            (was.outcome == "passed" and now.outcome != "passed") or (was.qualifying and not now.qualifying)
+        )
+        found.append(VerdictChange(ac_id, None if was is None else was.label,
+                                   None if now is None else now.label, regression))
+    return tuple(found)
+
+
 def compare_records(base: Mapping[str, AcRecord], new: Mapping[str, AcRecord], base_side: BundleSide,
-                    new_side: BundleSide, tolerance: float = DEFAULT_TOLERANCE) -> Comparison:
-    """Every measurement of every AC in either bundle, ACs and tests in a stable order."""
+                    new_side: BundleSide, tolerance: float = DEFAULT_TOLERANCE,
+                    confidence_level: float = DEFAULT_CONFIDENCE_LEVEL) -> Comparison:
+    """Verdict changes, then every measurement of every AC in either bundle, in a stable order."""
     changes = [
         change
         for ac_id in sorted(set(base) | set(new))
-        for change in _compare_ac(ac_id, base.get(ac_id), new.get(ac_id), tolerance)
+        for change in _compare_ac(ac_id, base.get(ac_id), new.get(ac_id), tolerance, confidence_level)
     ]
-    return Comparison(base=base_side, new=new_side, tolerance=tolerance, changes=tuple(changes))
+    return Comparison(base=base_side, new=new_side, tolerance=tolerance, confidence_level=confidence_level,
+                      verdicts=verdict_changes(base, new), changes=tuple(changes))
 
 
 def bundle_side(run_id: str, bundle_sha256: str, records: Mapping[str, AcRecord]) -> BundleSide:
@@ -246,7 +344,9 @@ def comparison_json(comparison: Comparison) -> dict[str, JsonValue]:
         "base": comparison.base.to_json(),
         "new": comparison.new.to_json(),
         "tolerance": comparison.tolerance,
-        "regressions_beyond_tolerance": len(comparison.failing),
+        "confidence_level": comparison.confidence_level,
+        "regressions": comparison.regressions,
+        "verdict_changes": [verdict.to_json() for verdict in comparison.verdicts],
         "counts": {kind.value: comparison.count(kind) for kind in Change},
         "measurements": [
             {
@@ -258,14 +358,8 @@ def comparison_json(comparison: Comparison) -> dict[str, JsonValue]:
                 "new": change.new,
                 "ratio": change.ratio,
                 "better": change.better,
-                "interval": None if change.interval is None else {
-                    "low": change.interval.low,
-                    "high": change.interval.high,
-                    "of": change.interval.of,
-                    "source": change.interval.source,
-                },
+                "difference": None if change.difference is None else change.difference.to_json(),
                 "change": change.change.value,
-                "beyond_tolerance": change.beyond_tolerance,
             }
             for change in comparison.changes
         ],
@@ -288,48 +382,57 @@ def _short(side: BundleSide) -> str:
     return f"`{side.run_id}` ({commits}; bundle-sha256 {side.bundle_sha256[:12]}…)"
 
 
-def _change_cell(change: MeasurementChange, tolerance: float) -> str:
-    if change.fails:
-        return f"**REGRESSION** (beyond {tolerance:.0%})"
-    if change.change is Change.REGRESSION:
-        return f"regression (within {tolerance:.0%})"
-    return change.change.value
+def _difference_cell(found: Difference | None) -> str:
+    if found is None:
+        return "—"
+    if found.absolute:
+        return f"{found.point:+.4g} ({found.low:+.4g} to {found.high:+.4g}; {found.basis})"
+    return f"{found.point:+.1%} ({found.low:+.1%} to {found.high:+.1%}; {found.basis})"
+
+
+def _verdict_lines(comparison: Comparison) -> list[str]:
+    if not comparison.verdicts:
+        return []
+    lines = ["", "Verdict changes:", "", "| AC | base | new | change |", "|---|---|---|---|"]
+    for verdict in comparison.verdicts:
+        kind = "**REGRESSION**" if verdict.regression else "changed"
+        lines.append(f"| {verdict.ac_id} | {verdict.base or 'not in this bundle'} | "
+                     f"{verdict.new or 'not in this bundle'} | {kind} |")
+    return lines
 
 
 def comparison_markdown(comparison: Comparison) -> str:
-    """The table for a PR or ``$GITHUB_STEP_SUMMARY``: one row per AC and measurement."""
-    failing = len(comparison.failing)
+    """The table for a PR or ``$GITHUB_STEP_SUMMARY``: verdict changes first, then one row per AC
+    and measurement."""
+    failing = comparison.regressions
     counts = ", ".join(
         f"{kind.value} {comparison.count(kind)}" for kind in Change if comparison.count(kind)
     ) or "no measurements"
     verdict = (
-        f"**{failing} regression{'s' if failing != 1 else ''} beyond {comparison.tolerance:.0%}**"
-        if failing else f"no regression beyond {comparison.tolerance:.0%}"
+        f"**{failing} regression{'s' if failing != 1 else ''}**" if failing else "no regression"
     )
     lines = [
         "## specgate compare",
         "",
         f"Base {_short(comparison.base)} → new {_short(comparison.new)}.",
         "",
-        f"{verdict}; {counts}.",
+        f"{verdict} (a change counts where its whole {comparison.confidence_level:.0%} interval lies "
+        f"beyond {comparison.tolerance:.0%}); {counts}.",
+        *_verdict_lines(comparison),
     ]
     if comparison.changes:
         lines += [
             "",
-            "| AC | test | measurement | base | new | ratio | interval | change |",
-            "|---|---|---|---|---|---|---|---|",
+            "| AC | test | measurement | base | new | change (interval; basis) | verdict |",
+            "|---|---|---|---|---|---|---|",
         ]
     for change in comparison.changes:
         test = change.nodeid.split("::", 1)[-1]
-        ratio = "—" if change.ratio is None else f"{change.ratio:.3f}"
-        interval = (
-            "—" if change.interval is None
-            else f"{change.interval.of} {change.interval.low:.4g}–{change.interval.high:.4g}"
-        )
+        shown = "**REGRESSION**" if change.fails else change.change.value
         lines.append(
             f"| {change.ac_id} | `{_cell(test)}` | {_cell(change.name)} | "
-            f"{_value(change.base, change.unit)} | {_value(change.new, change.unit)} | {ratio} | "
-            f"{interval} | {_change_cell(change, comparison.tolerance)} |"
+            f"{_value(change.base, change.unit)} | {_value(change.new, change.unit)} | "
+            f"{_difference_cell(change.difference)} | {shown} |"
         )
     return "\n".join(lines) + "\n"
 

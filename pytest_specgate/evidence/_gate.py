@@ -26,6 +26,7 @@ from pytest_specgate.contracts.gates import GateName, parse_gate_name, undeclare
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.safe_read import read_regular_file
 from pytest_specgate.contracts.validation import decode_utf8
+from pytest_specgate.evidence._ac_definitions import ac_definition_problems
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import (
     MARKDOWN_NAME,
@@ -46,7 +47,7 @@ from pytest_specgate.evidence._markdown import (
     render_ac_block,
     render_markdown,
 )
-from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, engine_requirement_reasons, judge
+from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
 from pytest_specgate.evidence._run_provenance import unenrolled_backends, used_backends
 from pytest_specgate.evidence._trust import NO_PROFILES, TrustCheck, profile_needs
 from pytest_specgate.evidence._trusted import UNTRUSTED, TrustedConfig
@@ -118,6 +119,15 @@ class GateVerdict:
         return self.run_problems + tuple(
             f"{j.ac_id}: {problem}" for j in self.judgements for problem in j.problems
         )
+
+
+AUTHORITATIVE = (
+    "this result is the authoritative account of the evidence: the gate checked each block's heading "
+    "and lines against its bound record; prose, other headings and anything else in the PR body were "
+    "not checked"
+)
+"""Printed with every judged result and at the top of the step summary: what a reviewer reads in
+the PR body outside the checked blocks is the author's, only this is the gate's."""
 
 
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
@@ -340,7 +350,10 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
     verdict = judge(record)
     trusted = context.trusted
     problems = _binding_problems(record, verdict, block, bundle, context.commit)
-    needs = profile_needs(record, trusted.hosts) if trusted.hosts or trusted.trust else NO_PROFILES
+    settings = trusted.acs.get(ac_id)
+    # A waived AC was not run where its profile is: the signer vouches for the skip it records.
+    pinned = None if settings is None or verdict.waiver is not None else settings.profile
+    needs = profile_needs(record, trusted.hosts, pinned) if trusted.hosts or trusted.trust else NO_PROFILES
     problems += needs.problems
     if context.trust is not None:
         problems += context.trust.problems(bundle, record, needs, context.commit.sha)
@@ -354,7 +367,7 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
         problems.append(f"outcome is {verdict.outcome}, not passed")
     if not verdict.qualifying:
         problems.append(f"not qualifying under {verdict.policy}: {'; '.join(verdict.reasons)}")
-    engine = engine_requirement_reasons(record, trusted.engine_free(ac_id))
+    engine = ac_definition_problems(record, trusted)
     engine += unenrolled_backends(used_backends(record.document), trusted.backends)
     if trusted.spec_paths is not None:
         engine += census_scope_reasons(record.document, trusted.spec_paths)
@@ -427,9 +440,9 @@ def _binding_problems(
         problems.append(f"evidence is for commit {record.source.commit or 'unknown'}, not {commit.sha}")
     ac_sha256 = bundle.files[ac_file_name(record.ac.id)].sha256
     expected = render_ac_block(record, verdict, ac_sha256, bundle.digest)
-    difference = block_difference(block, expected)
-    if difference is not None:
-        problems.append(difference)
+    for difference in (heading_difference(block), block_difference(block, expected)):
+        if difference is not None:
+            problems.append(difference)
     if (record.outcome, record.qualifying) != (verdict.outcome, verdict.qualifying):
         claimed = f"{record.outcome.upper()} · {'QUALIFYING' if record.qualifying else 'NOT QUALIFYING'}"
         problems.append(
@@ -448,11 +461,21 @@ def _normalised(text: str) -> str:
     return " ".join(text.split())
 
 
+def heading_difference(block: EvidenceBlock) -> str | None:
+    """Why a block's heading is not exactly ``## AC-N evidence``: any other word there would be a
+    claim the gate never checks, shown to the reviewer in the largest type of the block."""
+    wanted = f"## {block.ac_id} evidence"
+    if _normalised(block.heading) == wanted:
+        return None
+    return (f"the block heading at PR body line {block.line} is {block.heading!r}; a block heading is "
+            f"exactly {wanted!r}: words there are never checked, so none are allowed")
+
+
 def block_difference(block: EvidenceBlock, expected: str) -> str | None:
     """The first visible line where the PR body's block differs from ``expected`` (the block
     re-rendered from the bound record), else None.
 
-    Lines are compared after the heading (whose words after the AC id are the author's), with
+    Lines are compared after the heading (checked on its own, :func:`heading_difference`), with
     whitespace runs collapsed and blank lines dropped, so the comparison holds whatever the
     renderer's layout is.
     """
@@ -580,6 +603,8 @@ def gate_summary_markdown(verdict: GateVerdict) -> str:
         f"gate {verdict.gate or 'none'}",
         "",
         f"Trusted config {_summary_cell(verdict.trusted)}; signatures {_summary_cell(verdict.signatures)}",
+        "",
+        f"**{AUTHORITATIVE[0].upper()}{AUTHORITATIVE[1:]}.**",
         "",
         *(f"- {_summary_cell(problem)}" for problem in verdict.run_problems),
         "| AC | verdict | gate | problems |",

@@ -69,6 +69,8 @@ class EvidenceBlock:
     """``(line number, visible text)`` of every line after the heading, as a reviewer sees it
     (quote markers and HTML comments taken out, code hidden): what the gate compares with the
     block it re-renders from the bound record."""
+    heading: str = ""
+    """The heading as a reviewer sees it; the gate accepts exactly ``## AC-N evidence``."""
 
 
 @dataclass(frozen=True)
@@ -545,4 +547,5 @@ def _parse_block(ac_id: str, heading: _Line, body: Sequence[_Line], source: str)
         verdict_text=verdicts[0][1].group("text") if verdicts else None,
         verdict_line=verdicts[0][0].number if verdicts else None,
         body=tuple((row.number, row.visible) for row in body),
+        heading=heading.visible.strip(),
     )

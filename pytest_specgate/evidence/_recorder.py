@@ -17,6 +17,7 @@ import pytest
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.payload import RecordedProperties
+from pytest_specgate.contracts.samples import RecordedSamples, samples_note_key
 from pytest_specgate.contracts.thresholds import (
     DECIDE_RULES,
     DEFAULT_CONFIDENCE_LEVEL,
@@ -177,12 +178,15 @@ class EvidenceRecorder:
         at_least: float | None = None,
         at_most: float | None = None,
         decide: Decide | None = None,
+        samples: RecordedSamples | None = None,
     ) -> Measurement:
         """Record a figure, a plain number or an estimate with its confidence interval.
 
         An estimate is judged on its interval (passed, failed or inconclusive) unless
         ``decide="point"``; a number can only be judged on itself. A missed bound and an
-        inconclusive one are soft checks: the test fails when it has finished.
+        inconclusive one are soft checks: the test fails when it has finished. ``samples`` (the
+        pair speedups or request latencies behind the figure) are noted as ``<name>_samples``, so
+        ``specgate compare`` judges a change on both runs' data.
         """
         if not isinstance(name, str) or not name:
             raise TypeError(f"evidence.measure: name must be a non-empty string, found {name!r}")
@@ -201,6 +205,11 @@ class EvidenceRecorder:
         else:
             estimate = cast("IntervalEstimate", value)  # numbers.Real does not narrow for mypy
             measurement = self._estimate(name, estimate, unit, decide or "interval", bounds)
+        if samples is not None:
+            if not isinstance(samples, RecordedSamples):
+                raise TypeError(f"evidence.measure({name!r}): samples must be RecordedSamples "
+                                f"(PairedRun.speedup_samples(), ttft_samples(...)), found {samples!r}")
+            self.note(samples_note_key(name), samples.to_dict())
         self._measurements.append(measurement)
         verdict = measurement.verdict
         if verdict.reason is not None:

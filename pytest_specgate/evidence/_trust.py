@@ -202,8 +202,12 @@ NO_PROFILES = ProfileNeeds((), ())
 """Without trusted profiles or a trust policy there is nothing to derive a profile from or for."""
 
 
-def profile_needs(record: AcRecord, hosts: Mapping[str, HostProfile]) -> ProfileNeeds:
-    """Every trusted profile the recorded host facts satisfy, whatever label a test recorded.
+def profile_needs(
+    record: AcRecord, hosts: Mapping[str, HostProfile], pinned: str | None = None
+) -> ProfileNeeds:
+    """Every trusted profile the recorded host facts satisfy, whatever label a test recorded, and
+    the profile the trusted config pins for the AC (``pinned``), whatever the host matched: a
+    pinned AC is never one that "matches no profile", which any enrolled signer could vouch for.
 
     A label names a trusted profile only if that profile is declared there, the test's recorded
     requirement keeps every clause of its trusted definition, and the host facts satisfy it; a
@@ -222,6 +226,10 @@ def profile_needs(record: AcRecord, hosts: Mapping[str, HostProfile]) -> Profile
         if evaluate_requirement(profile.requirement, host, _opted_in(profile)).matched
     )
     problems: list[str] = []
+    if pinned is not None and pinned not in matching:
+        problems.append(f"the recorded host ({host.summary()}) does not match {pinned}, the profile the "
+                        f"trusted config pins for {record.ac.id} ({hosts[pinned].requirement.describe()})")
+        matching = tuple(sorted((*matching, pinned)))
     for test in record.tests:
         hardware = test.hardware
         if hardware is None or not hardware.matched:

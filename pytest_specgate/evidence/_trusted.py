@@ -36,7 +36,7 @@ _REF = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./@{}~^+-]*$")
 ``git show`` reads), no whitespace; git itself then says whether it names a commit."""
 ACS_TABLE = "[tool.specgate.acs]"
 BACKENDS_TABLE = "[tool.specgate.backends]"
-_AC_FIELDS = frozenset({"engine"})
+_AC_FIELDS = frozenset({"profile", "engine", "backends"})
 
 
 class TrustedConfigError(SpecgateInputError):
@@ -45,9 +45,17 @@ class TrustedConfigError(SpecgateInputError):
 
 @dataclass(frozen=True)
 class AcSettings:
-    """``[tool.specgate.acs."AC-N"]``: ``engine = false`` lets a hardware AC record no engine."""
+    """``[tool.specgate.acs."AC-N"]``: what the base branch says the AC requires.
 
+    ``profile``: the host profile every test of the AC must be marked with and run on (a signer
+    enrolled for it must vouch); ``engine``: whether an engine must be recorded (default true;
+    false lets a hardware AC record none); ``backends``: the engine backends its figures may come
+    from (None: any enrolled backend).
+    """
+
+    profile: str | None = None
     engine: bool = True
+    backends: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -70,6 +78,12 @@ class TrustedConfig:
     def engine_free(self, ac_id: str) -> bool:
         settings = self.acs.get(ac_id)
         return settings is not None and not settings.engine
+
+    @property
+    def defines_acs(self) -> bool:
+        """Whether this config is the gate's anchor (from ``--trusted-config``): then every AC it
+        judges must be defined in its ``[tool.specgate.acs]``; the defaults define none."""
+        return self.source != UNTRUSTED.source
 
 
 UNTRUSTED = TrustedConfig(source="the defaults (no --trusted-config)")
@@ -102,18 +116,44 @@ def trusted_config_from_file(path: Path, option: str) -> TrustedConfig:
     return trusted_config_from_text(text, str(path), None)
 
 
+FULL_COMMIT = re.compile(r"^[0-9a-f]{40}$")
+SHORT_NAME_RULES = ("refs/{}", "refs/tags/{}", "refs/heads/{}", "refs/remotes/{}", "refs/remotes/{}/HEAD")
+"""Where git looks for a short name, in its own order (``git help revisions``): a tag named
+``origin/main`` wins over the remote branch, so a short name is never resolved here."""
+
+
 def resolve_ref(ref: str, repo: Path) -> str:
-    """The full commit ``ref`` names in ``repo``; a malformed ref never reaches git."""
+    """The full commit a fully qualified ref (``refs/...``) or a 40-hex commit names in ``repo``.
+
+    A short name (``origin/main``, ``main``) is refused, naming the refs it could mean: anyone
+    who can push a tag could otherwise choose what it resolves to. A malformed ref never reaches git.
+    """
     if not _REF.match(ref) or ".." in ref:
         raise TrustedConfigError(
-            f"--trusted-config={ref!r}: not a git ref (e.g. origin/main) nor a .toml file"
+            f"--trusted-config={ref!r}: not a git ref (e.g. refs/remotes/origin/main) nor a .toml file"
         )
-    found = _git(
-        ["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
-        repo,
-        f"--trusted-config={ref}: no such commit here (fetch the base branch first)",
-    )
-    return found.strip()
+    missing = f"--trusted-config={ref}: no such commit here (fetch the base branch first)"
+    if FULL_COMMIT.match(ref):
+        return _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"],
+                    repo, missing).strip()
+    if not ref.startswith("refs/"):
+        raise TrustedConfigError(_short_name_problem(ref, repo))
+    found = _git(["show-ref", "--verify", "--hash", "--end-of-options", ref], repo, missing).strip()
+    return _git(["rev-parse", "--verify", "--quiet", "--end-of-options", f"{found}^{{commit}}"],
+                repo, f"--trusted-config={ref}: names no commit").strip()
+
+
+def _short_name_problem(ref: str, repo: Path) -> str:
+    """Why a short name is refused, with the fully qualified refs it could mean here."""
+    listed = _git(["for-each-ref", "--format=%(refname)"], repo, f"--trusted-config={ref}").split()
+    candidates = [name for name in (rule.format(ref) for rule in SHORT_NAME_RULES) if name in listed]
+    start = f"--trusted-config={ref}: a short ref name, which git resolves by its own precedence"
+    end = "pass a fully qualified ref (refs/...) or the 40-hex commit (in Actions: the event's base sha)"
+    if not candidates:
+        return f"{start}; it names no ref here (fetch the base branch first); {end}"
+    if len(candidates) == 1:
+        return f"{start}; {end}: --trusted-config={candidates[0]}"
+    return f"{start}; it is ambiguous here, naming {', '.join(candidates)}; {end}"
 
 
 def _git(arguments: list[str], repo: Path, what: str) -> str:
@@ -172,7 +212,7 @@ def trusted_config_from_table(
         hosts=hosts,
         gates=gates,
         trust=trust,
-        acs=_ac_settings(table.get("acs", {}), source),
+        acs=_ac_settings(table.get("acs", {}), source, hosts),
         base_commit=base_commit,
         backends=_enrolled_backends(table.get("backends", {}), source),
     )
@@ -187,8 +227,9 @@ def _enrolled_backends(table: object, source: str) -> dict[str, str]:
     return dict(table)
 
 
-def _ac_settings(table: object, source: str) -> dict[str, AcSettings]:
-    """``[tool.specgate.acs."AC-N"]`` tables; an unknown AC id, key or value type is an error."""
+def _ac_settings(table: object, source: str, hosts: Mapping[str, HostProfile]) -> dict[str, AcSettings]:
+    """``[tool.specgate.acs."AC-N"]`` tables; an unknown AC id, key, value type or undeclared
+    profile is an error."""
     if not isinstance(table, dict):
         raise TrustedConfigError(f"{source}: {ACS_TABLE} must be a table of AC tables")
     settings: dict[str, AcSettings] = {}
@@ -197,7 +238,7 @@ def _ac_settings(table: object, source: str) -> dict[str, AcSettings]:
         if not is_ac_id(ac_id):
             raise TrustedConfigError(f"{where}: not an AC id; an AC id looks like {AC_ID_FORMS}")
         if not isinstance(raw, dict):
-            raise TrustedConfigError(f"{where} must be a table, e.g. engine = false")
+            raise TrustedConfigError(f'{where} must be a table, e.g. profile = "m4-16gb"')
         unknown = sorted(set(raw) - _AC_FIELDS)
         if unknown:
             known = ", ".join(sorted(_AC_FIELDS))
@@ -205,5 +246,18 @@ def _ac_settings(table: object, source: str) -> dict[str, AcSettings]:
         engine = raw.get("engine", True)
         if not isinstance(engine, bool):
             raise TrustedConfigError(f"{where}: engine must be true or false, found {engine!r}")
-        settings[ac_id] = AcSettings(engine=engine)
+        profile = raw.get("profile")
+        if profile is not None and (not isinstance(profile, str) or profile not in hosts):
+            declared = ", ".join(sorted(hosts)) or "none"
+            raise TrustedConfigError(f"{where}: profile {profile!r} is not declared in [tool.specgate.hosts] "
+                                     f"(declared: {declared})")
+        backends = raw.get("backends")
+        if backends is not None and (
+            not isinstance(backends, list) or not backends or not all(isinstance(b, str) for b in backends)
+        ):
+            raise TrustedConfigError(f'{where}: backends must be a non-empty list of backend names, e.g. '
+                                     f'["mlx", "vllm"], found {backends!r}')
+        settings[ac_id] = AcSettings(
+            profile=profile, engine=engine, backends=None if backends is None else tuple(backends)
+        )
     return settings

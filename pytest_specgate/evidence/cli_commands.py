@@ -34,6 +34,7 @@ from pytest_specgate.evidence._bundle import (
     verify_bundle,
 )
 from pytest_specgate.evidence._gate import (
+    AUTHORITATIVE,
     GATE_RESULT_SCHEMA_ID,
     GateInputError,
     GateVerdict,
@@ -380,17 +381,19 @@ GATE_EPILOG = """\
 trusted configuration:
   What decides (host profiles, merge gates, the trust policy, engine-free ACs) is read from
   --trusted-config, never from the PR's checkout:
-    --trusted-config=origin/main     git show origin/main:pyproject.toml (a git ref; fetch it first)
-    --trusted-config=trusted.toml    a file ending in .toml, taken from somewhere you trust
+    --trusted-config=refs/remotes/origin/main   git show REF:pyproject.toml (a fully qualified ref
+                                                or a 40-hex commit; fetch it first; a short name
+                                                such as origin/main is refused: a tag could shadow it)
+    --trusted-config=trusted.toml               a file ending in .toml, taken from somewhere you trust
   It reads [tool.specgate] hosts, gates, trust and acs ([tool.specgate.acs."AC-N"] engine = false).
   Under CI ($CI set) or --require-signatures a missing trust policy rejects every AC;
   --allow-unsigned accepts unsigned evidence instead, and the result says so.
   With a ref, each AC also lists its harness files (spec files, conftests, helpers, pytest config)
   that differ from the ref, so a reviewer reads those first.
 
-  in CI:  git fetch --depth=1 origin "$BASE_REF"
+  in CI:  git fetch --depth=1 origin "$BASE_SHA"      # the event's pull_request.base.sha
           specgate gate --pr-body-from-event --evidence=out/ --require=AC-10 \\
-                        --trusted-config="origin/$BASE_REF" --gate=PR-B
+                        --trusted-config="$BASE_SHA" --gate=PR-B
 """
 
 
@@ -427,8 +430,9 @@ def configure_gate_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--trusted-config", metavar="REF|FILE.toml",
-        help="where [tool.specgate] hosts, gates, trust and acs come from: a git ref of the base branch "
-        "(git show REF:pyproject.toml) or a .toml file; never the PR's working tree (see below)",
+        help="where [tool.specgate] hosts, gates, trust and acs come from: the base branch as a fully "
+        "qualified ref (refs/...) or a 40-hex commit (git show REF:pyproject.toml), or a .toml file; "
+        "never the PR's working tree (see below)",
     )
     parser.add_argument(
         "--gate", help="this merge gate, one of the trusted config's gates; waivers must name a later one"
@@ -486,6 +490,7 @@ def run_gate(args: argparse.Namespace) -> int:
     except (GateInputError, TrustedConfigError) as error:
         return _error("gate", str(error))
     trusted_line = f"specgate gate: trusted config {verdict.trusted}; signatures {verdict.signatures}"
+    print(f"specgate gate: {AUTHORITATIVE}", file=sys.stderr)
     print(trusted_line, file=sys.stderr)
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
@@ -548,25 +553,32 @@ def configure_compare_parser(parser: argparse.ArgumentParser) -> None:
     from pytest_specgate.evidence._compare import COMPARE_SCHEMA_ID, DEFAULT_TOLERANCE
 
     parser.description = (
-        "Compare two bundles (the base branch's and a PR's) per AC and measurement: both values, the "
-        "ratio, and whether the change lies outside the measurement's recorded confidence interval "
-        "(regression, improvement, no change); without an interval a change counts when it exceeds "
-        "--tolerance. Exit 1 on a regression beyond --tolerance."
+        "Compare two bundles (the base branch's and a PR's): first every AC whose verdict changed "
+        "(PASSED to anything else, or QUALIFYING to not, is a regression), then per measurement the "
+        "relative change with an interval from both runs' samples (else both recorded intervals, "
+        "else the values alone). A measurement regresses only where its whole interval lies beyond "
+        "--tolerance on the side its bound calls worse; one without a bound only 'changed'. "
+        "Exit 1 on any regression."
     )
     parser.add_argument("base", type=Path, help="the base bundle (or an evidence dir holding one)")
     parser.add_argument("new", type=Path, help="the new bundle (or an evidence dir holding one)")
     tolerance_help = (
-        "relative change that counts without an interval, and that a regression must exceed to fail "
+        "relative change the whole interval must exceed to count "
         f"(default {DEFAULT_TOLERANCE}, i.e. {DEFAULT_TOLERANCE:.0%}; '5%' works too)"
     )
     # argparse %-formats help text: every literal % is doubled.
     parser.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE), metavar="FRACTION",
                         help=tolerance_help.replace("%", "%%"))
+    parser.add_argument("--confidence-level", type=float, default=0.95, metavar="LEVEL",
+                        help="level of the difference interval (default 0.95; each side errs about "
+                             "half of 1 - LEVEL)")
     _add_json_option(parser, COMPARE_SCHEMA_ID)
 
 
 def run_compare(args: argparse.Namespace) -> int:
+    from pytest_specgate.contracts.thresholds import check_confidence_level
     from pytest_specgate.evidence._compare import (
+        CompareInputError,
         bundle_side,
         compare_records,
         comparison_json,
@@ -576,6 +588,7 @@ def run_compare(args: argparse.Namespace) -> int:
 
     try:
         tolerance = tolerance_from_text(args.tolerance)
+        level = check_confidence_level(args.confidence_level, "--confidence-level")
     except ValueError as error:
         return _error("compare", str(error))
     sides = []
@@ -587,10 +600,13 @@ def run_compare(args: argparse.Namespace) -> int:
             return _error("compare", str(error))
         sides.append((bundle_side(bundle.run_id, bundle.digest, records), records))
     (base_side, base), (new_side, new) = sides
-    comparison = compare_records(base, new, base_side, new_side, tolerance)
+    try:
+        comparison = compare_records(base, new, base_side, new_side, tolerance, level)
+    except CompareInputError as error:
+        return _error("compare", str(error))
     redactor = build_redactor(None)
     if args.json:
         sys.stdout.write(pretty_json(redactor.value(comparison_json(comparison))))
     else:
         sys.stdout.write(redactor.text(comparison_markdown(comparison)))
-    return EXIT_REJECTED if comparison.failing else EXIT_OK
+    return EXIT_REJECTED if comparison.regressions else EXIT_OK

@@ -22,7 +22,7 @@ from pytest_specgate.measure.expected import (
     expected_tokens_per_round,
     finite_horizon,
 )
-from pytest_specgate.measure.latency import LatencySummary, RatioEstimate, latency_summary
+from pytest_specgate.measure.latency import LatencySummary, RatioEstimate, latency_summary, ttft_samples
 from pytest_specgate.measure.paired import (
     CacheSettings,
     PairedRun,
@@ -153,6 +153,7 @@ __all__ = [
     "run_paired",
     "run_sustained",
     "throughput_series",
+    "ttft_samples",
     "write_position_plot",
     "write_sustained_artifacts",
 ]

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pytest_specgate.contracts.samples import RecordedSamples
 from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, check_confidence_level
 from pytest_specgate.measure.samples import ARMS, Arm, SamplePair
 
@@ -76,6 +77,14 @@ def _arm_samples(pairs: Sequence[SamplePair], arm: Arm) -> tuple[list[float], li
     if any(value is None for value in ttft):
         raise ValueError(f"latency: a {arm} request has no time to first token (not streamed)")
     return [float(value) for value in ttft if value is not None], [sample.itl_s for sample in samples]
+
+
+def ttft_samples(pairs: Sequence[SamplePair], arm: Arm) -> dict[str, RecordedSamples]:
+    """One arm's per-request times to first token (ms), keyed by the percentile figure each
+    backs (``ttft_ms_p50`` ...), to note as ``<figure>_samples`` for ``specgate compare``."""
+    values = tuple(value * 1000 for value in _arm_samples(pairs, arm)[0])
+    return {f"ttft_ms_p{q}": RecordedSamples(values, f"p{q}", f"{arm} request's time to first token (ms)")
+            for q in PERCENTILES}
 
 
 def _pooled_ratio(itl: Mapping[Arm, Sequence[NDArray[np.float64]]], draw: NDArray[np.int64]) -> list[float]:

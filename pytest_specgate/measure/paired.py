@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from pytest_specgate.contracts.progress import progress_for
+from pytest_specgate.contracts.samples import RecordedSamples
 from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, Threshold
 from pytest_specgate.measure.progress import ProgressSink
 from pytest_specgate.measure.samples import Arm, Prompt, RequestSample, SamplePair, TimedSample
@@ -227,6 +228,12 @@ class PairedRun:
 
     def identity(self) -> IdentityReport:
         return identity_report(self.pairs)
+
+    def speedup_samples(self) -> RecordedSamples:
+        """Every pair's speedup, noted as ``median_speedup_samples`` so ``specgate compare`` can
+        judge another run's median against this one on both runs' data."""
+        return RecordedSamples(tuple(pair.speedup for pair in self.pairs), "median",
+                               "pair speedup: candidate over baseline tokens/s, one prompt in one round")
 
     def to_dict(self) -> dict[str, object]:
         return {

@@ -1,6 +1,6 @@
 """Every fixture of the plugin: evidence, duration scale, engines and qualification sessions.
 
-Registered by the plugin module (``pytest_plugins``), so ``-p no:specgate`` turns them
+Registered by the plugin's entry module (``pytest_plugins``), so ``-p no:specgate`` turns them
 off with the hooks. Engines come from one pool per session (per xdist worker), torn down
 in ``finally``; every engine handed out is recorded for the running test.
 """
@@ -14,7 +14,9 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_specgate.plugin import duration_scale_of, session_host_facts, session_redactor
+from pytest_specgate.plugin.bundle import session_redactor
+from pytest_specgate.plugin.host_facts import session_host_facts
+from pytest_specgate.plugin.options import duration_scale_of
 from pytest_specgate.plugin.stash import (
     AC_KEY,
     COLLECTOR_KEY,

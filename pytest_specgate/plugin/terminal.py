@@ -1,4 +1,6 @@
-"""Progress lines of long steps, written through pytest's terminal reporter.
+"""The terminal: the report header (host and run mode), the terminal summary (signature,
+evidence no bundle holds, diagnostic runs) and progress lines of long steps, written
+through pytest's terminal reporter.
 
 ``write_line`` starts a fresh line, so pytest's own progress line (``test_x.py ..  [ 40%]``)
 is never cut in the middle; when a step ends, the test's file prefix is written again, so
@@ -12,9 +14,14 @@ import os
 import sys
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
+
+from pytest_specgate.contracts.payload import mismatched_hardware_runs, unbundled_evidence
+from pytest_specgate.plugin.host_facts import session_host_facts, session_host_provenance
+from pytest_specgate.plugin.options import input_errors_stop_the_run
+from pytest_specgate.plugin.stash import SETTINGS_KEY, SIGNED_KEY
 
 if TYPE_CHECKING:
     from pytest_specgate.contracts.progress import ProgressFactory, StepProgress
@@ -114,3 +121,44 @@ def progress_factory(item: pytest.Item) -> ProgressFactory | None:
         return _TerminalStep(reporter, lines)
 
     return factory
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    settings = config.stash[SETTINGS_KEY]
+    if not (settings.run.required or settings.run.diagnostic or settings.host_facts_file):
+        return None
+    with input_errors_stop_the_run():
+        facts = session_host_facts(config)
+    provenance = session_host_provenance(config).label() or "probe"
+    return [f"specgate: host {facts.summary()} ({provenance}); mode: {settings.run.label}"]
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    signed = config.stash.get(SIGNED_KEY, None)
+    if isinstance(signed, str):
+        terminalreporter.write_line(f"specgate: the bundle is NOT signed: {signed}", red=True)
+    elif signed is not None:
+        statement = signed.statement
+        terminalreporter.write_line(f"specgate: signed {signed.path.name} with {signed.keyid} "
+                                    f"({len(statement.files)} files, commit {statement.commit})")
+    if not config.stash[SETTINGS_KEY].wants_payload:
+        return
+    reports = [report for reports in terminalreporter.stats.values() for report in reports]
+    if config.stash[SETTINGS_KEY].evidence_dir is not None:
+        unbundled = unbundled_evidence(reports)
+        if unbundled:
+            terminalreporter.write_line(
+                f"specgate: {len(unbundled)} test(s) recorded evidence but have no @pytest.mark.ac, "
+                "so no bundle holds it:",
+                yellow=True,
+            )
+            for entry in unbundled:
+                terminalreporter.write_line(f"  {entry.describe()}", yellow=True)
+    if not config.stash[SETTINGS_KEY].run.diagnostic:
+        return
+    mismatched = mismatched_hardware_runs(reports)
+    terminalreporter.write_line(
+        f"specgate: DIAGNOSTIC run: nothing here qualifies ({len(mismatched)} hardware spec(s) "
+        "ran on a host that does not match)",
+        yellow=True,
+    )

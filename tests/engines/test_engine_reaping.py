@@ -7,6 +7,7 @@ trial names, and the engine's PID must be gone afterwards.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -225,6 +226,54 @@ def test_orphan_clean_up_runs_only_when_the_parent_died(tmp_path: Path, dies: bo
         assert wait_until(marker.exists) and marker.read_text() == "down"
     else:
         assert not marker.exists(), "a released watcher must not run the clean-up"
+
+
+# An engine that forks a worker into its process group, as vLLM does; the worker may ignore
+# SIGTERM (busy in a kernel call), so only the group's SIGKILL reaches it then.
+FORKING_ENGINE = """\
+import os, signal, sys, time
+worker = os.fork()
+if worker == 0:
+    if sys.argv[2] == "ignores":
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    time.sleep(30)
+    os._exit(0)
+with open(sys.argv[1] + ".tmp", "w") as pids:
+    pids.write(f"{os.getpid()} {worker}")
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(30)
+"""
+
+# Boots the forking engine under the reaper, waits for its pids, then dies without any teardown.
+ORPHANING_RUNNER = """\
+import os, sys, time
+from pathlib import Path
+from pytest_specgate.engines.boot import ManagedProcess
+pids, sigterm, engine = Path(sys.argv[1]), sys.argv[2], sys.argv[3]
+ManagedProcess().start([sys.executable, "-c", engine, str(pids), sigterm], None, pids.with_suffix(".log"))
+while not pids.exists():
+    time.sleep(0.02)
+os._exit(0)
+"""
+
+
+@pytest.mark.parametrize("sigterm", ["honours", "ignores"])
+def test_the_reaper_stops_the_workers_an_engine_forked_into_its_group(tmp_path: Path, sigterm: str) -> None:
+    pids_file = tmp_path / "pids"
+    runner = subprocess.run([sys.executable, "-c", ORPHANING_RUNNER, str(pids_file), sigterm, FORKING_ENGINE],
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert runner.returncode == 0, runner.stderr
+    leader, worker = (int(pid) for pid in pids_file.read_text().split())
+    try:
+        assert worker != leader
+        assert wait_until(lambda: not _alive(leader)), f"engine {leader} outlived the process that booted it"
+        assert wait_until(lambda: not _alive(worker)), f"worker {worker} of engine {leader} outlived it"
+    finally:
+        for pid in (pid for pid in (leader, worker) if _alive(pid)):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    log = pids_file.with_suffix(".log").read_text()
+    assert f"the process that booted this engine is gone: stopping process group {leader}" in log
 
 
 def test_the_reaper_refuses_a_group_it_does_not_lead(tmp_path: Path) -> None:

@@ -29,7 +29,8 @@ OTHER_COMMIT = "0123456789abcdef0123456789abcdef01234567"
 def declared_gates(tmp_path: Path, *names: str) -> str:
     """A pyproject declaring ``names`` as the project's merge gates; returns its --trusted-config option."""
     pyproject = tmp_path / "gates-pyproject.toml"
-    pyproject.write_text("[tool.specgate]\ngates = [" + ", ".join(f'"{n}"' for n in names) + "]\n")
+    pyproject.write_text("[tool.specgate]\ngates = [" + ", ".join(f'"{n}"' for n in names) + "]\n"
+                         '[tool.specgate.acs."AC-10"]\n[tool.specgate.acs."AC-11"]\n')
     return f"--trusted-config={pyproject}"
 
 

@@ -110,8 +110,13 @@ def load_policy(path: Path) -> TrustedConfig:
     return trusted_config_from_file(path, "--trusted-config")
 
 
+UNPINNED_ACS = '[tool.specgate.acs."AC-10"]\n[tool.specgate.acs."AC-11"]\n'
+"""AC-10 and AC-11 defined with no pinned profile: these tests show the profiles a signer is needed
+for derived from host facts alone (test_base_defines_ac pins them)."""
+
+
 def write_policy(directory: Path, signers: Mapping[str, tuple[Key, list[str]]]) -> Path:
-    lines = [HOSTS_TOML]
+    lines = [HOSTS_TOML, UNPINNED_ACS]
     for name, (key, profiles) in signers.items():
         lines.append(f"[tool.specgate.trust.signers.{name}]\nkey = {json.dumps(key.public_line)}\n"
                      f"profiles = {json.dumps(profiles)}\n")
@@ -163,7 +168,7 @@ def sign(bundle: Path, key: Key) -> None:
 
 def gate_problems(setup: Setup, policy: TrustedConfig | None) -> list[str]:
     evidence, commit = [setup.repo.path / "out"], full(setup.repo.commit)
-    trusted = policy or trusted_config_from_text(HOSTS_TOML, "hosts only", None)
+    trusted = policy or trusted_config_from_text(HOSTS_TOML + UNPINNED_ACS, "hosts only", None)
     verdict = evaluate_gate(setup.pr_body, evidence, ["AC-10", "AC-11"], commit, trusted=trusted)
     return list(verdict.problems)
 
@@ -399,7 +404,7 @@ def test_sign_and_gate_commands(setup: Setup, tmp_path: Path, capsys: pytest.Cap
     assert (code, err) == (2, f"specgate sign: error: {rsa.path}: key type RSA; specgate signs with Ed25519 "
                               "keys only (make one with: ssh-keygen -t ed25519)\n")
     no_policy = tmp_path / "plain.toml"
-    no_policy.write_text("[tool.specgate.hosts.gb10]\ncuda_sm = '12.1'\n")
+    no_policy.write_text("[tool.specgate.hosts.gb10]\ncuda_sm = '12.1'\n" + UNPINNED_ACS)
     without = [*gate_args[:-1], f"--trusted-config={no_policy}", "--require-signatures"]
     code, out, err = cli(capsys, configure_gate_parser, run_gate, *without)
     assert (code, out.splitlines()[1]) == (

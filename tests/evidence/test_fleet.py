@@ -35,6 +35,8 @@ def _project_host_profiles() -> str:
     for name, rows in hosts.items():
         lines.append(f"[tool.specgate.hosts.{name}]")
         lines += [f"{key} = {json.dumps(value)}" for key, value in rows.items()]
+    for profile, ac in AC_OF_PROFILE.items():
+        lines += [f'[tool.specgate.acs."{ac}"]', f'profile = "{profile}"']
     return "\n".join(lines) + "\n"
 
 
@@ -107,13 +109,13 @@ def test_three_hosts_merge_and_the_action_gates_each_ac(
         env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}",
              "GITHUB_EVENT_PATH": str(event), "SPECGATE_EVIDENCE": str(merged),
              "SPECGATE_REQUIRE": "AC-10 AC-11 AC-12", "SPECGATE_COMMIT": commit, "SPECGATE_GATE": "",
-             "SPECGATE_TRUSTED_CONFIG": "", "SPECGATE_BASE_REF": branch, "SPECGATE_ALLOW_UNSIGNED": "false"},
+             "SPECGATE_TRUSTED_CONFIG": "", "SPECGATE_BASE_SHA": commit, "SPECGATE_ALLOW_UNSIGNED": "false"},
     )
     lines = gated.stdout.splitlines()
     assert lines[0] == (f"+ specgate gate --pr-body-from-event --evidence={merged} --require=AC-10 "
                         f"--require=AC-11 --require=AC-12 --commit={commit} "
-                        "--trusted-config=refs/remotes/specgate/base")
-    trusted = f"refs/remotes/specgate/base:pyproject.toml ({commit[:12]})"
+                        f"--trusted-config={commit}")
+    trusted = f"{commit}:pyproject.toml ({commit[:12]})"
     assert gated.stderr.splitlines()[-1] == (
         f"specgate gate: trusted config {trusted}; signatures not checked: no trust policy in {trusted}"
     ), "the action trusts the base branch it fetched, not the checkout"

@@ -157,7 +157,7 @@ def test_gate_reads_the_body_from_the_github_event(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     event = tmp_path / "event.json"
-    body = "## Summary\r\n\r\nSPEC-028.\r\n\r\n" + _quoted(bundle.markdown).replace("## AC-", "### AC-")
+    body = "## Summary\r\n\r\nSPEC-028.\r\n\r\n" + _quoted(bundle.markdown)
     event.write_text(json.dumps({"action": "opened", "pull_request": {"number": 7, "body": body}}))
     monkeypatch.setenv("GITHUB_EVENT_PATH", str(event))
     monkeypatch.setenv("GITHUB_SHA", git_repo.commit)

@@ -63,3 +63,17 @@ def test_lines_that_name_no_test_are_skipped() -> None:
                          '{"event": "start", "nodeid": "t.py::a", "ac": 7, "at": "T"}\n')
     assert state.running == (("t.py::a", None),)
     assert (state.tests_finished, state.updated_at) == (None, "T")
+
+
+def test_an_ended_test_whose_node_id_the_redactor_changes_is_no_longer_running(tmp_path: Path) -> None:
+    _running_receipt(tmp_path)
+    journal = _journal(tmp_path)
+    journal.started("t.py::test_b[alice-ops]", "AC-2", "2026-12-03T10:00:01Z")
+    journal.ended("t.py::test_b[alice-ops]", 1, "2026-12-03T10:00:02Z")
+
+    events = [json.loads(line) for line in (tmp_path / JOURNAL_NAME).read_text().splitlines()]
+    assert [(event["event"], event["nodeid"]) for event in events] == [
+        ("start", "t.py::test_b[<USER>]"), ("end", "t.py::test_b[<USER>]")]
+    receipt = read_receipt(tmp_path)
+    assert (receipt["running"], receipt["tests_finished"]) == ([], 1)
+    assert receipt["reasons"] == ["run in progress; running: nothing"]

@@ -241,11 +241,11 @@ def test_the_gate_refuses_a_third_party_backend_the_trusted_config_does_not_enro
     args = [f"--pr-body={body}", f"--evidence={bundle.path}", f"--commit={git_repo.commit}",
             "--require=AC-10"]
     plain = tmp_path / "plain.toml"
-    plain.write_text("[tool.specgate]\n")
+    plain.write_text('[tool.specgate.acs."AC-10"]\n')
     code, lines, _ = gate(capsys, *args, f"--trusted-config={plain}")
     assert (code, lines) == (1, [
         f"AC-10: not qualifying under the trusted config ({plain}): engine backend 'sglang' "
         "(specgate-sglang) is not enrolled in the trusted [tool.specgate.backends]"])
     enrolled = tmp_path / "enrolled.toml"
-    enrolled.write_text('[tool.specgate.backends]\nsglang = "specgate-sglang"\n')
+    enrolled.write_text('[tool.specgate.backends]\nsglang = "specgate-sglang"\n[tool.specgate.acs."AC-10"]\n')
     assert gate(capsys, *args, f"--trusted-config={enrolled}")[0] == 0

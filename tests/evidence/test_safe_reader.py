@@ -10,6 +10,7 @@ points at.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -25,7 +26,13 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 from evidence_testkit import TEST_ENV, make_git_repo, qualifying_bundle
 
-from pytest_specgate.contracts.safe_read import MAX_DOCUMENT_BYTES
+from pytest_specgate.contracts.safe_read import (
+    _CHUNK,
+    MAX_DOCUMENT_BYTES,
+    SafeReadError,
+    digest_regular_file,
+    read_regular_file,
+)
 from pytest_specgate.evidence._bundle import MANIFEST_NAME
 from pytest_specgate.selection.host_probe import probe_host
 
@@ -215,3 +222,32 @@ def test_a_wrong_field_of_a_large_host_facts_file_is_one_short_line(tmp_path: Pa
         load_host_facts(facts)
     assert str(refused.value).endswith("field 'extra' must be dict, got list [0, 1, 2, 3, 4, 5, ...]")
     assert len(str(refused.value)) < 200 + len(str(facts))
+
+
+@pytest.mark.parametrize("size", [_CHUNK - 1, _CHUNK, _CHUNK + 1, 3 * _CHUNK + 7])
+def test_digest_and_read_cover_every_chunk(tmp_path: Path, size: int) -> None:
+    """Two files that differ only in their last byte, past the first chunk when there is one."""
+    body = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    first, second = tmp_path / "first.bin", tmp_path / "second.bin"
+    first.write_bytes(body)
+    second.write_bytes(body[:-1] + bytes([body[-1] ^ 0xFF]))
+
+    assert digest_regular_file(first) == (hashlib.sha256(body).hexdigest(), size)
+    assert digest_regular_file(second)[0] != digest_regular_file(first)[0]
+    assert read_regular_file(first) == body
+    assert read_regular_file(second)[-1] != body[-1]
+
+
+@pytest.mark.parametrize("reader", [digest_regular_file, read_regular_file])
+def test_the_limit_admits_its_own_size_and_refuses_one_byte_more(
+    tmp_path: Path, reader: Callable[..., object]
+) -> None:
+    limit = 2 * _CHUNK + 1
+    at_limit, over = tmp_path / "at-limit.bin", tmp_path / "over.bin"
+    at_limit.write_bytes(b"a" * limit)
+    over.write_bytes(b"a" * (limit + 1))
+
+    reader(at_limit, "the attachment", limit=limit)
+    with pytest.raises(SafeReadError, match=f"over.bin: the attachment holds {limit + 1} bytes; "
+                                            f"specgate reads at most {limit} bytes of it"):
+        reader(over, "the attachment", limit=limit)

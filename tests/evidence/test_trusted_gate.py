@@ -52,8 +52,17 @@ def m4_run(repo: Path, *, engine: bool = True, hardware: dict[str, Any] | None =
     return run.finish()
 
 
+ACS_TOML = """\
+[tool.specgate.acs."AC-10"]
+profile = "m4-16gb"
+
+[tool.specgate.acs."AC-11"]
+"""
+"""m4_run's ACs as the base branch defines them: AC-10 pinned to the desk M4, AC-11 no profile."""
+
+
 def policy_toml(signers: dict[str, tuple[Key, list[str]]], extra: str = "") -> str:
-    lines = ['[tool.specgate]\ngates = ["PR-A", "PR-B", "PR-C"]\n', HOSTS_TOML, extra]
+    lines = ['[tool.specgate]\ngates = ["PR-A", "PR-B", "PR-C"]\n', HOSTS_TOML, ACS_TOML, extra]
     for name, (key, profiles) in signers.items():
         lines.append(
             f"[tool.specgate.trust.signers.{name}]\nkey = {json.dumps(key.public_line)}\n"
@@ -137,12 +146,11 @@ def test_the_m4_host_line_and_a_faster_row_over_a_linux_record_are_rejected(
         assert out[0].endswith(f": expected {original!r}, found {forged!r}")
 
 
-def test_quoted_crlf_blocks_with_words_in_the_heading_compare_equal_and_a_trailing_line_does_not(
+def test_quoted_crlf_blocks_compare_equal_and_a_trailing_line_does_not(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bundle = m4_run(git_repo.path)
     quoted = "\r\n".join(f"> {line}" if line else ">" for line in bundle.markdown.split("\n"))
-    quoted = quoted.replace("## AC-10 evidence", "### AC-10 evidence — desk M4", 1)
     args = gate_args(body_of(tmp_path, quoted), bundle, git_repo.commit, "--require=AC-11")
     assert gate(capsys, *args)[:2] == (0, ["specgate gate: accepted AC-10, AC-11"])
     extra = bundle.markdown.replace(
@@ -152,6 +160,25 @@ def test_quoted_crlf_blocks_with_words_in_the_heading_compare_equal_and_a_traili
     assert code == 1 and out[0].endswith(
         "expected the end of the block, found 'Reviewed on the desk M4: 2.41x!'"
     )
+
+
+@pytest.mark.parametrize(
+    "heading",
+    ["## AC-10 evidence — desk M4, mlx, 2.41x", "### AC-10 evidence", "# AC-10 evidence: qualifying"],
+)
+def test_a_block_heading_is_exactly_the_ac_and_evidence(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], heading: str
+) -> None:
+    """Issue #28: the heading's words were never compared, yet a reviewer reads them first."""
+    bundle = m4_run(git_repo.path)
+    body = body_of(tmp_path, bundle.markdown.replace("## AC-10 evidence", heading, 1))
+    line = body.read_text().split("\n").index(heading) + 1
+    code, out, err = gate(capsys, *gate_args(body, bundle, git_repo.commit))
+    assert (code, out[0]) == (1, (
+        f"AC-10: the block heading at PR body line {line} is {heading!r}; a block heading is exactly "
+        "'## AC-10 evidence': words there are never checked, so none are allowed"
+    ))
+    assert "this result is the authoritative account of the evidence" in err
 
 
 # --- route 2: policy, gates and profiles from the PR's own pyproject -----------------------------
@@ -175,19 +202,20 @@ def test_a_pr_that_deletes_the_trust_policy_is_still_judged_by_the_base_branch_p
     git(repo, "add", "pyproject.toml")
     git(repo, "commit", "-q", "-m", "base: trust policy")
     git(repo, "branch", "base")
-    (repo / "pyproject.toml").write_text(HOSTS_TOML)  # the PR drops [tool.specgate.trust]
+    (repo / "pyproject.toml").write_text(HOSTS_TOML + ACS_TOML)  # the PR drops [tool.specgate.trust]
     git(repo, "commit", "-q", "-am", "PR: no more signatures")
     head = git(repo, "rev-parse", "HEAD")
     bundle = m4_run(repo)
     args = gate_args(body_of(tmp_path, bundle.markdown), bundle, head)
-    from_base = _specgate(repo, *args, "--trusted-config=base")
+    from_base = _specgate(repo, *args, "--trusted-config=refs/heads/base")
     assert from_base.returncode == 1, from_base.stderr
     assert from_base.stdout.splitlines()[1].startswith(
         "AC-10: hardware profile m4-16gb: unsigned (no statement.intoto.dsse.json); m4-16gb may be vouched "
         "for by desk-m4 (SHA256:"
     )
     base_commit = git(repo, "rev-parse", "base")
-    assert f"trusted config base:pyproject.toml ({base_commit[:12]}); signatures checked" in from_base.stderr
+    assert (f"trusted config refs/heads/base:pyproject.toml ({base_commit[:12]}); signatures checked"
+            in from_base.stderr)
     from_pr = _specgate(repo, *args, "--trusted-config=pyproject.toml", ci=True)
     assert (from_pr.returncode, from_pr.stdout.splitlines()[1]) == (
         1,
@@ -201,7 +229,7 @@ def test_a_pr_that_deletes_the_trust_policy_is_still_judged_by_the_base_branch_p
     assert allowed.returncode == 0, allowed.stdout
     assert "signatures NOT checked (--allow-unsigned): no trust policy in pyproject.toml" in allowed.stderr
     sign(bundle.path, keys["desk-m4"])
-    assert _specgate(repo, *args, "--trusted-config=base").returncode == 0
+    assert _specgate(repo, *args, "--trusted-config=refs/heads/base").returncode == 0
 
 
 def test_a_pr_cannot_waive_to_a_gate_it_declares_for_itself(
@@ -236,10 +264,12 @@ def test_a_pr_cannot_waive_to_a_gate_it_declares_for_itself(
 @pytest.mark.parametrize(
     ("argument", "message"),
     [
-        ("--upload-pack=touch", "not a git ref (e.g. origin/main) nor a .toml file"),
+        ("--upload-pack=touch", "not a git ref (e.g. refs/remotes/origin/main) nor a .toml file"),
         ("main:evil.toml", "the trusted config not found"),
         ("main:pyproject", "not a git ref"),
-        ("no-such-branch", "no such commit here (fetch the base branch first)"),
+        ("refs/heads/no-such-branch", "no such commit here (fetch the base branch first)"),
+        ("no-such-branch", "a short ref name, which git resolves by its own precedence; it names no ref"),
+        ("0" * 40, "no such commit here"),
     ],
 )
 def test_a_trusted_config_ref_is_validated_before_git_sees_it(
@@ -251,6 +281,43 @@ def test_a_trusted_config_ref_is_validated_before_git_sees_it(
     )
     code, _, err = gate(capsys, *args)
     assert code == 2 and message in err, err
+
+
+def test_a_short_ref_name_is_refused_naming_the_refs_it_could_mean(
+    git_repo: GitRepo, tmp_path: Path, keys: dict[str, Key]
+) -> None:
+    """Issue #28: a tag named ``origin/main`` beside the remote branch wins git's short-name lookup;
+    the gate takes only a fully qualified ref or a commit, and names the candidates."""
+    repo = git_repo.path
+    (repo / "pyproject.toml").write_text(policy_toml({"desk-m4": (keys["desk-m4"], ["m4-16gb"])}))
+    git(repo, "add", "pyproject.toml")
+    git(repo, "commit", "-q", "-m", "base: trust policy")
+    base = git(repo, "rev-parse", "HEAD")
+    git(repo, "update-ref", "refs/remotes/origin/main", base)
+    (repo / "pyproject.toml").write_text(HOSTS_TOML)  # the attacker's tag: no trust policy
+    git(repo, "commit", "-q", "-am", "no policy")
+    git(repo, "tag", "origin/main")
+    head = git(repo, "rev-parse", "HEAD")
+    bundle = m4_run(repo)
+    args = gate_args(body_of(tmp_path, bundle.markdown), bundle, head)
+    short = _specgate(repo, *args, "--trusted-config=origin/main")
+    assert short.returncode == 2
+    assert short.stderr.strip().endswith(
+        "--trusted-config=origin/main: a short ref name, which git resolves by its own precedence; it is "
+        "ambiguous here, naming refs/tags/origin/main, refs/remotes/origin/main; pass a fully qualified "
+        "ref (refs/...) or the 40-hex commit (in Actions: the event's base sha)"
+    ), short.stderr
+    git(repo, "tag", "-d", "origin/main")
+    single = _specgate(repo, *args, "--trusted-config=origin/main")
+    assert single.returncode == 2
+    assert single.stderr.strip().endswith(": --trusted-config=refs/remotes/origin/main")
+    git(repo, "tag", "origin/main", head)
+    for full in ("refs/remotes/origin/main", base):
+        judged = _specgate(repo, *args, f"--trusted-config={full}")
+        assert judged.returncode == 1, judged.stderr
+        assert f"trusted config {full}:pyproject.toml ({base[:12]}); signatures checked" in judged.stderr
+    tagged = _specgate(repo, *args, "--trusted-config=refs/tags/origin/main")
+    assert f"({head[:12]}); signatures not checked" in tagged.stderr, "a full ref names exactly that ref"
 
 
 def test_a_trusted_config_file_that_is_a_fifo_is_refused_not_waited_on(
@@ -345,7 +412,7 @@ def test_a_hardware_ac_without_an_engine_qualifies_only_when_the_trusted_config_
 ) -> None:
     bundle = m4_run(git_repo.path, engine=False)
     body = body_of(tmp_path, bundle.markdown)
-    plain = write_trusted(tmp_path, HOSTS_TOML, "plain.toml")
+    plain = write_trusted(tmp_path, HOSTS_TOML + '[tool.specgate.acs."AC-10"]\n', "plain.toml")
     code, out, _ = gate(capsys, *gate_args(body, bundle, git_repo.commit, f"--trusted-config={plain}"))
     assert (code, out) == (
         1,
@@ -364,7 +431,8 @@ def test_a_hardware_ac_without_an_engine_qualifies_only_when_the_trusted_config_
 @pytest.mark.parametrize(
     ("table", "message"),
     [
-        ('[tool.specgate.acs."AC-10"]\nengines = false\n', "unknown key 'engines'; known: engine"),
+        ('[tool.specgate.acs."AC-10"]\nengines = false\n',
+         "unknown key 'engines'; known: backends, engine, profile"),
         ('[tool.specgate.acs."AC-10"]\nengine = "no"\n', "engine must be true or false, found 'no'"),
         ('[tool.specgate.acs."AC-１０"]\nengine = false\n', "not an AC id"),
         ("[tool.specgate]\nacs = 3\n", "[tool.specgate.acs] must be a table of AC tables"),
@@ -382,7 +450,7 @@ def test_the_gate_lists_the_harness_files_the_pr_changed_for_each_ac(
     git_repo: GitRepo, tmp_path: Path
 ) -> None:
     repo = git_repo.path
-    (repo / "pyproject.toml").write_text(HOSTS_TOML)
+    (repo / "pyproject.toml").write_text(HOSTS_TOML + ACS_TOML)
     for path in (
         "acceptance/test_ac10.py",
         "acceptance/_figures.py",

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_specgate.contracts.project_keys import SPECGATE_KEYS
-from pytest_specgate.plugin import pytest_addoption
+from pytest_specgate.plugin.options import pytest_addoption
 
 REFERENCE = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 

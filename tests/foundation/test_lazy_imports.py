@@ -65,7 +65,8 @@ def heavy_modules_after(code: str, cwd: Path, heavy: tuple[str, ...] = HEAVY) ->
     "imports",
     [
         "import pytest_specgate",
-        "import pytest_specgate.plugin",
+        "import importlib, pytest_specgate.plugin as entry\n"
+        "for name in entry.pytest_plugins:\n    importlib.import_module(name)",
         "import pytest_specgate.selection.collection",
         "import pytest_specgate.contracts.wire, pytest_specgate.contracts.validation",
     ],

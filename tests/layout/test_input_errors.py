@@ -14,7 +14,7 @@ import pytest
 
 import pytest_specgate
 from pytest_specgate.contracts.errors import SpecgateInputError
-from pytest_specgate.plugin import input_errors_stop_the_run
+from pytest_specgate.plugin.options import input_errors_stop_the_run
 
 PACKAGE = Path(pytest_specgate.__file__).parent
 
@@ -27,7 +27,7 @@ def _usage_errors_built(source: str) -> int:
 def test_the_plugin_builds_the_only_usage_error() -> None:
     built = {str(path.relative_to(PACKAGE)): count for path in sorted(PACKAGE.rglob("*.py"))
              if (count := _usage_errors_built(path.read_text("utf-8")))}
-    assert built == {"plugin/__init__.py": 1}
+    assert built == {"plugin/options.py": 1}
     assert _usage_errors_built("raise pytest.UsageError('x')") == 1
 
 

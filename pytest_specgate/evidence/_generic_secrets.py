@@ -33,11 +33,16 @@ MIN_WEAK_VALUE_LENGTH = 8
 _SEGMENT_SPLIT = re.compile(r"[-_/+=]+")
 _DIGEST_LENGTHS = frozenset({40, 64, 128})
 """A git commit (sha1), a sha256 and a sha512 digest in hex: evidence shows them."""
+_UUID = r"[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"
+_ID_PREFIXES = r"(?:chatcmpl|cmpl|req|request|run|trace|span|msg|call|job|task|id)"
+"""Prefixes of ids servers and runners give requests and jobs (vLLM's ``chatcmpl-…``)."""
 _ALLOWED_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("uuid", re.compile(r"(?:[a-z]+-)?[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")),
+    ("uuid", re.compile(rf"(?:{_ID_PREFIXES}-)?{_UUID}")),
     ("run id", re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}|merged-[0-9a-f]{12}")),
-    ("request id", re.compile(r"(?:chatcmpl|cmpl|req|request|run|trace|span|msg|call)-[0-9a-f]{32}(?:-\d+)?")),
+    ("request id",
+     re.compile(rf"{_ID_PREFIXES}-[0-9a-f]{{32}}(?:-\d+)?")),
     ("digest", re.compile(r"(?:sha1|sha256|sha512|md5|blake2b?)[-_:]?[0-9a-f]{32,128}")),
+    ("labelled digest", re.compile(r"(?:sha1|sha256|sha384|sha512)-[A-Za-z0-9+/=]{27,88}")),
 )
 """Identifiers evidence must keep, whole-run shapes (a commit and a sha256 digest are the bare
 hex lengths of :data:`_DIGEST_LENGTHS`; node ids, model ids, paths and versions never reach a
@@ -88,15 +93,17 @@ def reads_random(value: str, minimum: int) -> bool:
     """Whether ``value`` (one segment or a whole run) reads as drawn at random, not written.
 
     Hex (digits and one case of a-f) needs a digit and a letter and 3 bits of entropy
-    (detect-secrets' hex limit); anything else needs two kinds of character, a class change
-    at least every third character, and entropy near the most its length allows."""
+    (detect-secrets' hex limit); anything else needs two kinds of character, frequent class
+    changes, and entropy near the most its length allows. Padding (a character repeated four
+    times or more at either end, ``AAAAAAAAAAAAAAAAAAAAA…``) is left out of the judgement."""
+    value = _PADDING.sub("", value)
     length, transitions, digit, lower, upper, entropy = shape(value)
     if length < minimum:
         return False
     ratio = transitions / (length - 1)
     letters = "".join(c for c in value if c.isalpha())
     if digit and letters and (letters.islower() or letters.isupper()) and _is_hex(letters.lower()):
-        return entropy >= 3.0 and ratio >= 0.25
+        return entropy >= 3.0 and ratio >= (0.15 if length >= 32 else 0.25)
     kinds = digit + lower + upper
     if kinds < 2:
         return False
@@ -106,16 +113,25 @@ def reads_random(value: str, minimum: int) -> bool:
     if not digit:
         return length >= 20 and ratio >= 0.4 and entropy >= 0.85 * ceiling
     digits = sum(c.isdigit() for c in value) / length
+    if length >= 32:
+        return ratio >= 0.1 and 0.04 <= digits <= 0.9 and entropy >= 0.75 * math.log2(36)
+    if length >= 20:
+        return ratio >= 0.12 and 0.1 <= digits <= 0.9 and entropy >= 0.8 * math.log2(min(length, 36))
     return ratio >= 0.3 and 0.1 <= digits <= 0.9 and entropy >= 0.75 * ceiling
+
+
+_PADDING = re.compile(r"^(.)\1{3,}|(.)\2{3,}$")
 
 
 def looks_generated(run: str, minimum: int = MIN_TOKEN_LENGTH) -> bool:
     """Whether a run of credential characters is a credential: not on the allowlist, and the
     whole run (a prefix and its body) or one of its segments between separators reads as
-    random. A run with a word-like part between slashes is a path (``attachments/…``,
-    ``models--org--name/…``) and each part is judged alone. Bare hex passes only at 32
-    characters or more (shorter hex is an abbreviated commit or digest, an address, a colour),
-    and never at a digest's length."""
+    random, or holds a hex body behind a vendor's prefix or suffix (``sbp_<40 hex>``,
+    ``AC<32 hex>``, ``<36 hex>NRAL``), or is a UUID behind a prefix that is not an id's
+    (``pat-na1-<uuid>``). A run with a word-like part between slashes is a path
+    (``attachments/…``, ``models--org--name/…``) and each part is judged alone. Bare hex passes
+    only at 32 characters or more (shorter hex is an abbreviated commit or digest, an address,
+    a colour), and never at a digest's length."""
     parts = run.split("/")
     if len(parts) > 1 and any(_WORDY.fullmatch(part) for part in parts):
         return any(_part_generated(part, minimum) for part in parts)
@@ -126,6 +142,12 @@ _WORDY = re.compile(r"[a-z]{3,}(?:[_.-]+[a-z0-9]+)*")
 """A path component written by a person (``attachments``, ``test_data``)."""
 _ATTACHMENT_PREFIX = re.compile(r"[0-9a-f]{16}-")
 """The digest prefix of a stored attachment's name (``attachments/83cfd6fbacb55b9a-server.log``)."""
+_PREFIXED_HEX = re.compile(r"([A-Za-z]{1,8}?)([0-9a-fA-F]{20,})([A-Za-z]{0,8})|([0-9a-fA-F]{20,})([A-Za-z]{1,8})")
+"""A hex body with letters glued before or after it: a vendor's prefix or suffix."""
+_VENDOR_PREFIX = re.compile(r"^(?:[a-z]{1,10}[_-])+")
+"""Small-letter words a vendor puts before a body (``dckr_pat_``, ``sb_secret_``): the body is
+judged without them too."""
+_PREFIXED_UUID = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*[-_]" + _UUID)
 
 
 def _part_generated(run: str, minimum: int) -> bool:
@@ -134,13 +156,22 @@ def _part_generated(run: str, minimum: int) -> bool:
     prefix = _ATTACHMENT_PREFIX.match(run)
     if prefix is not None:
         run = run[prefix.end():]
+    if _PREFIXED_UUID.fullmatch(run):
+        return True
     if reads_random(run, minimum) and not _short_hex(run, minimum):
         return True
-    return any(
-        reads_random(piece, minimum) and not _short_hex(piece, minimum)
-        for piece in _SEGMENT_SPLIT.split(run)
-        if len(piece) >= minimum
-    )
+    body = _VENDOR_PREFIX.sub("", run)
+    if body != run and reads_random(body, minimum) and not _short_hex(body, minimum):
+        return True
+    pieces = [piece for piece in _SEGMENT_SPLIT.split(run) if piece]
+    for piece in pieces:
+        if len(piece) < minimum and len(piece) < 20:
+            continue
+        if reads_random(piece, minimum) and not _short_hex(piece, minimum):
+            return True
+        if _hex_body(piece) or (len(pieces) > 1 and piece is not pieces[0] and _hex_run(piece)):
+            return True
+    return False
 
 
 def _short_hex(value: str, minimum: int) -> bool:
@@ -152,15 +183,31 @@ def _short_hex(value: str, minimum: int) -> bool:
     return len(plain) in _DIGEST_LENGTHS or (len(plain) < 32 and minimum >= MIN_TOKEN_LENGTH)
 
 
+def _hex_body(piece: str) -> bool:
+    """A hex body of 20 characters or more behind letters a vendor glued to it."""
+    glued = _PREFIXED_HEX.fullmatch(piece)
+    return glued is not None and _hex_run(glued.group(2) or glued.group(4))
+
+
+def _hex_run(piece: str) -> bool:
+    """Hex of 20 characters or more with digits and letters: after a vendor's prefix segment
+    (``bkua_<40 hex>``) even a digest's length is a token."""
+    return (
+        len(piece) >= 20 and _is_hex(piece) and not piece.isdigit() and not piece.isalpha()
+        and shape(piece)[5] >= 3.0
+    )
+
+
 GENERIC_TOKEN = (
-    rf"[A-Za-z0-9+/](?<![\\{CREDENTIAL_ALPHABET}][A-Za-z0-9+/])"
+    rf"[{CREDENTIAL_ALPHABET}](?<![\\{CREDENTIAL_ALPHABET}][{CREDENTIAL_ALPHABET}])"
     rf"(?=[a-z_+/=-]*+[A-Z0-9])[{CREDENTIAL_ALPHABET}]{{{MIN_TOKEN_LENGTH - 1},}}+"
 )
 """A whole run of credential characters with a capital or a digit in it (the look-ahead skips
 the snake_case names that make most long runs of test output), not continuing an escape
 (``\\x41...``)."""
 CUT_TOKEN = (
-    rf"[A-Za-z0-9+/_-](?<![{CREDENTIAL_ALPHABET}][A-Za-z0-9+/_-])[{CREDENTIAL_ALPHABET}]{{{MIN_CUT_LENGTH - 1},}}+"
+    rf"[A-Za-z0-9+/_-](?<![{CREDENTIAL_ALPHABET}][A-Za-z0-9+/_-])"
+    rf"[{CREDENTIAL_ALPHABET}]{{{MIN_CUT_LENGTH - 1},}}+"
     r"(?=\.\.\.|…)"
     rf"|(?:(?<=\.\.\.)|(?<=…))[{CREDENTIAL_ALPHABET}]{{{MIN_CUT_LENGTH},}}+"
 )
@@ -168,14 +215,45 @@ CUT_TOKEN = (
 the two ends of a long value and drops its middle."""
 
 
+_DIGEST_LABEL = re.compile(r"(?i:sha(?:1|256|384|512)|md5)[:-]")
+"""What labels a digest in base64 (an SSH key fingerprint ``SHA256:7OiV…``, a subresource
+integrity value ``sha384-…``): the run after it is a digest, shown as evidence."""
+
+
+_RUN_START = rf"[{CREDENTIAL_ALPHABET}](?<![{CREDENTIAL_ALPHABET}][{CREDENTIAL_ALPHABET}])"
+JOINED_TOKEN = (
+    rf"(?:(?<=<SECRET>)|(?<=<TOKEN>))[.$!:%_-]([{CREDENTIAL_ALPHABET}]{{{MIN_CUT_LENGTH},}}+)"
+    rf"|({_RUN_START}[{CREDENTIAL_ALPHABET}]{{{MIN_CUT_LENGTH - 1},}}+)"
+    r"(?=[.$!:%](?:[A-Za-z0-9]{1,12}[.$!:%])?<(?:SECRET|TOKEN)>)"
+)
+"""A part of a token that a joiner (``.``, ``$``, ``!``, ``:``, ``%``) ties to a part already
+replaced, possibly across one short word: ``pat…<SECRET>.<64 hex>``, ``<14>.atlasv1.<SECRET>``,
+``00D…!<SECRET>``. It is found in the pass after the first part's, the text a placeholder
+left."""
+
+
+def joined_token(match: re.Match[str]) -> bool:
+    """The joined part has letters and digits, or both cases, and no run of one kind longer than
+    a word: beside a replaced part it is the rest of the token (a digest's length of hex too)."""
+    part = (match.group(1) or match.group(2)).strip("=")
+    length, transitions, digit, lower, upper, entropy = shape(part)
+    mixed = (digit and (lower or upper)) or (lower and upper)
+    return mixed and length >= MIN_CUT_LENGTH and transitions / (length - 1) >= 0.1 and entropy >= 2.5
+
+
 def generic_token(match: re.Match[str]) -> bool:
-    """A run of credential characters that reads as generated (see :func:`looks_generated`)."""
-    return looks_generated(match.group(0))
+    """A run of credential characters that reads as generated (see :func:`looks_generated`), not
+    a labelled digest."""
+    start = match.start()
+    label = _DIGEST_LABEL.search(match.string, max(0, start - 7), start)
+    return (label is None or label.end() != start) and looks_generated(match.group(0))
 
 
 def cut_token(match: re.Match[str]) -> bool:
-    """A run at a cut, judged on what is left of it (8 characters or more)."""
-    return looks_generated(match.group(0).strip("=-_/+"), MIN_CUT_LENGTH)
+    """A run at a cut, judged on what is left of it (8 characters or more); hex alone is a
+    shortened digest or commit (``bundle-sha256 2ebaf1cad1cf…``), shown on purpose."""
+    left = match.group(0).strip("=-_/+")
+    return not _is_hex(left) and looks_generated(left, MIN_CUT_LENGTH)
 
 
 _STRONG_WORDS = (
@@ -196,7 +274,8 @@ KEYWORD_VALUE = (
     rf"(?P<kname>(?i:(?P<strong>{_STRONG_WORDS})|(?P<weak>{_WEAK_WORDS}))"
     r"(?:[_.-][A-Za-z0-9]{1,12}|[A-Z][a-z0-9]{1,11})?)"
     r"[\"'\]]{0,2}[ \t]{0,4}(?:=>|:=|==?|:(?![:\\/]))[ \t]{0,4}"
-    r"(?P<kvq>[\"'`])?(?P<kvv>(?(kvq)[^\"'`\r\n]{1,256}?(?=[\"'`])|[^\s\"'`,;&<>(){}\[\]]{1,256}+))"
+    r"(?P<kvq>[\"'`])?"
+    r"(?P<kvv>(?(kvq)[^\"'`\r\n]{1,256}?(?=[\"'`])|[^\s\"'`,;&<>(){}\[\]]{1,256}+))"
 )
 """A credential-ish key in any case or separator (``password``, ``DB_PASSWORD``, ``Api-Key``,
 ``x-auth-token``, ``apiKey``), its closing quote, an assignment (``=``, ``:``, ``=>``, ``:=``; not the
@@ -214,7 +293,8 @@ _CODE_SHAPE = re.compile(
     r"(?:self|cls|os|sys|args|kwargs|config|settings|options|request|env|environ|ctx)(?:\.[A-Za-z_]\w*)+"
     r"|[a-z_][a-z0-9_]*\(.*|\$\{?\w+\}?|%\(\w+\)s|\{\w*\}"
 )
-"""An attribute of a well-known object (``self.token``, ``os.environ``), a call, or a placeholder (``$TOKEN``, ``{token}``)."""
+"""An attribute of a well-known object (``self.token``, ``os.environ``), a call, or a placeholder
+(``$TOKEN``, ``{token}``)."""
 _AUTH_SCHEME = re.compile(r"(?i:bearer|basic|digest|negotiate|token)(?:%20|\s|$)")
 """An ``Authorization`` value's scheme: the bearer and auth-header rules take the token after it."""
 
@@ -270,6 +350,7 @@ USER_FLAG_PASSWORD = r"-(?<![\w-]-)(?:u|-user)[ \t]+[^\s:\"'`]{1,64}:([^\s@\"'`]
 """The password of ``curl -u user:PASS`` (``--user`` too)."""
 
 CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
+    "joined-token": joined_token,
     "generic-token": generic_token,
     "cut-token": cut_token,
     "keyword-value": keyword_value,

@@ -33,20 +33,22 @@ from pathlib import Path
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.validation import compiled_patterns
-from pytest_specgate.evidence._jsonio import pretty_json, replace_atomically, to_jsonable
 from pytest_specgate.evidence._generic_secrets import (
     CUT_TOKEN,
     FLAG_VALUE,
     GENERIC_TOKEN,
+    JOINED_TOKEN,
     KEYWORD_VALUE,
     NETRC_FIELD,
     NETRC_LINE,
     USER_FLAG_PASSWORD,
     cut_token,
     generic_token,
+    joined_token,
     keyword_value,
     netrc_rewrite,
 )
+from pytest_specgate.evidence._jsonio import pretty_json, replace_atomically, to_jsonable
 from pytest_specgate.evidence._known_secrets import known_secret_values, mask_pattern, usable_secrets
 from pytest_specgate.evidence._payloads import container_redaction, text_form
 from pytest_specgate.evidence._secret_rules import (
@@ -483,7 +485,9 @@ def keyword_rules() -> list[RedactionRule]:
     """Values named by the word before them (:mod:`._generic_secrets`): ``password=…`` in any
     case or separator, ``.netrc`` entries, ``--token VALUE`` and ``-u user:PASS``."""
     return [
-        RedactionRule("keyword-value", re.compile(KEYWORD_VALUE), "<SECRET>", group="kvv", accept=keyword_value),
+        RedactionRule(
+            "keyword-value", re.compile(KEYWORD_VALUE), "<SECRET>", group="kvv", accept=keyword_value
+        ),
         RedactionRule("netrc", re.compile(NETRC_LINE), "", rewrite=netrc_rewrite),
         RedactionRule("netrc-field", re.compile(NETRC_FIELD), "<SECRET>", group=1),
         RedactionRule("flag-value", re.compile(FLAG_VALUE), "<SECRET>", group=1),
@@ -497,6 +501,7 @@ def generic_rules() -> list[RedactionRule]:
     return [
         RedactionRule("generic-token", re.compile(GENERIC_TOKEN), "<SECRET>", accept=generic_token),
         RedactionRule("cut-token", re.compile(CUT_TOKEN), "<SECRET>", accept=cut_token),
+        RedactionRule("joined-token", re.compile(JOINED_TOKEN), "<SECRET>", accept=joined_token),
     ]
 
 
@@ -525,36 +530,47 @@ class Redactor:
     form a log spells them; :meth:`register_secret` adds more."""
 
     @cached_property
-    def _known(self) -> dict[str, RedactionRule | None]:
-        """The known values (keys, in registration order) and, under ``""``, the rule masking
-        them all (one cell: the redactor is frozen, what it knows grows)."""
-        known: dict[str, RedactionRule | None] = dict.fromkeys(usable_secrets(self.secret_literals))
-        known[""] = _known_rule(known)
-        return known
+    def _known(self) -> _KnownSecrets:
+        return _KnownSecrets(self.secret_literals)
 
     @property
     def known_secrets(self) -> tuple[str, ...]:
         """Every value this redactor masks by exact match."""
-        return tuple(value for value in self._known if value)
+        return tuple(self._known.values)
 
     def register_secret(self, value: str) -> bool:
-        """Mask ``value`` (and its encoded forms) from now on; False when it is too short to mask
-        (under 6 characters) or already known. Memoised redactions are dropped: text redacted
-        before the value was known is redacted again when it is next met."""
+        """Mask ``value`` (and its encoded forms) from now on, here and in every
+        :meth:`secrets_only` view; False when it is too short to mask (under 6 characters) or
+        already known. Memoised redactions are dropped: text redacted before the value was
+        known is redacted again when it is next met."""
         if not isinstance(value, str):
-            raise TypeError(f"evidence.secret: expected a string, found {type(value).__name__}")
-        known = self._known
-        if value in known or not usable_secrets([value]):
-            return False
-        known[value] = None
-        known[""] = _known_rule(known)
-        self._short_texts.clear()
-        self._long_texts.clear()
-        self._long_held[0] = 0
-        self.__dict__.pop("_secret_bytes", None)
-        return True
+            raise TypeError(f"expected the secret as a string, found {type(value).__name__}")
+        return self._known.add(value)
+
+    def secrets_only(self) -> Redactor:
+        """This redactor's credential rules alone, sharing the values it knows (those registered
+        later too): for terminal lines and command output, where paths, user and host names stay
+        readable for the person at the terminal and only credentials must go."""
+        view = Redactor(tuple(rule for rule in self.rules if rule.name not in _IDENTITY_RULES))
+        view.__dict__["_known"] = self._known
+        return view
+
+    def _memo(self) -> None:
+        """Empty the memos when the known values changed since they were filled."""
+        generation = self._known.generation
+        if self._memo_generation[0] != generation:
+            self._memo_generation[0] = generation
+            self._short_texts.clear()
+            self._long_texts.clear()
+            self._long_held[0] = 0
+            self.__dict__.pop("_secret_bytes", None)
+
+    @cached_property
+    def _memo_generation(self) -> list[int]:
+        return [0]
 
     def text(self, text: str) -> str:
+        self._memo()
         if len(text) > _CACHED_CHARS:
             return self._long_text(text) if len(text) <= _LONG_CACHED_CHARS else self._text(text)
         cache = self._short_texts
@@ -628,7 +644,7 @@ class Redactor:
 
     def _passes(self, text: str) -> str:
         current = text
-        known = self._known[""]
+        known = self._known.rule
         for _ in range(_MAX_ROUNDS):
             if (
                 self._any_rule is not None
@@ -644,7 +660,7 @@ class Redactor:
 
     def _pass(self, text: str) -> str:
         claims = [(span.start(), span.end(), span.group(0)) for span in _PROTECTED.finditer(text)]
-        known = self._known[""]
+        known = self._known.rule
         if known is not None:
             claims = _claim(text, claims, known)
         for rule in self.rules:
@@ -691,6 +707,7 @@ class Redactor:
         Every string, key or not, goes through :meth:`text`; the memo is read here first
         because a bundle's records are mostly strings it already holds."""
         shared: dict[int, tuple[object, JsonValue]] = {}
+        self._memo()
         memo, text = self._short_texts, self.text
 
         def walk(node: object) -> JsonValue:
@@ -757,6 +774,7 @@ class Redactor:
 
     def binary(self, data: bytes) -> bytes:
         """The credentials this redactor knows, in UTF-8 and UTF-16, replaced in raw bytes."""
+        self._memo()
         for literal in self._secret_bytes:
             data = data.replace(literal, b"<SECRET>")
         return data
@@ -806,9 +824,34 @@ class Redactor:
         return pretty_json(self.value(value)).encode()
 
 
-def _known_rule(known: Mapping[str, object]) -> RedactionRule | None:
-    pattern = mask_pattern(value for value in known if value)
-    return None if pattern is None else RedactionRule("known-secret", pattern, "<SECRET>")
+class _KnownSecrets:
+    """The values a redactor masks by exact match, the one rule masking them all, and a count of
+    changes that tells every redactor sharing them when its memos went stale."""
+
+    def __init__(self, values: Iterable[str]) -> None:
+        self.values: dict[str, None] = dict.fromkeys(usable_secrets(values))
+        self.generation = 0
+        self.rule = self._rule()
+
+    def add(self, value: str) -> bool:
+        if value in self.values or not usable_secrets([value]):
+            return False
+        self.values[value] = None
+        self.generation += 1
+        self.rule = self._rule()
+        return True
+
+    def _rule(self) -> RedactionRule | None:
+        pattern = mask_pattern(self.values)
+        return None if pattern is None else RedactionRule("known-secret", pattern, "<SECRET>")
+
+
+_IDENTITY_RULES = frozenset({
+    "email", "rootdir", "rootdir-inside", "path", "windows-profile", "home", "home-inside", "ipv4", "ipv6",
+    "host", "user", "path-identity", "cloud-internal-host",
+})
+"""Rules that hide who ran a run and where, not credentials: :meth:`Redactor.secrets_only` leaves
+them out."""
 
 
 def _claim(text: str, claims: list[Claim], rule: RedactionRule) -> list[Claim]:

@@ -113,6 +113,10 @@ def _run_hosts(args: argparse.Namespace) -> int:
 
 def _run_tiny_models(args: argparse.Namespace) -> int:
     """Build the tiny local checkpoints (``tiny:<role>``) outside pytest and print their paths."""
+    if not args.out.strip():
+        raise SpecgateInputError(
+            "--out= is empty: expected the cache folder to build into (e.g. --out=.tiny-models)"
+        )
     try:
         from pytest_specgate.fetching.tiny_models import TINY_MODEL_ROLES, tiny_model_pair
 

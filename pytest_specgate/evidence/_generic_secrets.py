@@ -142,8 +142,13 @@ _WORDY = re.compile(r"[a-z]{3,}(?:[_.-]+[a-z0-9]+)*")
 """A path component written by a person (``attachments``, ``test_data``)."""
 _ATTACHMENT_PREFIX = re.compile(r"[0-9a-f]{16}-")
 """The digest prefix of a stored attachment's name (``attachments/83cfd6fbacb55b9a-server.log``)."""
-_PREFIXED_HEX = re.compile(r"([A-Za-z]{1,8}?)([0-9a-fA-F]{20,})([A-Za-z]{0,8})|([0-9a-fA-F]{20,})([A-Za-z]{1,8})")
+_PREFIXED_HEX = re.compile(
+    r"([A-Za-z]{1,8}?)([0-9a-fA-F]{20,})([A-Za-z]{0,8})|([0-9a-fA-F]{20,})([A-Za-z]{1,8})"
+)
 """A hex body with letters glued before or after it: a vendor's prefix or suffix."""
+_WORD_PIECE = re.compile(r"[a-z]{3,}")
+"""A piece written as a word (``tiny-llama-ad3ef2f7643d01c4``): a run with one is judged by its
+other pieces and by what follows its leading words, not as one random string."""
 _VENDOR_PREFIX = re.compile(r"^(?:[a-z]{1,10}[_-])+")
 """Small-letter words a vendor puts before a body (``dckr_pat_``, ``sb_secret_``): the body is
 judged without them too."""
@@ -158,12 +163,13 @@ def _part_generated(run: str, minimum: int) -> bool:
         run = run[prefix.end():]
     if _PREFIXED_UUID.fullmatch(run):
         return True
-    if reads_random(run, minimum) and not _short_hex(run, minimum):
+    pieces = [piece for piece in _SEGMENT_SPLIT.split(run) if piece]
+    worded = len(pieces) > 1 and any(_WORD_PIECE.fullmatch(piece) for piece in pieces)
+    if not worded and reads_random(run, minimum) and not _short_hex(run, minimum):
         return True
     body = _VENDOR_PREFIX.sub("", run)
     if body != run and reads_random(body, minimum) and not _short_hex(body, minimum):
         return True
-    pieces = [piece for piece in _SEGMENT_SPLIT.split(run) if piece]
     for piece in pieces:
         if len(piece) < minimum and len(piece) < 20:
             continue
@@ -241,6 +247,18 @@ def joined_token(match: re.Match[str]) -> bool:
     return mixed and length >= MIN_CUT_LENGTH and transitions / (length - 1) >= 0.1 and entropy >= 2.5
 
 
+ESCAPED_BREAK_TOKEN = (
+    rf"{_RUN_START}[{CREDENTIAL_ALPHABET}]{{3,}}+(?:\\[nrt]){{1,2}}[ \t]{{0,8}}[{CREDENTIAL_ALPHABET}]{{4,}}+"
+)
+"""A run broken by an escaped line break or tab (``'zq_Xb7Kp2Lm9\\n4Rt6Ws8'``, how pytest's repr
+writes a value that held one): judged as the run it was."""
+
+
+def escaped_break_token(match: re.Match[str]) -> bool:
+    joined = re.sub(r"(?:\\[nrt])+[ \t]*", "", match.group(0))
+    return looks_generated(joined)
+
+
 def generic_token(match: re.Match[str]) -> bool:
     """A run of credential characters that reads as generated (see :func:`looks_generated`), not
     a labelled digest."""
@@ -249,11 +267,20 @@ def generic_token(match: re.Match[str]) -> bool:
     return (label is None or label.end() != start) and looks_generated(match.group(0))
 
 
+_DIGEST_WORD_BEFORE = re.compile(r"(?i:sha\d*|digest|commit|etag|revision|rev)[ \t:=-]{1,3}$")
+
+
 def cut_token(match: re.Match[str]) -> bool:
-    """A run at a cut, judged on what is left of it (8 characters or more); hex alone is a
-    shortened digest or commit (``bundle-sha256 2ebaf1cad1cf…``), shown on purpose."""
+    """A run at a cut, judged on what is left of it (8 characters or more); hex after a word that
+    names a digest is that digest shortened (``bundle-sha256 2ebaf1cad1cf…``), shown on purpose."""
     left = match.group(0).strip("=-_/+")
-    return not _is_hex(left) and looks_generated(left, MIN_CUT_LENGTH)
+    start = match.start()
+    named = _DIGEST_WORD_BEFORE.search(match.string, max(0, start - 12), start) is not None
+    if named and _is_hex(left):
+        return False
+    plain = left.replace("-", "")
+    mixed_hex = _is_hex(plain) and not plain.isdigit() and not plain.isalpha()
+    return mixed_hex or looks_generated(left, MIN_CUT_LENGTH)
 
 
 _STRONG_WORDS = (
@@ -318,7 +345,9 @@ def keyword_value(match: re.Match[str]) -> bool:
     if _AUTH_SCHEME.match(value):
         return False
     strong = match.group("strong")
-    if strong is None:
+    if strong is not None:
+        strong = match.group(0)[0] + strong
+    else:
         suffix = match.group("kname")[len(match.group("weak")):]
         strong = suffix if _STRONG_SUFFIX.search(suffix) else None
     at_start = _starts_a_name(match.string, match.start())
@@ -350,6 +379,7 @@ USER_FLAG_PASSWORD = r"-(?<![\w-]-)(?:u|-user)[ \t]+[^\s:\"'`]{1,64}:([^\s@\"'`]
 """The password of ``curl -u user:PASS`` (``--user`` too)."""
 
 CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
+    "escaped-break-token": escaped_break_token,
     "joined-token": joined_token,
     "generic-token": generic_token,
     "cut-token": cut_token,

@@ -35,6 +35,7 @@ from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.validation import compiled_patterns
 from pytest_specgate.evidence._generic_secrets import (
     CUT_TOKEN,
+    ESCAPED_BREAK_TOKEN,
     FLAG_VALUE,
     GENERIC_TOKEN,
     JOINED_TOKEN,
@@ -43,6 +44,7 @@ from pytest_specgate.evidence._generic_secrets import (
     NETRC_LINE,
     USER_FLAG_PASSWORD,
     cut_token,
+    escaped_break_token,
     generic_token,
     joined_token,
     keyword_value,
@@ -502,6 +504,9 @@ def generic_rules() -> list[RedactionRule]:
         RedactionRule("generic-token", re.compile(GENERIC_TOKEN), "<SECRET>", accept=generic_token),
         RedactionRule("cut-token", re.compile(CUT_TOKEN), "<SECRET>", accept=cut_token),
         RedactionRule("joined-token", re.compile(JOINED_TOKEN), "<SECRET>", accept=joined_token),
+        RedactionRule(
+            "escaped-break-token", re.compile(ESCAPED_BREAK_TOKEN), "<SECRET>", accept=escaped_break_token
+        ),
     ]
 
 

@@ -40,12 +40,12 @@ class VendorFormat:
 
     def build(self, rng: random.Random) -> tuple[str, list[str]]:
         """A token of this shape and its random fields of 8 characters or more that are not
-        digits only (a bot's or a user's numeric id is not the secret part)."""
+        digits only (a numeric id, and a field that came out all digits, reads as a number)."""
         fields: list[str] = []
 
         def field(match: re.Match[str]) -> str:
             drawn = "".join(rng.choices(ALPHABETS[match.group(1)], k=int(match.group(2))))
-            if len(drawn) >= 8 and match.group(1) != "d":
+            if len(drawn) >= 8 and not drawn.isdigit():
                 fields.append(drawn)
             return drawn
 
@@ -134,7 +134,8 @@ FORMATS: tuple[VendorFormat, ...] = (
     F("Google OAuth access token", "ya29. + 150 base64url", "ya29.{b:150}"),
     F("Meta (Facebook) access token", "EAAB + 180 alphanumerics", "EAAB{a:180}"),
     F("Instagram Graph access token", "IGQV + 150 base64url", "IGQV{b:150}"),
-    F("X (Twitter) app bearer token", "21 A + 80 alphanumerics with %", "AAAAAAAAAAAAAAAAAAAAA{a:40}%2B{a:40}"),
+    F("X (Twitter) app bearer token", "21 A + 80 alphanumerics with %",
+      "AAAAAAAAAAAAAAAAAAAAA{a:40}%2B{a:40}"),
     F("LinkedIn access token", "AQV + 150 base64url", "AQV{b:150}"),
     F("Square access token", "EAAA + 60 base64url", "EAAA{b:60}"),
     F("Square OAuth secret", "sq0csp- + 43 base64url", "sq0csp-{b:43}"),

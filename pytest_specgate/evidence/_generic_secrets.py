@@ -23,6 +23,8 @@ import re
 from collections.abc import Callable
 
 CREDENTIAL_ALPHABET = "A-Za-z0-9+/_=-"
+_UPPER_OR_DIGIT = re.compile(r"[A-Z0-9]")
+_ALPHABET_SET = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/_=-")
 MIN_TOKEN_LENGTH = 16
 """Letters and digits a run needs before its shape alone makes it a credential."""
 MIN_CUT_LENGTH = 8
@@ -146,12 +148,10 @@ _PREFIXED_HEX = re.compile(
     r"([A-Za-z]{1,8}?)([0-9a-fA-F]{20,})([A-Za-z]{0,8})|([0-9a-fA-F]{20,})([A-Za-z]{1,8})"
 )
 """A hex body with letters glued before or after it: a vendor's prefix or suffix."""
-_WORD_PIECE = re.compile(r"[a-z]{3,}")
-"""A piece written as a word (``tiny-llama-ad3ef2f7643d01c4``): a run with one is judged by its
-other pieces and by what follows its leading words, not as one random string."""
 _VENDOR_PREFIX = re.compile(r"^(?:[a-z]{1,10}[_-])+")
 """Small-letter words a vendor puts before a body (``dckr_pat_``, ``sb_secret_``): the body is
-judged without them too."""
+judged without them too; words before a short hex body name a content hash
+(``tiny-llama-ad3ef2f7643d01c4``), not a credential."""
 _PREFIXED_UUID = re.compile(r"[A-Za-z][A-Za-z0-9]*(?:[-_][A-Za-z0-9]+)*[-_]" + _UUID)
 
 
@@ -163,13 +163,14 @@ def _part_generated(run: str, minimum: int) -> bool:
         run = run[prefix.end():]
     if _PREFIXED_UUID.fullmatch(run):
         return True
-    pieces = [piece for piece in _SEGMENT_SPLIT.split(run) if piece]
-    worded = len(pieces) > 1 and any(_WORD_PIECE.fullmatch(piece) for piece in pieces)
-    if not worded and reads_random(run, minimum) and not _short_hex(run, minimum):
-        return True
     body = _VENDOR_PREFIX.sub("", run)
+    if body != run and _is_hex(body.replace("-", "")) and len(body) < 20:
+        return False
+    if reads_random(run, minimum) and not _short_hex(run, minimum):
+        return True
     if body != run and reads_random(body, minimum) and not _short_hex(body, minimum):
         return True
+    pieces = [piece for piece in _SEGMENT_SPLIT.split(run) if piece]
     for piece in pieces:
         if len(piece) < minimum and len(piece) < 20:
             continue
@@ -204,13 +205,9 @@ def _hex_run(piece: str) -> bool:
     )
 
 
-GENERIC_TOKEN = (
-    rf"[{CREDENTIAL_ALPHABET}](?<![\\{CREDENTIAL_ALPHABET}][{CREDENTIAL_ALPHABET}])"
-    rf"(?=[a-z_+/=-]*+[A-Z0-9])[{CREDENTIAL_ALPHABET}]{{{MIN_TOKEN_LENGTH - 1},}}+"
-)
-"""A whole run of credential characters with a capital or a digit in it (the look-ahead skips
-the snake_case names that make most long runs of test output), not continuing an escape
-(``\\x41...``)."""
+GENERIC_TOKEN = rf"[{CREDENTIAL_ALPHABET}]{{{MIN_TOKEN_LENGTH},}}+"
+"""A whole run of credential characters: possessive, so a search that finds a run takes all of
+it and the next search starts after it (no look-around at every character of a long run)."""
 CUT_TOKEN = (
     rf"[A-Za-z0-9+/_-](?<![{CREDENTIAL_ALPHABET}][A-Za-z0-9+/_-])"
     rf"[{CREDENTIAL_ALPHABET}]{{{MIN_CUT_LENGTH - 1},}}+"
@@ -260,11 +257,15 @@ def escaped_break_token(match: re.Match[str]) -> bool:
 
 
 def generic_token(match: re.Match[str]) -> bool:
-    """A run of credential characters that reads as generated (see :func:`looks_generated`), not
-    a labelled digest."""
-    start = match.start()
+    """A run of credential characters with a capital or a digit that reads as generated (see
+    :func:`looks_generated`): not a labelled digest, not the rest of an escape (``\\x41…``), not
+    the end of a run a search started inside."""
+    start, run = match.start(), match.group(0)
+    before = match.string[start - 1] if start else ""
+    if before == "\\" or (before and before in _ALPHABET_SET) or _UPPER_OR_DIGIT.search(run) is None:
+        return False
     label = _DIGEST_LABEL.search(match.string, max(0, start - 7), start)
-    return (label is None or label.end() != start) and looks_generated(match.group(0))
+    return (label is None or label.end() != start) and looks_generated(run)
 
 
 _DIGEST_WORD_BEFORE = re.compile(r"(?i:sha\d*|digest|commit|etag|revision|rev)[ \t:=-]{1,3}$")
@@ -278,8 +279,11 @@ def cut_token(match: re.Match[str]) -> bool:
     named = _DIGEST_WORD_BEFORE.search(match.string, max(0, start - 12), start) is not None
     if named and _is_hex(left):
         return False
-    plain = left.replace("-", "")
-    mixed_hex = _is_hex(plain) and not plain.isdigit() and not plain.isalpha()
+    pieces = [left.replace("-", ""), *_SEGMENT_SPLIT.split(left)]
+    mixed_hex = any(
+        len(piece) >= MIN_CUT_LENGTH and _is_hex(piece) and not piece.isdigit() and not piece.isalpha()
+        for piece in pieces
+    )
     return mixed_hex or looks_generated(left, MIN_CUT_LENGTH)
 
 

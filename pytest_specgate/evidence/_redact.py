@@ -177,6 +177,9 @@ class RedactionRule:
     group: int | str = 0
     accept: Callable[[re.Match[str]], bool] | None = None
     rewrite: Callable[[str], str] | None = None
+    needs: tuple[str, ...] = ()
+    """Literals one of which a text must hold for this rule to match in it (a cut's ``...``, a
+    placeholder, an escape): checked once per pass, at the speed of ``in``, before any search."""
 
     def claims(self, text: str, start: int, end: int) -> Iterator[tuple[Claim, int, int]]:
         """Each claim in ``text[start:end]`` with the span of the whole match that made it."""
@@ -490,10 +493,13 @@ def keyword_rules() -> list[RedactionRule]:
         RedactionRule(
             "keyword-value", re.compile(KEYWORD_VALUE), "<SECRET>", group="kvv", accept=keyword_value
         ),
-        RedactionRule("netrc", re.compile(NETRC_LINE), "", rewrite=netrc_rewrite),
-        RedactionRule("netrc-field", re.compile(NETRC_FIELD), "<SECRET>", group=1),
-        RedactionRule("flag-value", re.compile(FLAG_VALUE), "<SECRET>", group=1),
-        RedactionRule("user-flag-password", re.compile(USER_FLAG_PASSWORD), "<SECRET>", group=1),
+        RedactionRule("netrc", re.compile(NETRC_LINE), "", rewrite=netrc_rewrite,
+                      needs=("machine", "default")),
+        RedactionRule("netrc-field", re.compile(NETRC_FIELD), "<SECRET>", group=1,
+                      needs=("password", "passwd", "login", "account")),
+        RedactionRule("flag-value", re.compile(FLAG_VALUE), "<SECRET>", group=1, needs=("-",)),
+        RedactionRule("user-flag-password", re.compile(USER_FLAG_PASSWORD), "<SECRET>", group=1,
+                      needs=("-",)),
     ]
 
 
@@ -502,11 +508,11 @@ def generic_rules() -> list[RedactionRule]:
     at a ``...`` cut (:mod:`._generic_secrets`)."""
     return [
         RedactionRule("generic-token", re.compile(GENERIC_TOKEN), "<SECRET>", accept=generic_token),
-        RedactionRule("cut-token", re.compile(CUT_TOKEN), "<SECRET>", accept=cut_token),
-        RedactionRule("joined-token", re.compile(JOINED_TOKEN), "<SECRET>", accept=joined_token),
-        RedactionRule(
-            "escaped-break-token", re.compile(ESCAPED_BREAK_TOKEN), "<SECRET>", accept=escaped_break_token
-        ),
+        RedactionRule("cut-token", re.compile(CUT_TOKEN), "<SECRET>", accept=cut_token, needs=("...", "…")),
+        RedactionRule("joined-token", re.compile(JOINED_TOKEN), "<SECRET>", accept=joined_token,
+                      needs=("<SECRET>", "<TOKEN>")),
+        RedactionRule("escaped-break-token", re.compile(ESCAPED_BREAK_TOKEN), "<SECRET>",
+                      accept=escaped_break_token, needs=("\\n", "\\r", "\\t")),
     ]
 
 
@@ -865,6 +871,8 @@ def _claim(text: str, claims: list[Claim], rule: RedactionRule) -> list[Claim]:
     A match that runs into an earlier claim is not dropped: the rule searches again inside
     the free gaps that match touched, as if each gap were a text of its own.
     """
+    if rule.needs and not any(literal in text for literal in rule.needs):
+        return claims
     found = list(rule.claims(text, 0, len(text)))
     if not found:
         return claims

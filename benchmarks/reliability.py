@@ -533,7 +533,7 @@ def signed_run(project: SignedProject, name: str, *options: str) -> GateCase:
         raise RuntimeError(f"tamper: expected one bundle under {evidence_dir}, found {bundles}")
     pr_body = project.path / f"{name}.md"
     subprocess.run(
-        [sys.executable, "-m", "pytest_specgate.cli", "render", str(bundles[0]), "-o", str(pr_body)],
+        [sys.executable, "-m", "pytest_specgate.cli", "render", str(bundles[0]), "--out", str(pr_body)],
         cwd=project.path, env=environment, check=True, capture_output=True,
     )
     return GateCase(bundles[0], pr_body, evidence_dir, ("AC-1", "AC-2"), project.commit, project.trusted)
@@ -939,7 +939,7 @@ def run_shared_folder(quick: bool) -> Row:
 @dataclass(frozen=True)
 class DownloadFault:
     name: str
-    expected_error: str
+    expected_problem: str
     repo: Callable[[Any, Any], Any]
     token: str | bool
     disk_free: Callable[[Path], int] | None = None
@@ -952,13 +952,13 @@ def download_faults(hubfake: ModuleType) -> list[DownloadFault]:
         return lambda public, _private: public.with_faults(weights, hubfake.FileFaults(**faults))
 
     return [
-        DownloadFault("401 private repo, no token", "HubAccessError", lambda _p, private: private, False),
-        DownloadFault("sha256 mismatch", "ChecksumMismatchError", faulted(digest="wrong"), False),
-        DownloadFault("missing x-linked-etag", "MissingChecksumError", faulted(digest="absent"), False),
-        DownloadFault("disk full", "DiskSpaceError", lambda public, _p: public, False, lambda _where: 0),
+        DownloadFault("401 private repo, no token", "hub-access", lambda _p, private: private, False),
+        DownloadFault("sha256 mismatch", "checksum-mismatch", faulted(digest="wrong"), False),
+        DownloadFault("missing x-linked-etag", "missing-checksum", faulted(digest="absent"), False),
+        DownloadFault("disk full", "disk-space", lambda public, _p: public, False, lambda _where: 0),
         DownloadFault(
             "connection dropped mid-file",
-            "TransferError",
+            "transfer",
             faulted(drop_after_bytes=1000, after_drop="refuse"),
             False,
         ),
@@ -987,8 +987,8 @@ def run_download_trial(hubfake: ModuleType, fault: DownloadFault, work: Path, se
                 fetch_verified(repo.repo_id, "main", models / "target", token=fault.token,
                                endpoint=hub.base_url, **extra)
             except WeightVerificationError as error:
-                if type(error).__name__ != fault.expected_error:
-                    return f"{fault.name}: raised {type(error).__name__}, expected {fault.expected_error}"
+                if error.problem != fault.expected_problem:
+                    return f"{fault.name}: failed with {error.problem}, expected {fault.expected_problem}"
             else:
                 return f"{fault.name}: the fetch succeeded"
         left = _leftovers(models)

@@ -29,7 +29,7 @@ from pytest_specgate.fetching.references import (
     load_reference,
     write_reference,
 )
-from pytest_specgate.measure.pinned import repo_fixtures_dir
+from pytest_specgate.measure.pinned import project_fixtures_dir
 
 MESSAGES: tuple[list[dict[str, object]], ...] = (
     [{"role": "user", "content": "Parse 2024-02-29T23:59:60Z and say whether it is valid."}],
@@ -96,7 +96,7 @@ def test_fr1_no_draft_answers_byte_identically(
         pytest.skip(f"FR-1 recorded the reference outputs of {spec028.pre_feature_note} to {path}; "
                     "nothing was compared")
     try:
-        reference = load_reference(repo_fixtures_dir() / "references" / f"{name}.json")
+        reference = load_reference(project_fixtures_dir() / "references" / f"{name}.json")
     except ReferenceError as exc:
         pytest.fail(f"FR-1 has no usable reference outputs for the {spec028.backend} backend: {exc}")
     evidence.note("reference", {"name": reference.name, "build": dict(reference.build)})

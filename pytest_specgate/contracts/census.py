@@ -14,7 +14,13 @@ from functools import cached_property
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.jsonvalue import JsonValue
 
-__all__ = ["Census", "census_to_json", "spec_paths_from", "uncovered_spec_paths"]
+__all__ = ["BASE_CENSUS_MODULE", "BASE_CENSUS_PREFIX", "Census", "census_to_json", "spec_paths_from",
+           "uncovered_spec_paths"]
+
+BASE_CENSUS_MODULE = "pytest_specgate.plugin.base_census"
+"""The module the gate runs (``python -m``) to take the census of the trusted commit's tree."""
+BASE_CENSUS_PREFIX = "specgate-base-census "
+"""What starts the base census's result line (JSON follows): the census prints it, the gate reads it."""
 
 
 @dataclass(frozen=True)

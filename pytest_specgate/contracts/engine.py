@@ -26,6 +26,8 @@ __all__ = [
     "StreamResult",
     "Telemetry",
     "acceptance_rate_of",
+    "boot_failure_text",
+    "declared_version",
     "first_choice",
     "token_ids_of",
 ]
@@ -323,3 +325,28 @@ class EngineBootError(Exception):
 
     Boot code attaches the last lines of the engine log with ``add_note``.
     """
+
+
+def boot_failure_text(where: str, error: BaseException) -> str:
+    """What a user reads when a boot failed and nothing caught it: one summary line naming the test,
+    then the notes the boot attached (the engine log's last lines); no traceback, since the
+    cause is in the engine's log, not in the frames that waited for it."""
+    notes = [str(note) for note in getattr(error, "__notes__", ())]
+    return "\n".join([f"{where}: engine boot failed: {error}", *notes])
+
+
+UNKNOWN_VERSIONS = frozenset({"", "unknown", "none"})
+ENGINE_VERSION_BOOKKEEPING = frozenset({"backend", "model"})
+"""Entries ``ClientEngine.versions()`` adds itself: they name no software."""
+
+
+def declared_version(versions: Mapping[str, object]) -> tuple[str, str] | None:
+    """``(name, version)``: the first entry (by name) of a third-party engine's ``versions()``
+    that names software and a known version, the shape docs/backends.md shows
+    (``{"specgate-echo": "1.0"}``); None when it names none."""
+    for name in sorted(versions):
+        value = versions[name]
+        if (name not in ENGINE_VERSION_BOOKKEEPING and isinstance(value, str)
+                and value.strip().lower() not in UNKNOWN_VERSIONS):
+            return name, value
+    return None

@@ -16,9 +16,11 @@ from typing import Final, final
 
 from pytest_specgate.contracts.errors import SpecgateInputError
 
-__all__ = ["PROJECT_TABLE", "SPECGATE_KEYS", "KeyTable", "check_known_keys"]
+__all__ = ["BACKENDS_TABLE", "PROJECT_TABLE", "SPECGATE_KEYS", "KeyTable", "check_known_keys",
+           "enrolled_backends"]
 
 PROJECT_TABLE: Final = "tool.specgate"
+BACKENDS_TABLE: Final = "[tool.specgate.backends]"
 
 
 @final
@@ -33,14 +35,17 @@ class KeyTable:
 SPECGATE_KEYS: Final = KeyTable({
     "acs": None,
     "backends": None,
+    "fixtures_dir": None,
     "gates": None,
     "hosts": None,
     "redact": KeyTable({"patterns": None}),
     "spec_paths": None,
+    "sut_paths": None,
     "trust": None,
 })
-"""``[tool.specgate]``: per-AC settings, enrolled engine backends, merge gates in order, host
-profiles, redaction patterns, where the specs live (the census), the trust policy."""
+"""``[tool.specgate]``: per-AC settings, enrolled engine backends, the pinned fixtures
+directory, merge gates in order, host profiles, redaction patterns, where the specs live (the
+census), in-process code under test (changes the gate lists rather than blocks), the trust policy."""
 
 
 def check_known_keys(table: Mapping[str, object], schema: KeyTable = SPECGATE_KEYS, *,
@@ -59,3 +64,18 @@ def check_known_keys(table: Mapping[str, object], schema: KeyTable = SPECGATE_KE
         sub, value = schema.keys[key], table[key]
         if sub is not None and isinstance(value, Mapping):
             check_known_keys(value, sub, where=where, name=f"{name}.{key}")
+
+
+def enrolled_backends(table: object, where: str) -> dict[str, str]:
+    """``[tool.specgate.backends]``: ``name = "distribution"`` for each non-built-in engine backend
+    whose evidence may qualify; any other shape is one line naming the key and what it found. Read
+    alike by the run (the project's copy) and the gate (the trusted copy)."""
+    example = 'e.g. sglang = "specgate-sglang"'
+    if not isinstance(table, Mapping):
+        raise SpecgateInputError.mismatch(f"{where}: {BACKENDS_TABLE}",
+                                          f"a table of backend = distribution names ({example})", table)
+    for name, value in table.items():
+        if not isinstance(value, str) or not value.strip():
+            expected = f"the distribution that provides it, a string ({example})"
+            raise SpecgateInputError.mismatch(f"{where}: {BACKENDS_TABLE} {name}", expected, value)
+    return dict(table)

@@ -22,7 +22,12 @@ from typing import Any, TypeGuard
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.safe_read import MAX_DOCUMENT_BYTES, read_regular_file
 
+JOB_NONCE = re.compile(r"^[A-Za-z0-9_-]{16,128}$")
+"""A fleet job's nonce (``--specgate-nonce``, ``specgate sign --nonce``): long enough not to be
+guessed, and nothing a shell or a redaction pattern could change."""
+
 __all__ = [
+    "JOB_NONCE",
     "MAX_JSON_DEPTH",
     "MAX_VALUE_DEPTH",
     "JsonNestingError",

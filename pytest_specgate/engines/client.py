@@ -30,6 +30,7 @@ from pytest_specgate.contracts.wire import StatusKey
 __all__ = [
     "ClientEngine",
     "EngineHTTPError",
+    "EngineResponseError",
     "OpenAIClient",
     "chat_result_from",
     "telemetry_from_status",
@@ -48,6 +49,22 @@ class EngineHTTPError(Exception):
         super().__init__(f"{method} {url} -> HTTP {status_code}: {message}")
         self.status_code = status_code
         self.body = body
+
+
+FIRST_BYTES_SHOWN = 120
+
+
+class EngineResponseError(ValueError):
+    """An answer that is not the JSON the OpenAI protocol promises: names the backend, the URL and
+    the answer's first bytes, so a broken server is told from a broken spec."""
+
+    def __init__(self, backend: str, method: str, url: str, content: bytes, problem: str) -> None:
+        shown = content[:FIRST_BYTES_SHOWN]
+        more = f" (of {len(content)} bytes)" if len(content) > FIRST_BYTES_SHOWN else ""
+        super().__init__(f"{backend} engine: {method} {url} answered malformed JSON ({problem}); "
+                         f"first bytes{more}: {shown!r}")
+        self.backend = backend
+        self.url = url
 
 
 def _decoded(response: httpx.Response) -> object:
@@ -81,7 +98,7 @@ def chat_result_from(body: Mapping[str, object], wall_s: float) -> ChatResult:
     )
 
 
-def _sse_events(response: httpx.Response) -> Iterator[dict[str, object]]:
+def _sse_events(response: httpx.Response, backend: str) -> Iterator[dict[str, object]]:
     """JSON payloads of a stream's server-sent events up to ``[DONE]``.
 
     httpx-sse splits the events (multi-line ``data:``, comments, ``event:`` and ``id:``
@@ -94,7 +111,11 @@ def _sse_events(response: httpx.Response) -> Iterator[dict[str, object]]:
             return
         if not event.data:
             continue
-        payload = json.loads(event.data)
+        try:
+            payload = json.loads(event.data)
+        except ValueError as error:
+            raise EngineResponseError(backend, "POST (stream event)", str(response.url),
+                                      event.data.encode(), str(error)) from None
         if isinstance(payload, dict):
             yield payload
 
@@ -109,9 +130,11 @@ class OpenAIClient:
         timeout_s: float = DEFAULT_TIMEOUT_S,
         api_key: str | None = None,
         transport: httpx.BaseTransport | None = None,
+        backend: str = "OpenAI-compatible",
     ) -> None:
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
+        self.backend = backend
         # The last ``system_fingerprint`` a chat answer carried: part of the server's identity.
         self.system_fingerprint: str | None = None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
@@ -127,6 +150,15 @@ class OpenAIClient:
             raise EngineHTTPError(method, str(response.url), response.status_code, _decoded(response))
         return response
 
+    def _json(self, method: str, response: httpx.Response) -> object:
+        """The checked response's JSON; a malformed answer is an :class:`EngineResponseError`."""
+        self._check(method, response)
+        try:
+            return response.json()
+        except ValueError as error:
+            raise EngineResponseError(self.backend, method, str(response.url), response.content,
+                                      str(error)) from None
+
     def get_json(self, path: str, *, timeout_s: float | None = None) -> dict[str, object]:
         return self.get_json_with_headers(path, timeout_s=timeout_s)[0]
 
@@ -134,8 +166,8 @@ class OpenAIClient:
         self, path: str, *, timeout_s: float | None = None
     ) -> tuple[dict[str, object], Mapping[str, str]]:
         """The JSON body and the response headers (what a server says about itself)."""
-        response = self._check("GET", self._http.get(path, timeout=self._timeout(timeout_s)))
-        body = response.json()
+        response = self._http.get(path, timeout=self._timeout(timeout_s))
+        body = self._json("GET", response)
         return (body if isinstance(body, dict) else {"value": body}), response.headers
 
     def get_text(self, path: str, *, timeout_s: float | None = None) -> str:
@@ -152,7 +184,7 @@ class OpenAIClient:
         response = self._http.request(
             method, path, json=dict(body) if body is not None else None, timeout=self._timeout(timeout_s)
         )
-        decoded = self._check(method, response).json()
+        decoded = self._json(method, response)
         return decoded if isinstance(decoded, dict) else {"value": decoded}
 
     def _timeout(self, timeout_s: float | None) -> httpx.Timeout:
@@ -167,8 +199,7 @@ class OpenAIClient:
     ) -> ChatResult:
         started = time.perf_counter()
         response = self._http.post(path, json=dict(body), timeout=self._timeout(timeout_s))
-        self._check("POST", response)
-        decoded = response.json()
+        decoded = self._json("POST", response)
         wall_s = time.perf_counter() - started
         body = decoded if isinstance(decoded, dict) else {}
         fingerprint = body.get("system_fingerprint")
@@ -194,7 +225,7 @@ class OpenAIClient:
             response.read()
             response.close()
             self._check("POST", response)
-        return StreamResult(_sse_events(response), started=started, on_close=response.close)
+        return StreamResult(_sse_events(response, self.backend), started=started, on_close=response.close)
 
     def close(self) -> None:
         self._http.close()
@@ -253,6 +284,8 @@ class ClientEngine:
     ) -> None:
         self.backend = backend
         self.client = client
+        # The client names the backend in its errors (a malformed answer).
+        client.backend = backend
         self.base_url = client.base_url
         self.model_id = model_id
         self._telemetry = telemetry

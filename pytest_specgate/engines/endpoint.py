@@ -96,6 +96,7 @@ def boot(config: EngineConfig, workdir: Path) -> ClientEngine:
         base_url,
         timeout_s=config.positive_number_option("request_timeout_s", 120.0),
         api_key=api_key if isinstance(api_key, str) else None,
+        backend="endpoint",
     )
     try:
         return ClientEngine(

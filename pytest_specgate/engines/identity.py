@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import urlsplit
 
+from pytest_specgate.contracts.engine import UNKNOWN_VERSIONS, declared_version
+from pytest_specgate.contracts.markers import BUILTIN_BACKEND_NAMES
+
 if TYPE_CHECKING:
     from pytest_specgate.contracts.engine import Engine
     from pytest_specgate.engines.client import OpenAIClient
@@ -25,7 +28,6 @@ __all__ = ["MOCK_SERVER_NAME", "ServerIdentity", "engine_entry", "is_loopback_ur
 MOCK_SERVER_NAME: Final = "specgate-mock"
 """How the built-in mock names itself: ``owned_by`` of its models and ``engine`` of ``/version``."""
 _IDENTITY_TIMEOUT_S: Final = 10.0
-_UNKNOWN_VERSIONS: Final = frozenset({"", "unknown", "none"})
 # Which ``versions()`` entries name the serving software of each built-in backend.
 _VERSION_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
     "vllm": ("vllm", "vllm_server"),
@@ -106,23 +108,34 @@ def probe_identity(client: OpenAIClient) -> ServerIdentity:
 
 
 def version_known(backend: str, versions: Mapping[str, object], identity: ServerIdentity) -> bool:
-    """Whether the serving software's version was read, from the backend or from the server."""
+    """Whether the serving software's version was read, from the backend or from the server. A
+    built-in backend names it under its own keys; a third-party one in any entry of
+    ``versions()`` (docs/backends.md: ``{"specgate-echo": "1.0"}``)."""
+    if backend not in BUILTIN_BACKEND_NAMES and declared_version(versions) is not None:
+        return True
     named = [versions.get(key) for key in _VERSION_KEYS.get(backend, ())] + [identity.version]
-    return any(isinstance(value, str) and value.strip().lower() not in _UNKNOWN_VERSIONS
+    return any(isinstance(value, str) and value.strip().lower() not in UNKNOWN_VERSIONS
                for value in named)
 
 
-def engine_entry(engine: Engine, config_description: str, identity: ServerIdentity,
+def engine_entry(engine: Engine, registry_name: str, config_description: str, identity: ServerIdentity,
                  system_fingerprint: str | None = None) -> dict[str, Any]:
-    """One ``tests[].engines`` entry: what was booted, what the server said, and what follows."""
+    """One ``tests[].engines`` entry: what was booted, what the server said, and what follows.
+
+    ``backend`` is ``registry_name``, the backend the booted configuration named (a built-in or an
+    entry point): enrolment is judged on it. What the engine object calls itself is kept beside it
+    as ``reported_backend``; an engine that reports another name is refused by the verdict policy,
+    so a third-party backend cannot pass for ``mlx`` by saying so.
+    """
     versions = engine.versions()
     return {
-        "backend": engine.backend,
+        "backend": registry_name,
+        "reported_backend": engine.backend,
         "model": engine.model_id,
         "config": config_description,
         "versions": versions,
         "identity": identity.to_dict(system_fingerprint),
-        "simulated": engine.backend == "mock" or identity.is_mock,
+        "simulated": "mock" in (registry_name, engine.backend) or identity.is_mock,
         "loopback": is_loopback_url(engine.base_url),
-        "version_known": version_known(engine.backend, versions, identity),
+        "version_known": version_known(registry_name, versions, identity),
     }

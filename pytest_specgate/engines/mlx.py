@@ -413,7 +413,7 @@ def start_server(plan: BootPlan, workdir: Path) -> MlxEngine:
         wait_for_health(
             f"{base_url}/health", plan.boot_timeout_s, process, final_statuses=_MLX_FINAL_STATUSES
         )
-        client = OpenAIClient(base_url, timeout_s=plan.request_timeout_s)
+        client = OpenAIClient(base_url, timeout_s=plan.request_timeout_s, backend="mlx")
         remaining = max(plan.boot_timeout_s - (time.monotonic() - started), 1.0)
         fingerprint = _first_completion(client, plan, remaining, process)
         versions = {**mlx_versions(), "mlx_lm.server fingerprint": fingerprint,

@@ -12,7 +12,7 @@ from pytest_specgate._lazy import lazy_getattr
 if TYPE_CHECKING:
     from pytest_specgate.contracts.acceptance import AcceptanceCriterion, is_ac_id
     from pytest_specgate.contracts.gates import GateName, GateOrderError, parse_gate_name
-    from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord, RecordError
+    from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord, Measurement, RecordError
     from pytest_specgate.evidence._bundle import (
         MANIFEST_NAME,
         MARKDOWN_NAME,
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from pytest_specgate.evidence._recorder import (
         Attachment,
         EvidenceRecorder,
-        Measurement,
         empty_properties,
         staging_dir,
     )
@@ -72,7 +71,7 @@ if TYPE_CHECKING:
         sign_bundle,
     )
     from pytest_specgate.evidence._source import IMPORTED_FILES_KEY, git_top, imported_source_files
-    from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError
+    from pytest_specgate.evidence._trust import TrustPolicy
     from pytest_specgate.evidence._trusted import TrustedConfig, TrustedConfigError, load_trusted_config
     from pytest_specgate.evidence._writer import NOT_QUALIFIED, QUALIFIED, WrittenBundle
     from pytest_specgate.selection.ac_marker import AC_MARKER_LINE, ac_from_marker
@@ -108,7 +107,7 @@ _EXPORTS: dict[str, str] = {
     "LocalIdentity": "_redact",
     "MANIFEST_NAME": "_bundle",
     "MARKDOWN_NAME": "_bundle",
-    "Measurement": "_recorder",
+    "Measurement": "_acrecord",
     "NOT_QUALIFIED": "_writer",
     "PrBody": "_markdown",
     "PrBodyError": "_markdown",
@@ -128,7 +127,6 @@ _EXPORTS: dict[str, str] = {
     "SigningError": "_signing",
     "SigningKey": "_signing",
     "TrustPolicy": "_trust",
-    "TrustPolicyError": "_trust",
     "TrustedConfig": "_trusted",
     "TrustedConfigError": "_trusted",
     "WrittenBundle": "_writer",
@@ -206,7 +204,6 @@ __all__ = [
     "SigningError",
     "SigningKey",
     "TrustPolicy",
-    "TrustPolicyError",
     "TrustedConfig",
     "TrustedConfigError",
     "WrittenBundle",

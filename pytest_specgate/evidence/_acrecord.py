@@ -70,6 +70,8 @@ class EngineFact:
     versions: Mapping[str, JsonValue] | None = None
     identity: Mapping[str, JsonValue] | None = None
     memory_returned: Mapping[str, JsonValue] | None = None
+    reported_backend: str | None = None
+    """What the engine object called itself; ``backend`` is the booted configuration's registry name."""
 
 
 @dataclass(frozen=True)
@@ -85,8 +87,14 @@ class TestEntry:
 
 
 @dataclass(frozen=True)
-class MeasurementRow:
-    """A recorded figure; ``decide`` is ``"point"`` where the record names no rule (v2 records)."""
+class Measurement:
+    """One figure: what ``evidence.measure`` returns and what a record's row reads back.
+
+    An estimate's interval and level ride along with the rule that judges it; ``decide`` is
+    ``"point"`` where the record names no rule (v2 records, plain numbers). ``value`` is a
+    string only when read back from a record that held a non-finite figure (written ``"nan"``)
+    or a string someone put there; such a value misses any bound.
+    """
 
     nodeid: str
     name: str
@@ -99,15 +107,39 @@ class MeasurementRow:
     confidence_level: float | None = None
     decide: Decide = "point"
 
+    @property
     def verdict(self) -> ThresholdVerdict:
-        """Passed, failed or inconclusive, recomputed from value, interval, bounds and rule."""
+        """Passed, failed or inconclusive, computed from value, interval, bounds and rule."""
         value = float(self.value) if isinstance(self.value, int | float) else math.nan
         return three_way_verdict(value, self.at_least, self.at_most, self.ci_low, self.ci_high,
                                  self.decide)
 
+    @property
+    def passed(self) -> bool:
+        return self.verdict.passed
+
     def miss(self) -> str | None:
         """Why the figure is not shown to meet its bounds (failed or inconclusive), else None."""
-        return self.verdict().reason
+        return self.verdict.reason
+
+    def to_dict(self) -> dict[str, JsonValue]:
+        """The figure as its test ships it (the collector adds the node id); the interval's
+        fields only for an estimate (a plain number has none)."""
+        verdict = self.verdict
+        entry: dict[str, JsonValue] = {
+            "name": self.name,
+            "value": self.value,
+            "unit": self.unit,
+            "at_least": self.at_least,
+            "at_most": self.at_most,
+            "passed": verdict.passed,
+            "decide": self.decide,
+            "verdict": verdict.verdict,
+        }
+        if self.confidence_level is not None:
+            entry |= {"ci_low": self.ci_low, "ci_high": self.ci_high,
+                      "confidence_level": self.confidence_level}
+        return entry
 
 
 @dataclass(frozen=True)
@@ -133,6 +165,8 @@ class SourceInfo:
     allow_dirty: bool
     problem: str | None
     changed_files: tuple[str, ...] | None
+    imported_files: tuple[str, ...] | None = None
+    """The repository's files the run imported or collected; None: the record does not list them."""
 
 
 @dataclass(frozen=True)
@@ -185,7 +219,7 @@ class AcRecord:
     mode: RunModeName
     waiver: Waiver | None
     tests: tuple[TestEntry, ...]
-    measurements: tuple[MeasurementRow, ...]
+    measurements: tuple[Measurement, ...]
     attachments: tuple[AttachmentRow, ...]
     host: HostInfo
     source: SourceInfo
@@ -239,6 +273,7 @@ def _engine(value: Mapping[str, JsonValue]) -> EngineFact:
         versions=_mapping(value.get("versions")),
         identity=_mapping(value.get("identity")),
         memory_returned=value.get("memory_returned"),
+        reported_backend=value.get("reported_backend"),
     )
 
 
@@ -304,7 +339,7 @@ def _record(data: Mapping[str, JsonValue]) -> AcRecord:
         waiver=_waiver(data["waiver"]),
         tests=tuple(_test(test) for test in data["tests"]),
         measurements=tuple(
-            MeasurementRow(
+            Measurement(
                 nodeid=row["nodeid"],
                 name=row["name"],
                 value=row["value"],
@@ -336,6 +371,7 @@ def _record(data: Mapping[str, JsonValue]) -> AcRecord:
             allow_dirty=source["allow_dirty"],
             problem=source["problem"],
             changed_files=None if changed is None else tuple(changed),
+            imported_files=None if source.get("imported_files") is None else tuple(source["imported_files"]),
         ),
         run=RunInfo(
             id=run["id"],

@@ -97,12 +97,16 @@ def bound_source(source: SourceState, rootdir: Path, imported: Iterable[Path]) -
     top = git_top(rootdir.resolve())
     if source.commit is None or top is None:
         return source
+    imported = list(imported)
     binding = bind_to_head(imported, top)
+    inside = sorted({path.resolve().relative_to(top.resolve()).as_posix() for path in imported
+                     if path.resolve().is_relative_to(top.resolve())})
     return dataclasses.replace(
         source,
         dirty=bool(source.dirty or binding.changed_files),
         changed_files=binding.changed_files,
         problem=binding.problem or source.problem,
+        imported_files=tuple(inside),
     )
 
 
@@ -187,6 +191,7 @@ class EvidenceCollector:
         host_provenance: HostProvenance | Mapping[str, JsonValue] | None = None,
         census: Callable[[], Census] | None = None,
         run_provenance: Callable[[], Mapping[str, JsonValue]] | None = None,
+        job_nonce: str | None = None,
     ) -> None:
         """``selection``: what collection selected and deselected (filled in by the plugin's hooks
         on this process, and merged from xdist workers in ``pytest_testnodedown``).
@@ -194,8 +199,10 @@ class EvidenceCollector:
         ``host_provenance`` defaults to an unedited probe that asked no tool. ``census`` takes
         the full collection of the configured testpaths at the session's end (None: no census,
         so no AC is complete); ``run_provenance`` what shaped the run from outside the
-        repository (``_run_provenance``; None: unknown, so nothing qualifies).
+        repository (``_run_provenance``; None: unknown, so nothing qualifies); ``job_nonce`` the
+        fleet job's ``--specgate-nonce``, written into the in-toto statement.
         """
+        self._job_nonce = job_nonce
         self._environ = os.environ if environ is None else environ
         self.redactor: Redactor = build_redactor(rootdir, redact_patterns, self._environ)
         started = dt.datetime.now(dt.UTC)
@@ -304,6 +311,11 @@ class EvidenceCollector:
                                          for name, path in foreign.items()})
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
+        if exitstatus == pytest.ExitCode.USAGE_ERROR:
+            # Stopped by a usage error (a bad marker or option) before any test ran: an empty
+            # bundle would only be mistaken for a run; the error line says what happened.
+            self.discard()
+            return
         # Before the imported files are listed: files only the census imported are bound too.
         if self._take_census is not None:
             self.census = self._take_census()
@@ -442,6 +454,7 @@ class EvidenceCollector:
             lambda verdict, reasons: self._receipt(status, verdict, reasons),
             self._source.commit,
             __version__,
+            job_nonce=self._job_nonce,
         )
         self._folder.staging.release()
         return bundle
@@ -513,6 +526,8 @@ def redacted_run_facts(run: RunFacts, redactor: Redactor) -> RunFacts:
             source,
             problem=None if source.problem is None else redactor.text(source.problem),
             changed_files=None if changed is None else tuple(redactor.text(path) for path in changed),
+            imported_files=None if source.imported_files is None
+            else tuple(redactor.text(path) for path in source.imported_files),
         ),
         host_facts=redactor.value(run.host_facts),
         host_summary=redactor.text(run.host_summary),

@@ -32,7 +32,7 @@ from typing import Literal
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.samples import RecordedSamples, SamplesError, samples_note_key
 from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL
-from pytest_specgate.evidence._acrecord import AcRecord, MeasurementRow
+from pytest_specgate.evidence._acrecord import AcRecord, Measurement
 from pytest_specgate.evidence._policy import judge
 
 COMPARE_SCHEMA_ID = "specgate.compare/2"
@@ -123,7 +123,7 @@ class MeasurementChange:
     @property
     def ratio(self) -> float | None:
         """``new / base`` of the recorded figures; None when either is not a number or base is 0."""
-        base, new = _number(self.base), _number(self.new)
+        base, new = finite_number(self.base), finite_number(self.new)
         return None if base is None or new is None or base == 0 else new / base
 
     @property
@@ -156,13 +156,15 @@ class Comparison:
         return sum(1 for change in self.changes if change.change is kind)
 
 
-def _number(value: float | str | None) -> float | None:
+def finite_number(value: float | str | None) -> float | None:
+    """A recorded value as a float when it is a finite number (not a bool), else None."""
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
         return None
     return float(value)
 
 
-def _better(row: MeasurementRow) -> Better | None:
+def better_direction(row: Measurement) -> Better | None:
+    """Which way is better, from the bound: ``at_least`` higher, ``at_most`` lower, else None."""
     if (row.at_least is None) == (row.at_most is None):
         return None
     return "higher" if row.at_least is not None else "lower"
@@ -173,13 +175,13 @@ def _notes(record: AcRecord, nodeid: str) -> Mapping[str, JsonValue]:
     return (test.notes if test is not None else None) or {}
 
 
-def _interval(record: AcRecord, row: MeasurementRow) -> Interval | None:
+def _interval(record: AcRecord, row: Measurement) -> Interval | None:
     if row.ci_low is not None and row.ci_high is not None:
         level = "" if row.confidence_level is None else f" ({row.confidence_level:.0%})"
         return Interval(min(row.ci_low, row.ci_high), max(row.ci_low, row.ci_high),
                         f"the measurement's interval{level}")
     siblings = {
-        other.name: _number(other.value) for other in record.measurements if other.nodeid == row.nodeid
+        other.name: finite_number(other.value) for other in record.measurements if other.nodeid == row.nodeid
     }
     low, high = (siblings.get(row.name + suffix) for suffix in _CI_SUFFIXES)
     if low is not None and high is not None:
@@ -189,13 +191,13 @@ def _interval(record: AcRecord, row: MeasurementRow) -> Interval | None:
     for key in (row.name + _ESTIMATE_SUFFIX, row.name):
         note = notes.get(key)
         if isinstance(note, Mapping):
-            low, high = _number(note.get("ci_low")), _number(note.get("ci_high"))
+            low, high = finite_number(note.get("ci_low")), finite_number(note.get("ci_high"))
             if low is not None and high is not None:
                 return Interval(min(low, high), max(low, high), f"note {key}")
     return None
 
 
-def _samples(ac_id: str, record: AcRecord, row: MeasurementRow) -> RecordedSamples | None:
+def _samples(ac_id: str, record: AcRecord, row: Measurement) -> RecordedSamples | None:
     key = samples_note_key(row.name)
     note = _notes(record, row.nodeid).get(key)
     if note is None:
@@ -210,12 +212,12 @@ def _half_width(interval: Interval | None) -> float | None:
     return None if interval is None else (interval.high - interval.low) / 2
 
 
-def difference(ac_id: str, base: tuple[AcRecord, MeasurementRow], new: tuple[AcRecord, MeasurementRow],
+def difference(ac_id: str, base: tuple[AcRecord, Measurement], new: tuple[AcRecord, Measurement],
                confidence_level: float) -> Difference | None:
     """The change of one figure with the best interval both records allow; None when a value is
     not a number."""
     base_row, new_row = base[1], new[1]
-    base_value, new_value = _number(base_row.value), _number(new_row.value)
+    base_value, new_value = finite_number(base_row.value), finite_number(new_row.value)
     if base_value is None or new_value is None:
         return None
     base_samples, new_samples = _samples(ac_id, *base), _samples(ac_id, *new)
@@ -263,11 +265,11 @@ def _interval_names(record: AcRecord) -> set[tuple[str, str]]:
     }
 
 
-def _rows(record: AcRecord | None) -> dict[tuple[str, str], MeasurementRow]:
+def _rows(record: AcRecord | None) -> dict[tuple[str, str], Measurement]:
     if record is None:
         return {}
     skip = _interval_names(record)
-    rows: dict[tuple[str, str], MeasurementRow] = {}
+    rows: dict[tuple[str, str], Measurement] = {}
     for row in record.measurements:
         if (row.nodeid, row.name) not in skip:
             rows.setdefault((row.nodeid, row.name), row)
@@ -281,7 +283,7 @@ def _compare_ac(ac_id: str, base: AcRecord | None, new: AcRecord | None, toleran
     for key in [*base_rows, *(key for key in new_rows if key not in base_rows)]:
         base_row, new_row = base_rows.get(key), new_rows.get(key)
         shown = new_row if new_row is not None else base_rows[key]
-        better = _better(shown)
+        better = better_direction(shown)
         found: Difference | None = None
         if base_row is None or base is None:
             change = Change.ONLY_IN_NEW

@@ -28,6 +28,7 @@ from pytest_specgate.contracts.safe_read import read_regular_file
 from pytest_specgate.contracts.validation import decode_utf8
 from pytest_specgate.evidence._ac_definitions import ac_definition_problems
 from pytest_specgate.evidence._acrecord import AcRecord
+from pytest_specgate.evidence._base_members import BaseMembership, base_membership, membership_problems
 from pytest_specgate.evidence._bundle import (
     MARKDOWN_NAME,
     Bundle,
@@ -52,7 +53,7 @@ from pytest_specgate.evidence._run_provenance import unenrolled_backends, used_b
 from pytest_specgate.evidence._trust import NO_PROFILES, TrustCheck, profile_needs
 from pytest_specgate.evidence._trusted import UNTRUSTED, TrustedConfig
 
-GATE_RESULT_SCHEMA_ID = "specgate.gate-result/1"
+GATE_RESULT_SCHEMA_ID = "specgate.gate-result/2"
 _FULL_COMMIT = re.compile(r"^[0-9a-fA-F]{40}$")
 PROJECT_CONFIG_FILES = frozenset({"pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg"})
 """pytest's configuration files at the repository root: harness for every AC when they change (the
@@ -81,9 +82,12 @@ class AcJudgement:
     problems: tuple[str, ...]
     waived: bool = False
     harness_changed: tuple[str, ...] | None = None
-    """Harness files (the AC's spec files, conftests above them, files beside them, the project's
-    pytest configuration) that differ between the trusted base commit and the record's commit;
-    None when no base ref was given or no record was reached."""
+    """Harness files (every repository file the run imported or collected, the AC's spec files,
+    conftests above them, files beside them, the project's pytest configuration) that differ
+    between the trusted base commit and the record's commit, less those the trusted ``sut_paths``
+    name; each blocks the AC. None when no base ref was given or no record was reached."""
+    sut_changed: tuple[str, ...] = ()
+    """Harness files that differ but that the trusted config names as in-process code under test."""
 
     @property
     def accepted(self) -> bool:
@@ -133,11 +137,14 @@ the PR body outside the checked blocks is the author's, only this is the gate's.
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
 
 
-def resolve_commit(option: str | None, environ: Mapping[str, str]) -> CommitChoice:
-    """``--commit``, else in GitHub Actions the commit the event is about; the full 40-hex commit.
+def resolve_commit(option: str | None, environ: Mapping[str, str],
+                   checkout: Path | None = None) -> CommitChoice:
+    """``--commit``, else in GitHub Actions the commit the event is about, else (a release manager
+    at their desk) ``HEAD`` of ``checkout``; the full 40-hex commit.
 
     On ``pull_request`` events ``$GITHUB_SHA`` is the merge commit GitHub made, which no run
-    recorded: the PR's head is ``pull_request.head.sha`` in ``$GITHUB_EVENT_PATH``.
+    recorded: the PR's head is ``pull_request.head.sha`` in ``$GITHUB_EVENT_PATH``. Inside
+    Actions HEAD is never guessed: there it may be that merge commit.
     """
     event = environ.get("GITHUB_EVENT_NAME", "")
     if option is not None:
@@ -147,15 +154,29 @@ def resolve_commit(option: str | None, environ: Mapping[str, str]) -> CommitChoi
     elif environ.get("GITHUB_SHA"):
         what = "the pushed commit" if event == "push" else f"the commit of the {event} event" if event else ""
         text, source = environ["GITHUB_SHA"], f"$GITHUB_SHA, {what}" if what else "$GITHUB_SHA"
+    elif not environ.get("GITHUB_ACTIONS") and checkout is not None and (head := _head(checkout)):
+        text, source = head, f"HEAD of {checkout} (outside GitHub Actions)"
     else:
         raise GateInputError(
-            "no commit to check the evidence against: pass --commit=<40-hex sha> (or set $GITHUB_SHA)"
+            "no commit to check the evidence against: pass --commit=<40-hex sha> (or set $GITHUB_SHA; "
+            "outside GitHub Actions the gate takes HEAD of a git checkout in the current directory)"
         )
     if not _FULL_COMMIT.match(text.strip()):
         raise GateInputError(
             f"{source} {text!r}: expected the full 40-hex commit; a prefix could match another commit"
         )
     return CommitChoice(sha=text.strip().lower(), source=source)
+
+
+def _head(checkout: Path) -> str | None:
+    import subprocess
+
+    try:
+        completed = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--verify", "HEAD^{commit}"],
+                                   capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return completed.stdout.strip() if completed.returncode == 0 else None
 
 
 def _pull_request_head(event: str, location: str) -> tuple[str, str]:
@@ -310,6 +331,13 @@ class _AcContext:
     repo: Path
     integrity: dict[Path, list[str]] = field(default_factory=dict)
     diffs: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
+    membership: BaseMembership | None = None
+
+    def base_membership(self, base_commit: str) -> BaseMembership:
+        """The census of the trusted commit, taken once per gate run."""
+        if self.membership is None:
+            self.membership = base_membership(self.repo, base_commit, self.trusted.spec_paths or (".",))
+        return self.membership
 
 
 def _hidden_only(ac_id: str, hidden: Sequence[HiddenEvidence]) -> str:
@@ -357,11 +385,19 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
     problems += needs.problems
     if context.trust is not None:
         problems += context.trust.problems(bundle, record, needs, context.commit.sha)
-    harness = None if trusted.base_commit is None else _harness_changes(record, trusted.base_commit, context)
+    harness: tuple[str, ...] | None = None
+    sut: tuple[str, ...] = ()
+    if trusted.base_commit is not None:
+        changed = _harness_changes(record, trusted.base_commit, context)
+        harness = tuple(path for path in changed if not trusted.is_sut(path))
+        sut = tuple(path for path in changed if trusted.is_sut(path))
+        problems += harness_problems(record, harness, trusted.base_commit)
+        problems += membership_problems(record, context.base_membership(trusted.base_commit))
     if verdict.waiver is not None:
         waiver_problem = _waiver_problem(verdict.waiver.to, context.gate, trusted)
         if waiver_problem is None:
-            return AcJudgement(ac_id, verdict, tuple(problems), waived=True, harness_changed=harness)
+            return AcJudgement(ac_id, verdict, tuple(problems), waived=True, harness_changed=harness,
+                               sut_changed=sut)
         problems.append(waiver_problem)
     if verdict.outcome != "passed":
         problems.append(f"outcome is {verdict.outcome}, not passed")
@@ -372,7 +408,7 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
     if trusted.spec_paths is not None:
         engine += census_scope_reasons(record.document, trusted.spec_paths)
     problems += [f"not qualifying under the trusted config ({trusted.source}): {reason}" for reason in engine]
-    return AcJudgement(ac_id, verdict, tuple(problems), harness_changed=harness)
+    return AcJudgement(ac_id, verdict, tuple(problems), harness_changed=harness, sut_changed=sut)
 
 
 def census_scope_reasons(document: Mapping[str, object], spec_paths: Sequence[str]) -> list[str]:
@@ -501,10 +537,23 @@ def block_difference(block: EvidenceBlock, expected: str) -> str | None:
     return None
 
 
+def harness_problems(record: AcRecord, harness: Sequence[str], base: str) -> list[str]:
+    """A changed harness file blocks the AC: its figures came from code the base never ran."""
+    if record.source.imported_files is None:
+        return [f"the record does not list the repository files the run imported, so whether "
+                f"{record.ac.id}'s harness is the trusted commit's ({base[:12]}) is unknown"]
+    return [f"harness file {path} differs from the trusted commit {base[:12]} and this run imported or "
+            f"collected it: land the harness change first (or name it in the trusted [tool.specgate] "
+            "sut_paths if it is in-process code under test)"
+            for path in harness]
+
+
 def harness_paths(record: AcRecord, changed: Sequence[str]) -> tuple[str, ...]:
-    """Which ``changed`` paths are harness for ``record``'s AC: its spec files, any conftest.py at
-    or above their folders, other files in those folders (helpers, data), and the project's pytest
+    """Which ``changed`` paths are harness for ``record``'s AC: every repository file the run
+    imported or collected (``source.imported_files``), its spec files, any conftest.py at or above
+    their folders, other files in those folders (helpers, data), and the project's pytest
     configuration at the root. Paths are repository-relative, as nodeids are rootdir-relative."""
+    imported = set(record.source.imported_files or ())
     specs = {PurePosixPath(test.nodeid.split("::", 1)[0]) for test in record.tests}
     folders = {spec.parent for spec in specs}
     above = {ancestor for folder in folders for ancestor in (folder, *folder.parents)}
@@ -512,7 +561,8 @@ def harness_paths(record: AcRecord, changed: Sequence[str]) -> tuple[str, ...]:
     for text in changed:
         path = PurePosixPath(text)
         if (
-            path in specs
+            text in imported
+            or path in specs
             or path.parent in folders
             or (path.name == "conftest.py" and path.parent in above)
             or (path.parent == PurePosixPath(".") and path.name in PROJECT_CONFIG_FILES)
@@ -584,6 +634,7 @@ def gate_result_json(verdict: GateVerdict) -> dict[str, JsonValue]:
                 "harness_changed": None
                 if judgement.harness_changed is None
                 else list(judgement.harness_changed),
+                "sut_changed": list(judgement.sut_changed),
             }
             for judgement in verdict.judgements
         ],

@@ -19,11 +19,14 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from pytest_specgate.contracts.acceptance import is_ac_id
+from pytest_specgate.contracts.engine import declared_version
 from pytest_specgate.contracts.jsonvalue import JsonValue
-from pytest_specgate.evidence._acrecord import AcRecord, AttachmentRow, EngineFact, MeasurementRow
+from pytest_specgate.contracts.markers import BUILTIN_BACKEND_NAMES
+from pytest_specgate.contracts.speedup_model import line_from_figures
+from pytest_specgate.evidence._acrecord import AcRecord, AttachmentRow, EngineFact, Measurement
 from pytest_specgate.evidence._policy import SIMULATED_BACKENDS, PolicyVerdict
 
-_Row = TypeVar("_Row", MeasurementRow, AttachmentRow)
+_Row = TypeVar("_Row", Measurement, AttachmentRow)
 
 DIGEST_KEYWORD = "specgate-evidence"
 VERDICT_PREFIX = "**Verdict: "
@@ -112,7 +115,7 @@ def _cell(value: JsonValue) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def _threshold(row: MeasurementRow) -> str:
+def _threshold(row: Measurement) -> str:
     bounds = []
     if row.at_least is not None:
         bounds.append(f"≥ {_cell(row.at_least)}")
@@ -121,20 +124,20 @@ def _threshold(row: MeasurementRow) -> str:
     return ", ".join(bounds) or "—"
 
 
-def _bounded(row: MeasurementRow) -> bool:
+def _bounded(row: Measurement) -> bool:
     return row.at_least is not None or row.at_most is not None
 
 
 _RESULT_CELLS = {"passed": "pass", "failed": "FAIL", "inconclusive": "INCONCLUSIVE"}
 
 
-def _result(row: MeasurementRow) -> str:
+def _result(row: Measurement) -> str:
     if not _bounded(row):
         return RECORDED
-    return _RESULT_CELLS[row.verdict().verdict]
+    return _RESULT_CELLS[row.verdict.verdict]
 
 
-def _figure(row: MeasurementRow) -> str:
+def _figure(row: Measurement) -> str:
     """The value and unit, then its interval and level when it has one, and ``(judged on the
     point)`` when the spec chose to be judged on the point value although an interval exists."""
     shown = f"{_cell(row.value)} {_cell(row.unit)}" if row.unit else _cell(row.value)
@@ -174,13 +177,15 @@ def _text(value: JsonValue) -> str | None:
 
 
 def _engine_version(engine: EngineFact) -> str:
-    """The serving software's version as the plugin read it (``versions()``), else ``unknown``."""
+    """The serving software's version as the plugin read it (``versions()``), else ``unknown``; a
+    third-party backend's first declared entry shows with its name (``1.0 (specgate-echo)``)."""
     versions = engine.versions or {}
     for key in (engine.backend, f"{engine.backend}-lm", f"{engine.backend}_server", "version"):
         found = _text(versions.get(key))
         if found is not None:
             return found
-    return "unknown"
+    declared = None if engine.backend in BUILTIN_BACKEND_NAMES else declared_version(versions)
+    return "unknown" if declared is None else f"{declared[1]} ({declared[0]})"
 
 
 def _server_says(engine: EngineFact) -> str:
@@ -287,6 +292,16 @@ def _link(row: AttachmentRow) -> str:
     return f"[{_cell(name)}](<{row.path.replace('<', '%3C').replace('>', '%3E')}>)"
 
 
+def _speedup_model_lines(record: AcRecord) -> list[str]:
+    """One line per test that recorded the speedup model's figures: predicted against measured."""
+    lines = []
+    for nodeid, rows in _by_test(record, record.measurements):
+        line = line_from_figures({row.name: row.value for row in rows})
+        if line is not None:
+            lines.append(f"- Speedup model (`{_cell(_test_name(nodeid))}`): {_cell(line)}")
+    return lines
+
+
 def _attachment_lines(record: AcRecord) -> list[str]:
     if not record.attachments:
         return []
@@ -325,13 +340,14 @@ def render_ac_block(record: AcRecord, verdict: PolicyVerdict, ac_sha256: str, bu
     lines.append(
         f"- Commit: {_cell(record.source.commit or 'unknown')}" + (" (dirty)" if record.source.dirty else "")
     )
+    lines += _speedup_model_lines(record)
     lines += _attachment_lines(record)
     lines += _measurement_lines(record)
     lines += ["", f"`{digest_line(record.ac.id, ac_sha256, bundle_sha256)}`", ""]
     return "\n".join(lines)
 
 
-def deciding_figure(record: AcRecord) -> MeasurementRow | None:
+def deciding_figure(record: AcRecord) -> Measurement | None:
     """The figure that decides the AC: its first missed bound, else its first bounded measurement."""
     bounded = [row for row in record.measurements if _bounded(row)]
     return next((row for row in bounded if row.miss()), bounded[0] if bounded else None)

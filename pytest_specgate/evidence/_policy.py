@@ -99,7 +99,7 @@ def measurement_reasons(record: AcRecord) -> list[str]:
         if bounded and row.decide == "interval" and low_level:
             reasons.append(f"{row.nodeid}: {row.name} is judged on an interval at confidence level "
                            f"{row.confidence_level}, below the {DEFAULT_CONFIDENCE_LEVEL:g} that qualifies")
-        verdict = row.verdict()
+        verdict = row.verdict
         if verdict.reason is None:
             continue
         shown = f"{row.value}" + (f" {row.unit}" if row.unit else "")
@@ -117,7 +117,7 @@ def measured_outcome(outcome: AcOutcome, record: AcRecord) -> AcOutcome:
     """The AC's outcome once its figures are judged again: a figure shown to miss fails it; one
     that is undecided makes it ``inconclusive`` when nothing else failed (tests that failed only
     on inconclusive figures say so at the start of their message, :func:`is_inconclusive_failure`)."""
-    verdicts = {row.verdict().verdict for row in record.measurements}
+    verdicts = {row.verdict.verdict for row in record.measurements}
     if "failed" in verdicts:
         return "failed" if outcome == "passed" else outcome
     if "inconclusive" not in verdicts:
@@ -350,6 +350,10 @@ def _engine_reasons(engine: EngineFact, hardware_checked_here: bool) -> list[str
 
 def _identity_reasons(engine: EngineFact, hardware_checked_here: bool) -> list[str]:
     url = engine.url or "an unknown address"
+    if engine.reported_backend is not None and engine.reported_backend != engine.backend:
+        return [f"the engine booted by the {engine.backend!r} backend reports itself as "
+                f"{engine.reported_backend!r}: an engine is known by the configuration that booted it, "
+                "and one that says otherwise is not believed"]
     if engine.backend in SIMULATED_BACKENDS or engine.simulated:
         return [
             f"ran on the built-in mock engine ({engine.model}), a simulation: only a real engine's "

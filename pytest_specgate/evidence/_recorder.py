@@ -24,10 +24,9 @@ from pytest_specgate.contracts.thresholds import (
     INCONCLUSIVE_FAILURE_PREFIX,
     Decide,
     IntervalEstimate,
-    ThresholdVerdict,
-    three_way_verdict,
 )
 from pytest_specgate.contracts.validation import MAX_VALUE_DEPTH, value_nesting_depth
+from pytest_specgate.evidence._acrecord import Measurement as Measurement
 from pytest_specgate.evidence._jsonio import replace_atomically, sha256_hex
 from pytest_specgate.evidence._known_secrets import MIN_KNOWN_LENGTH
 from pytest_specgate.evidence._payloads import RefusedPayload
@@ -45,48 +44,6 @@ RESERVED_NOTE_KEYS = frozenset({"engines", "host", "source", "provenance", "poli
 
 def staging_dir(evidence_dir: Path, run_id: str) -> Path:
     return evidence_dir / STAGING_DIR_NAME / run_id
-
-
-@dataclass(frozen=True)
-class Measurement:
-    """One figure; an estimate's interval and level ride along, with the rule that judges it."""
-
-    name: str
-    value: float
-    unit: str | None
-    at_least: float | None
-    at_most: float | None
-    ci_low: float | None = None
-    ci_high: float | None = None
-    confidence_level: float | None = None
-    decide: Decide = "point"
-
-    @property
-    def verdict(self) -> ThresholdVerdict:
-        return three_way_verdict(
-            self.value, self.at_least, self.at_most, self.ci_low, self.ci_high, self.decide
-        )
-
-    @property
-    def passed(self) -> bool:
-        return self.verdict.passed
-
-    def to_dict(self) -> dict[str, JsonValue]:
-        """The row; the interval's fields only for an estimate (a plain number has none)."""
-        entry: dict[str, JsonValue] = {
-            "name": self.name,
-            "value": self.value,
-            "unit": self.unit,
-            "at_least": self.at_least,
-            "at_most": self.at_most,
-            "passed": self.passed,
-            "decide": self.decide,
-            "verdict": self.verdict.verdict,
-        }
-        if self.confidence_level is not None:
-            entry |= {"ci_low": self.ci_low, "ci_high": self.ci_high,
-                      "confidence_level": self.confidence_level}
-        return entry
 
 
 @dataclass(frozen=True)
@@ -205,7 +162,7 @@ class EvidenceRecorder:
             if decide == "interval":
                 raise ValueError(f"evidence.measure({name!r}): decide='interval' needs an estimate "
                                  f"with a confidence interval, found the number {value!r}")
-            measurement = Measurement(name, _number("value", value, name), unit, *bounds)
+            measurement = Measurement(self.nodeid, name, _number("value", value, name), unit, *bounds)
         else:
             estimate = cast("IntervalEstimate", value)  # numbers.Real does not narrow for mypy
             measurement = self._estimate(name, estimate, unit, decide or "interval", bounds)
@@ -234,7 +191,7 @@ class EvidenceRecorder:
                 f"point, ci_low, ci_high and confidence_level), found {estimate!r}"
             ) from None
         measurement = Measurement(
-            name, _number("point", point, name), unit, *bounds,
+            self.nodeid, name, _number("point", point, name), unit, *bounds,
             ci_low=None if low is None else _number("ci_low", low, name),
             ci_high=None if high is None else _number("ci_high", high, name),
             confidence_level=_number("confidence_level", level, name), decide=decide,

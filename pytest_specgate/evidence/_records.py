@@ -44,12 +44,15 @@ class PhaseResult:
 
 @dataclass(frozen=True)
 class SourceState:
-    """``changed_files``: repository files that differ from ``commit``; None when unknown."""
+    """``changed_files``: repository files that differ from ``commit``; None when unknown.
+    ``imported_files``: the repository's files the run imported or collected (repository-relative;
+    None when not listed), which the gate holds to the trusted commit as the ACs' harness."""
 
     commit: str | None
     dirty: bool | None
     problem: str | None
     changed_files: tuple[str, ...] | None = None
+    imported_files: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -398,6 +401,7 @@ def build_ac_record(
             "allow_dirty": run.allow_dirty,
             "problem": run.source.problem,
             "changed_files": None if run.source.changed_files is None else list(run.source.changed_files),
+            **({} if (imported := run.source.imported_files) is None else {"imported_files": list(imported)}),
         },
         "versions": dict(run.versions),
         "run": {

@@ -18,6 +18,8 @@ import base64
 import binascii
 import hashlib
 import json
+import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +40,7 @@ from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.safe_read import SafeReadError, digest_regular_file, read_regular_file
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import (
+    NONCE_FIELD,
     SIGNATURE_NAME,
     STATEMENT_NAME,
     BundleError,
@@ -341,6 +344,43 @@ def witness_problems(records: Mapping[str, AcRecord], probed: Mapping[str, JsonV
         if differing:
             problems.append(f"{ac_id}: host facts differ from this host's own probe: {'; '.join(differing)}")
     return list(dict.fromkeys(problems))
+
+
+def special_entries(bundle_dir: Path) -> list[str]:
+    """Every symlink, FIFO, socket or device anywhere under ``bundle_dir`` (bundle-relative): a
+    signer copies and signs only regular files and folders, so a link a spec user planted towards
+    the key's folder is refused before anything reads through it."""
+    found: list[str] = []
+    for folder, directories, files in os.walk(bundle_dir, followlinks=False):
+        for name in (*directories, *files):
+            path = Path(folder) / name
+            mode = path.lstat().st_mode
+            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
+                kind = "a symlink" if stat.S_ISLNK(mode) else "a special file"
+                found.append(f"{path.relative_to(bundle_dir).as_posix()} ({kind})")
+    return sorted(found)
+
+
+def job_problems(bundle_dir: Path, commit: str | None, nonce: str | None) -> list[str]:
+    """Why the bundle is not this job's: its statement names another commit than ``commit`` (the
+    job's head) or carries another nonce than ``nonce`` (the one the runner passed to pytest)."""
+    if commit is None and nonce is None:
+        return []
+    path = bundle_dir / STATEMENT_NAME
+    try:
+        data = read_bundle_bytes(path)
+        statement = json.loads(data)
+        recorded = statement_from_payload(data).commit
+    except (BundleError, EnvelopeError, json.JSONDecodeError) as error:
+        return [f"{STATEMENT_NAME}: {error}: the bundle cannot be tied to this job"]
+    problems = []
+    if commit is not None and recorded != commit.lower():
+        problems.append(f"the bundle is for commit {recorded}, not this job's {commit.lower()}")
+    predicate = statement.get("predicate") if isinstance(statement, dict) else None
+    carried = predicate.get(NONCE_FIELD) if isinstance(predicate, dict) else None
+    if nonce is not None and carried != nonce:
+        problems.append(f"the bundle carries nonce {carried!r}, not the nonce this job passed to pytest")
+    return problems
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,7 @@ definitions), ``gates`` (merge gates in order), ``trust`` (enrolled signers) and
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import subprocess
 import tomllib
@@ -22,11 +23,11 @@ from typing import Any
 from pytest_specgate.contracts.acceptance import AC_ID_FORMS, is_ac_id
 from pytest_specgate.contracts.census import spec_paths_from
 from pytest_specgate.contracts.errors import SpecgateInputError
-from pytest_specgate.contracts.gates import DeclaredGatesError, GateName, declared_gates
-from pytest_specgate.contracts.hardware import HostProfile, RequirementError
-from pytest_specgate.contracts.project_keys import check_known_keys
+from pytest_specgate.contracts.gates import GateName, declared_gates
+from pytest_specgate.contracts.hardware import HostProfile
+from pytest_specgate.contracts.project_keys import check_known_keys, enrolled_backends
 from pytest_specgate.contracts.safe_read import SafeReadError, read_regular_file
-from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, trust_policy_from_table
+from pytest_specgate.evidence._trust import TrustPolicy, trust_policy_from_table
 
 PYPROJECT = "pyproject.toml"
 FILE_SUFFIX = ".toml"
@@ -35,7 +36,6 @@ _REF = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./@{}~^+-]*$")
 """What a ref may look like here: no leading ``-`` (an option), no ``:`` (it would change the path
 ``git show`` reads), no whitespace; git itself then says whether it names a commit."""
 ACS_TABLE = "[tool.specgate.acs]"
-BACKENDS_TABLE = "[tool.specgate.backends]"
 _AC_FIELDS = frozenset({"profile", "engine", "backends"})
 
 
@@ -74,6 +74,12 @@ class TrustedConfig:
     spec_paths: tuple[str, ...] | None = None
     """Where the AC tests live (``[tool.specgate] spec_paths``, else ``testpaths``, else the
     rootdir): every record's census must have collected them; None without a trusted config."""
+    sut_paths: tuple[str, ...] = ()
+    """``[tool.specgate] sut_paths``: repository paths (globs) of in-process code under test; a
+    change there is listed as such rather than blocking the ACs whose run imported it."""
+
+    def is_sut(self, path: str) -> bool:
+        return any(fnmatch.fnmatchcase(path, pattern) for pattern in self.sut_paths)
 
     def engine_free(self, ac_id: str) -> bool:
         settings = self.acs.get(ac_id)
@@ -205,7 +211,7 @@ def trusted_config_from_table(
             if "trust" in table
             else None
         )
-    except (RequirementError, DeclaredGatesError, TrustPolicyError, SpecgateInputError) as error:
+    except SpecgateInputError as error:  # a bad host profile, gate list or trust policy alike
         raise TrustedConfigError(str(error)) from None
     return TrustedConfig(
         source=source,
@@ -215,16 +221,25 @@ def trusted_config_from_table(
         acs=_ac_settings(table.get("acs", {}), source, hosts),
         base_commit=base_commit,
         backends=_enrolled_backends(table.get("backends", {}), source),
+        sut_paths=_sut_paths(table.get("sut_paths", []), source),
     )
+
+
+def _sut_paths(value: object, source: str) -> tuple[str, ...]:
+    """``sut_paths``: a list of repository-relative paths or globs (``pytest_specgate/engines/*``)."""
+    if not isinstance(value, list) or not all(isinstance(path, str) and path for path in value):
+        raise TrustedConfigError(f"{source}: [tool.specgate] sut_paths must be a list of repository paths "
+                                 f'or globs, e.g. ["src/engine/*.py"], found {value!r}')
+    return tuple(value)
 
 
 def _enrolled_backends(table: object, source: str) -> dict[str, str]:
     """``[tool.specgate.backends]``: ``name = "distribution"`` for each non-built-in engine
     backend whose evidence may qualify (``_run_provenance.unenrolled_backends``)."""
-    if not isinstance(table, dict) or not all(isinstance(value, str) for value in table.values()):
-        raise TrustedConfigError(f'{source}: {BACKENDS_TABLE} must map backend names to distribution '
-                                 'names, e.g. sglang = "specgate-sglang"')
-    return dict(table)
+    try:
+        return enrolled_backends(table, source)
+    except SpecgateInputError as error:
+        raise TrustedConfigError(str(error)) from None
 
 
 def _ac_settings(table: object, source: str, hosts: Mapping[str, HostProfile]) -> dict[str, AcSettings]:

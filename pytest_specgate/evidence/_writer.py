@@ -16,6 +16,7 @@ from pytest_specgate.evidence._acrecord import AcRecord, RecordError
 from pytest_specgate.evidence._bundle import (
     MANIFEST_NAME,
     MARKDOWN_NAME,
+    NONCE_FIELD,
     RECEIPT_NAME,
     STATEMENT_NAME,
     FileEntry,
@@ -64,9 +65,11 @@ def run_verdict(judged: Sequence[tuple[AcRecord, PolicyVerdict]]) -> tuple[str, 
 
 
 def intoto_statement(
-    judged: Sequence[tuple[AcRecord, PolicyVerdict]], ac_files: Mapping[str, FileEntry], commit: str
+    judged: Sequence[tuple[AcRecord, PolicyVerdict]], ac_files: Mapping[str, FileEntry], commit: str,
+    job_nonce: str | None = None,
 ) -> dict[str, JsonValue]:
-    """The run as an in-toto test-result Statement about the source commit, ready to sign."""
+    """The run as an in-toto test-result Statement about the source commit, ready to sign; a fleet
+    job's nonce (``--specgate-nonce``) goes in its predicate as ``nonce``."""
     passed, warned, failed = [], [], []
     for record, verdict in judged:
         if verdict.outcome != "passed":
@@ -89,6 +92,7 @@ def intoto_statement(
             "passedTests": passed,
             "warnedTests": warned,
             "failedTests": failed,
+            **({} if job_nonce is None else {NONCE_FIELD: job_nonce}),
         },
     }
 
@@ -132,6 +136,7 @@ def write_bundle(
     commit: str | None,
     version: str,
     extra_documents: Mapping[str, JsonValue] | None = None,
+    job_nonce: str | None = None,
 ) -> WrittenBundle:
     """Write AC files, statement, receipt, ``evidence.md`` and then the manifest.
 
@@ -157,7 +162,7 @@ def write_bundle(
         for name, document in sorted((extra_documents or {}).items()):
             files[name] = file_entry(write_redacted(redactor, run_dir / name, document))
         if commit is not None:
-            statement = intoto_statement(judged, ac_files, commit)
+            statement = intoto_statement(judged, ac_files, commit, job_nonce)
             files[STATEMENT_NAME] = file_entry(write_redacted(redactor, run_dir / STATEMENT_NAME, statement))
         verdict, reasons = run_verdict(judged)
         if receipt_for is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import os
+import re
 import shutil
 import sys
 from collections.abc import Sequence
@@ -74,6 +75,7 @@ EXIT_BAD_INPUT = 2
 RENDER_SCHEMA_ID = "specgate.render/1"
 MERGE_RESULT_SCHEMA_ID = "specgate.merge-result/1"
 WAIVERS_SCHEMA_ID = "specgate.waivers/1"
+SIGN_RESULT_SCHEMA_ID = "specgate.sign-result/1"
 
 
 def _add_json_option(parser: argparse.ArgumentParser, schema: str) -> None:
@@ -106,7 +108,7 @@ def only_bundle(path: Path) -> Bundle:
 def configure_render_parser(parser: argparse.ArgumentParser) -> None:
     parser.description = "Print the markdown evidence blocks of one bundle (after verifying it)."
     parser.add_argument("bundle", type=Path, help="a bundle directory (or an evidence dir holding one)")
-    parser.add_argument("-o", "--output", type=Path, help="write the markdown here instead of stdout")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="write the markdown here instead of stdout")
     _add_json_option(parser, RENDER_SCHEMA_ID)
 
 
@@ -171,13 +173,13 @@ def run_render(args: argparse.Namespace) -> int:
     text = redactor.text(markdown)
     if args.json:
         text = pretty_json(redactor.value(_render_json(bundle, records, text)))
-    if args.output is None:
+    if args.out is None:
         sys.stdout.write(text)
         return EXIT_OK
     try:
-        args.output.write_text(text, "utf-8")
+        args.out.write_text(text, "utf-8")
     except OSError as error:
-        return _error("render", f"-o {args.output}: cannot write: {error.strerror or error}")
+        return _error("render", f"--out={args.out}: cannot write: {error.strerror or error}")
     return EXIT_OK
 
 
@@ -189,7 +191,7 @@ def configure_merge_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("bundles", nargs="+", type=Path, help="bundle directories or evidence dirs")
     parser.add_argument(
-        "-o", "--output", type=Path, required=True, help="new bundle directory (must not exist)"
+        "--out", type=Path, required=True, metavar="DIR", help="new bundle directory (must not exist)"
     )
     parser.add_argument(
         "--allow-mixed-commits",
@@ -219,9 +221,9 @@ def _merge_receipt(
 
 
 def _unwritable_merge(output: Path, error: OSError) -> int:
-    """The half-written output goes (merge refuses an existing ``-o``, so all of it is ours)."""
+    """The half-written output goes (merge refuses an existing ``--out``, so all of it is ours)."""
     shutil.rmtree(output, ignore_errors=True)
-    return _error("merge", f"-o {output}: cannot write the merged bundle: {error.strerror or error}")
+    return _error("merge", f"--out={output}: cannot write the merged bundle: {error.strerror or error}")
 
 
 def _attachment_documents(record: AcRecord) -> list[dict[str, JsonValue]]:
@@ -231,7 +233,7 @@ def _attachment_documents(record: AcRecord) -> list[dict[str, JsonValue]]:
 
 
 def run_merge(args: argparse.Namespace) -> int:
-    output: Path = args.output
+    output: Path = args.out
     if output.exists():
         return _error("merge", f"{output}: already exists; merge writes a new bundle directory")
     try:
@@ -348,19 +350,55 @@ def configure_sign_parser(parser: argparse.ArgumentParser) -> None:
         "--key", type=Path, required=True, metavar="PATH",
         help=f"Ed25519 private key, PEM or OpenSSH (ssh-keygen -t ed25519); passphrase: ${PASSPHRASE_ENV}",
     )
+    _add_json_option(parser, SIGN_RESULT_SCHEMA_ID)
+    parser.add_argument(
+        "--commit", metavar="SHA", type=_full_commit,
+        help="refuse unless the bundle is for this full 40-hex commit (a fleet job's head commit)",
+    )
+    parser.add_argument(
+        "--nonce", metavar="NONCE", type=_job_nonce,
+        help="refuse unless the bundle carries this nonce (the one the job passed as --specgate-nonce)",
+    )
+
+
+def _full_commit(text: str) -> str:
+    if not re.fullmatch(r"[0-9a-fA-F]{40}", text):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected the full 40-hex commit")
+    return text.lower()
+
+
+def _job_nonce(text: str) -> str:
+    from pytest_specgate.contracts.validation import JOB_NONCE
+
+    if not JOB_NONCE.match(text):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected 16 to 128 characters of [A-Za-z0-9_-]")
+    return text
 
 
 def run_sign(args: argparse.Namespace) -> int:
     from pytest_specgate.evidence._signing import (
         SigningError,
+        job_problems,
         load_signing_key,
         sign_bundle,
+        special_entries,
         witness_problems,
     )
     from pytest_specgate.selection.host_probe import probe_host
 
+    if args.bundle.is_symlink() or not args.bundle.is_dir():
+        return _error("sign", f"{args.bundle}: not a folder (a symlink is never followed): "
+                              "refusing to sign it")
+    special = special_entries(args.bundle)
+    if special:
+        return _error("sign", f"{args.bundle}: refusing to sign a bundle holding {', '.join(special)}: a "
+                              "bundle holds only regular files and folders")
     try:
         bundle = only_bundle(args.bundle)
+        problems = job_problems(bundle.path, args.commit, args.nonce)
+        if problems:
+            return _error("sign", f"{bundle.path}: refusing to sign: not this job's bundle: "
+                                  f"{'; '.join(problems)}")
         key = load_signing_key(args.key, os.environ)
         redactor = build_redactor(None)
         problems = witness_problems(_verified_records(bundle), redactor.value(probe_host().to_dict()))
@@ -369,6 +407,16 @@ def run_sign(args: argparse.Namespace) -> int:
         signed = sign_bundle(bundle.path, key, redactor)
     except (BundleError, SigningError) as error:
         return _error("sign", str(error))
+    if args.json:
+        sys.stdout.write(pretty_json(redactor.value({
+            "schema": SIGN_RESULT_SCHEMA_ID,
+            "envelope": str(signed.path),
+            "keyid": signed.keyid,
+            "commit": signed.statement.commit,
+            "files": len(signed.statement.files),
+            "signatures": signed.signatures,
+        })))
+        return EXIT_OK
     print(
         f"specgate sign: {signed.path} signed by {signed.keyid} "
         f"({len(signed.statement.files)} files and commit {signed.statement.commit}; "
@@ -388,8 +436,10 @@ trusted configuration:
   It reads [tool.specgate] hosts, gates, trust and acs ([tool.specgate.acs."AC-N"] engine = false).
   Under CI ($CI set) or --require-signatures a missing trust policy rejects every AC;
   --allow-unsigned accepts unsigned evidence instead, and the result says so.
-  With a ref, each AC also lists its harness files (spec files, conftests, helpers, pytest config)
-  that differ from the ref, so a reviewer reads those first.
+  With a ref, the base defines each AC's member tests (a census of the ref in a temporary
+  worktree) and its harness (every repository file the run imported, spec files, conftests,
+  pytest config): a member the run left out, or a harness file that differs from the ref
+  (unless [tool.specgate] sut_paths names it), rejects the AC.
 
   in CI:  git fetch --depth=1 origin "$BASE_SHA"      # the event's pull_request.base.sha
           specgate gate --pr-body-from-event --evidence=out/ --require=AC-10 \\
@@ -426,7 +476,8 @@ def configure_gate_parser(parser: argparse.ArgumentParser) -> None:
         "--require", action="append", default=[], metavar="AC", help="AC that must be evidenced (repeatable)"
     )
     parser.add_argument(
-        "--commit", help="the full 40-hex PR head commit the evidence must be for (default: $GITHUB_SHA)"
+        "--commit", help="the full 40-hex PR head commit the evidence must be for (default: in GitHub "
+        "Actions the event's commit, elsewhere HEAD of the current directory's checkout)"
     )
     parser.add_argument(
         "--trusted-config", metavar="REF|FILE.toml",
@@ -470,7 +521,9 @@ def _print_gate_lines(verdict: GateVerdict) -> None:
         print(problem)
     for judgement in verdict.judgements:
         if judgement.harness_changed is not None:
-            listed = ", ".join(judgement.harness_changed) or "none"
+            sut = [f"{path} (system under test)" for path in judgement.sut_changed]
+            shown = [*judgement.harness_changed, *sut]
+            listed = ", ".join(shown) or "none"
             print(f"{judgement.ac_id}: harness files changed since {verdict.base_commit}: {listed}")
     if not verdict.problems:
         print(f"specgate gate: accepted {', '.join(verdict.accepted)}")
@@ -479,7 +532,7 @@ def _print_gate_lines(verdict: GateVerdict) -> None:
 def run_gate(args: argparse.Namespace) -> int:
     try:
         pr_body = pr_body_input(args.pr_body, args.pr_body_from_event, sys.stdin, os.environ)
-        commit = resolve_commit(args.commit, os.environ)
+        commit = resolve_commit(args.commit, os.environ, Path.cwd())
         trusted = (
             UNTRUSTED if args.trusted_config is None else load_trusted_config(args.trusted_config, Path.cwd())
         )
@@ -613,3 +666,66 @@ def run_compare(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(redactor.text(comparison_markdown(comparison)))
     return EXIT_REJECTED if comparison.regressions else EXIT_OK
+
+
+def configure_history_parser(parser: argparse.ArgumentParser) -> None:
+    from pytest_specgate.evidence._compare import DEFAULT_TOLERANCE
+    from pytest_specgate.evidence._history import HISTORY_EXTRA, HISTORY_SCHEMA_ID
+
+    parser.description = (
+        "Every AC figure across many runs: bundles ordered by their commit's time (git in --repo; "
+        "by run start where git does not know a commit), one trend table per figure (markdown, or "
+        "--json) and one PNG plot each in --out, with persistent shifts (change points, ruptures "
+        f"PELT) naming the first commit after them. Needs pip install 'pytest-specgate[{HISTORY_EXTRA}]'."
+    )
+    parser.add_argument("bundles", nargs="+", type=Path, help="bundle directories or evidence dirs")
+    parser.add_argument("--out", type=Path, default=Path("specgate-history"), metavar="DIR",
+                        help="where history.md, history.json and the plots go (default: specgate-history)")
+    parser.add_argument("--measurement", action="append", default=[], metavar="NAME",
+                        help="only this measurement (repeatable; default: every numeric one)")
+    parser.add_argument("--repo", type=Path, default=Path.cwd(), metavar="DIR",
+                        help="the git checkout that knows the commits (default: the current directory)")
+    tolerance_help = (f"a shift must move the figure's mean by more than this relative change "
+                      f"(default {DEFAULT_TOLERANCE}, i.e. {DEFAULT_TOLERANCE:.0%})")
+    parser.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE), metavar="FRACTION",
+                        help=tolerance_help.replace("%", "%%"))
+    _add_json_option(parser, HISTORY_SCHEMA_ID)
+
+
+def run_history(args: argparse.Namespace) -> int:
+    from pytest_specgate.evidence._compare import tolerance_from_text
+    from pytest_specgate.evidence._history import (
+        build_history,
+        commit_time,
+        history_json,
+        history_markdown,
+        history_run,
+        write_plot,
+    )
+
+    try:
+        tolerance = tolerance_from_text(args.tolerance)
+        bundles = load_all_bundles(args.bundles)
+        loaded = [(bundle, _verified_records(bundle)) for bundle in bundles]
+        commits = {record.source.commit for _, records in loaded for record in records.values()
+                   if record.source.commit}
+        committed_at = {commit: commit_time(args.repo, commit) for commit in sorted(commits)}
+        runs = [history_run(bundle.run_id, bundle.digest, records, committed_at)
+                for bundle, records in loaded]
+        history = build_history(runs, tolerance, args.measurement)
+        args.out.mkdir(parents=True, exist_ok=True)
+        plots = {series.key: write_plot(series, args.out / series.plot_name) for series in history.series}
+    except (ValueError, GateInputError, BundleError) as error:
+        return _error("history", str(error))
+    except OSError as error:
+        return _error("history", f"--out={args.out}: {error}")
+    redactor = build_redactor(None)
+    markdown = redactor.text(history_markdown(history, plots))
+    document = pretty_json(redactor.value(history_json(history, plots)))
+    try:
+        (args.out / "history.md").write_text(markdown, "utf-8")
+        (args.out / "history.json").write_text(document, "utf-8")
+    except OSError as error:
+        return _error("history", f"--out={args.out}: {error}")
+    sys.stdout.write(document if args.json else markdown)
+    return EXIT_OK

@@ -28,7 +28,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pytest_specgate._version import __version__
 from pytest_specgate.contracts.progress import StepProgress, progress_for
@@ -39,16 +39,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_ALLOW_PATTERNS",
     "INCOMPLETE_DIRNAME",
-    "ChecksumMismatchError",
-    "DestinationConflictError",
-    "DiskSpaceError",
-    "FileSetError",
-    "HubAccessError",
-    "HubNotFoundError",
-    "MissingChecksumError",
-    "TransferError",
+    "WEIGHT_PROBLEMS",
     "VerifiedFile",
     "VerifiedSnapshot",
+    "WeightProblem",
     "WeightVerificationError",
     "fetch_verified",
     "free_bytes",
@@ -86,72 +80,41 @@ DigestKind = Literal["sha256", "git-blob-sha1"]
 DiskFree = Callable[[Path], int]
 
 
+WeightProblem = Literal[
+    "hub-access", "not-found", "transfer", "disk-space", "missing-checksum", "checksum-mismatch",
+    "file-set", "destination-conflict",
+]
+WEIGHT_PROBLEMS: Final[Mapping[WeightProblem, str]] = {
+    "hub-access": "hub refused access",  # 401/403: token missing, wrong or not granted
+    "not-found": "not found on the hub",  # 404: repo, revision or file
+    "transfer": "download failed",  # the connection failed or dropped and resuming gave up
+    "disk-space": "not enough disk space",  # before the download, or ENOSPC/EFBIG while writing
+    "missing-checksum": "no checksum to verify against",  # for safetensors: no LFS sha256
+    "checksum-mismatch": "checksum mismatch",  # bytes differ from the published digest or size
+    "file-set": "incomplete snapshot",  # none to serve, missing or extra files, a dangling shard
+    "destination-conflict": "destination already holds different files",
+}
+"""What can stop a verified fetch, each with the words its message starts with."""
+
+
 class WeightVerificationError(Exception):
     """A pinned snapshot could not be fetched and verified; nothing was left behind.
 
-    Every subclass names the repo, the revision, the file (``None`` for the whole
-    snapshot), what was expected and what was found, so the message alone tells a user
-    which pin broke and how.
+    ``problem`` says which step failed (a key of ``WEIGHT_PROBLEMS``); the message names it,
+    the repo, the revision, the file (``None`` for the whole snapshot), what was expected and
+    what was found, so it alone tells a user which pin broke and how.
     """
 
-    problem: ClassVar[str] = "weights could not be verified"
-
-    def __init__(self, *, repo_id: str, revision: str, file: str | None, expected: str, found: str) -> None:
+    def __init__(self, problem: WeightProblem, *, repo_id: str, revision: str, file: str | None,
+                 expected: str, found: str) -> None:
+        self.problem = problem
         self.repo_id = repo_id
         self.revision = revision
         self.file = file
         self.expected = expected
         self.found = found
         where = f"{repo_id}@{revision}" + ("" if file is None else f" file {file}")
-        super().__init__(f"{self.problem}: {where}: expected {expected}, found {found}")
-
-
-class HubAccessError(WeightVerificationError):
-    """The hub refused the request (401/403): token missing, wrong or not granted."""
-
-    problem = "hub refused access"
-
-
-class HubNotFoundError(WeightVerificationError):
-    """The repo, revision or file does not exist on the hub (404)."""
-
-    problem = "not found on the hub"
-
-
-class TransferError(WeightVerificationError):
-    """The connection failed or dropped and huggingface_hub gave up resuming."""
-
-    problem = "download failed"
-
-
-class DiskSpaceError(WeightVerificationError):
-    """Not enough free space before the download, or a write failed with ENOSPC/EFBIG."""
-
-    problem = "not enough disk space"
-
-
-class MissingChecksumError(WeightVerificationError):
-    """The hub sent no digest that could verify the file (for safetensors: no LFS sha256)."""
-
-    problem = "no checksum to verify against"
-
-
-class ChecksumMismatchError(WeightVerificationError):
-    """Downloaded bytes do not match the digest or size the hub published."""
-
-    problem = "checksum mismatch"
-
-
-class FileSetError(WeightVerificationError):
-    """The set of files is wrong: none to serve, missing or extra files, or a dangling shard."""
-
-    problem = "incomplete snapshot"
-
-
-class DestinationConflictError(WeightVerificationError):
-    """The destination already holds something that is not this verified snapshot."""
-
-    problem = "destination already holds different files"
+        super().__init__(f"{WEIGHT_PROBLEMS[problem]}: {where}: expected {expected}, found {found}")
 
 
 @dataclass(frozen=True)
@@ -203,12 +166,13 @@ class _Pin:
 
     def error(
         self,
-        kind: type[WeightVerificationError],
+        problem: WeightProblem,
         file: str | None,
         expected: str,
         found: str,
     ) -> WeightVerificationError:
-        return kind(
+        return WeightVerificationError(
+            problem,
             repo_id=self.repo_id,
             revision=self.revision_label,
             file=file,
@@ -257,9 +221,9 @@ def fetch_verified(
     ``token`` follows huggingface_hub: ``None`` uses the stored token, ``False`` sends
     none. ``endpoint`` overrides ``HF_ENDPOINT`` (which huggingface_hub reads at import).
     If ``destination`` already holds exactly this snapshot it is re-verified and
-    returned without a download; anything else there is a ``DestinationConflictError``.
+    returned without a download; anything else there is a ``"destination-conflict"``.
 
-    Raises a ``WeightVerificationError`` subclass on any failure; the staging area is
+    Raises a ``WeightVerificationError`` naming its problem on any failure; the staging area is
     removed and ``destination`` is left as it was.
     """
     target = Path(destination).absolute()
@@ -308,7 +272,7 @@ def _resolve(
     info = api.model_info(repo_id, revision=revision)
     if info.sha is None:
         raise _Pin(repo_id, revision).error(
-            HubNotFoundError, None, "a commit sha for the revision", "none in the model info"
+            "not-found", None, "a commit sha for the revision", "none in the model info"
         )
     return info.sha, tuple(sibling.rfilename for sibling in info.siblings or ())
 
@@ -323,7 +287,7 @@ def _allowed(repo_files: Sequence[str], allow_patterns: Sequence[str]) -> tuple[
 def _require_weights(pin: _Pin, wanted: Sequence[str], allow_patterns: Sequence[str]) -> None:
     if not any(path.endswith(".safetensors") for path in wanted):
         raise pin.error(
-            FileSetError,
+            "file-set",
             None,
             f"at least one *.safetensors file matching {list(allow_patterns)}",
             f"{list(wanted)}",
@@ -359,7 +323,7 @@ def _expected_file(pin: _Pin, path: str, metadata: HfFileMetadata) -> _ExpectedF
         else "an LFS sha256 x-linked-etag or a git blob sha1 etag"
     )
     found = repr(metadata.etag) if metadata.etag else "no etag"
-    raise pin.error(MissingChecksumError, path, wanted, found)
+    raise pin.error("missing-checksum", path, wanted, found)
 
 
 def _holds_files(target: Path) -> bool:
@@ -374,7 +338,7 @@ def _verify_existing(
         return _verify_tree(pin, target, expected)
     except WeightVerificationError as error:
         raise pin.error(
-            DestinationConflictError, error.file, error.expected, f"{error.found} in {target}"
+            "destination-conflict", error.file, error.expected, f"{error.found} in {target}"
         ) from error
 
 
@@ -394,7 +358,7 @@ def _require_free_space(
     needed = sum(f.size or 0 for f in expected)
     available = disk_free(where)
     if available < needed:
-        raise pin.error(DiskSpaceError, None, f"{needed} bytes free", f"{available} bytes free in {where}")
+        raise pin.error("disk-space", None, f"{needed} bytes free", f"{available} bytes free in {where}")
 
 
 @contextmanager
@@ -502,7 +466,7 @@ def _verify_tree(pin: _Pin, root: Path, expected: Sequence[_ExpectedFile]) -> tu
     wanted = {f.path for f in expected}
     if present != wanted:
         raise pin.error(
-            FileSetError,
+            "file-set",
             None,
             f"exactly {sorted(wanted)}",
             f"missing {sorted(wanted - present)}, unexpected {sorted(present - wanted)}",
@@ -520,7 +484,7 @@ def _verify_file(pin: _Pin, root: Path, expected: _ExpectedFile) -> VerifiedFile
     digests = _digests(root / expected.path)
     if expected.size is not None and digests.size != expected.size:
         raise pin.error(
-            ChecksumMismatchError,
+            "checksum-mismatch",
             expected.path,
             f"{expected.size} bytes",
             f"{digests.size} bytes",
@@ -528,7 +492,7 @@ def _verify_file(pin: _Pin, root: Path, expected: _ExpectedFile) -> VerifiedFile
     found = digests.sha256 if expected.digest_kind == "sha256" else digests.git_blob_sha1
     if found != expected.digest:
         raise pin.error(
-            ChecksumMismatchError,
+            "checksum-mismatch",
             expected.path,
             f"{expected.digest_kind} {expected.digest}",
             f"{expected.digest_kind} {found}",
@@ -555,7 +519,7 @@ def _require_index_shards(pin: _Pin, root: Path, present: set[str]) -> None:
         folder = Path(index).parent
         missing = sorted(s for s in shards if (folder / s).as_posix() not in present)
         if missing:
-            raise pin.error(FileSetError, index, f"shards {sorted(shards)} present", f"missing {missing}")
+            raise pin.error("file-set", index, f"shards {sorted(shards)} present", f"missing {missing}")
 
 
 def _index_shards(pin: _Pin, root: Path, index: str) -> set[str]:
@@ -563,10 +527,10 @@ def _index_shards(pin: _Pin, root: Path, index: str) -> set[str]:
         weight_map = json.loads((root / index).read_text(encoding="utf-8"))["weight_map"]
     except (ValueError, KeyError, TypeError) as error:
         raise pin.error(
-            FileSetError, index, "a JSON object with a weight_map", f"unreadable index ({error})"
+            "file-set", index, "a JSON object with a weight_map", f"unreadable index ({error})"
         ) from error
     if not isinstance(weight_map, Mapping):
-        raise pin.error(FileSetError, index, "weight_map to be an object", type(weight_map).__name__)
+        raise pin.error("file-set", index, "weight_map to be an object", type(weight_map).__name__)
     return {str(shard) for shard in weight_map.values()}
 
 
@@ -588,7 +552,7 @@ def _hub_errors_as(pin: _Pin, *, file: str | None) -> Iterator[None]:
         yield
     except WeightVerificationError:
         raise
-    except Exception as error:
+    except Exception as error:  # hub, transport and disk errors by type (_translate); the rest re-raised
         translated = _translate(pin, file, error)
         if translated is None:
             raise
@@ -601,23 +565,23 @@ def _translate(pin: _Pin, file: str | None, error: Exception) -> WeightVerificat
     if isinstance(error, HfHubHTTPError):
         return _http_error(pin, file, error.response.status_code, str(error))
     if isinstance(error, LocalEntryNotFoundError) or _is_transport_error(error):
-        return pin.error(TransferError, file, "a complete response from the hub", _oneline(error))
+        return pin.error("transfer", file, "a complete response from the hub", _oneline(error))
     if isinstance(error, OSError) and error.errno in _DISK_FULL_ERRNOS:
         written = "" if error.filename is None else f" writing {error.filename}"
         reason = f"{errno.errorcode[error.errno]} ({error.strerror}){written}"
-        return pin.error(DiskSpaceError, file, "room to write the snapshot", reason)
+        return pin.error("disk-space", file, "room to write the snapshot", reason)
     if isinstance(error, OSError) and error.errno is None:
-        return pin.error(TransferError, file, "a complete download from the hub", _oneline(error))
+        return pin.error("transfer", file, "a complete download from the hub", _oneline(error))
     return None
 
 
 def _http_error(pin: _Pin, file: str | None, status: int, message: str) -> WeightVerificationError:
     found = f"HTTP {status}: {_oneline(message)}"
     if status in (401, 403):
-        return pin.error(HubAccessError, file, "access with the given token", found)
+        return pin.error("hub-access", file, "access with the given token", found)
     if status == 404:
-        return pin.error(HubNotFoundError, file, "the repo, revision and file to exist", found)
-    return pin.error(TransferError, file, "a successful hub response", found)
+        return pin.error("not-found", file, "the repo, revision and file to exist", found)
+    return pin.error("transfer", file, "a successful hub response", found)
 
 
 def _is_transport_error(error: Exception) -> bool:

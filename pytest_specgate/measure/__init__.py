@@ -8,6 +8,13 @@ matplotlib are imported only by the functions that need them.
 from __future__ import annotations
 
 from pytest_specgate.contracts.thresholds import Threshold
+from pytest_specgate.measure.cost_model import (
+    CostModelError,
+    CostParameters,
+    SpeedupExplanation,
+    explain_speedup,
+    write_attribution_plot,
+)
 from pytest_specgate.measure.engine_arms import arm_caching, engine_arm, engine_telemetry
 from pytest_specgate.measure.expected import (
     FiniteHorizon,
@@ -42,7 +49,7 @@ from pytest_specgate.measure.pinned import (
     load_named_prompt_set,
     load_prompt_set,
     model_pair,
-    repo_fixtures_dir,
+    project_fixtures_dir,
 )
 from pytest_specgate.measure.positions import (
     PositionAcceptance,
@@ -90,6 +97,8 @@ __all__ = [
     "AcceptanceMeasurement",
     "CacheSettings",
     "ChatMessage",
+    "CostModelError",
+    "CostParameters",
     "FiniteHorizon",
     "FixtureFileError",
     "IdentityCheck",
@@ -113,6 +122,7 @@ __all__ = [
     "SequentialStop",
     "SpeedupEstimate",
     "SpeedupExpectation",
+    "SpeedupExplanation",
     "SustainedArtifacts",
     "SustainedRun",
     "SustainedSettings",
@@ -133,6 +143,7 @@ __all__ = [
     "expected_acceptance_rate",
     "expected_speedup",
     "expected_tokens_per_round",
+    "explain_speedup",
     "finite_horizon",
     "first_difference",
     "identity_check",
@@ -149,11 +160,12 @@ __all__ = [
     "per_prompt_speedups",
     "pooled_speedup",
     "position_acceptance",
-    "repo_fixtures_dir",
+    "project_fixtures_dir",
     "run_paired",
     "run_sustained",
     "throughput_series",
     "ttft_samples",
+    "write_attribution_plot",
     "write_position_plot",
     "write_sustained_artifacts",
 ]

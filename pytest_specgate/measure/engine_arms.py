@@ -29,6 +29,8 @@ class StreamOutcome(Protocol):
     def completion_tokens(self) -> int | None: ...
     @property
     def token_ids(self) -> tuple[int, ...] | None: ...
+    @property
+    def prompt_tokens(self) -> int | None: ...
 
 
 class StreamingEngine(Protocol):
@@ -64,6 +66,7 @@ def sample_from_stream(
         token_ids=token_ids,
         token_count_source=source,
         itl_s=tuple(later - earlier for earlier, later in itertools.pairwise(arrivals)),
+        prompt_tokens=outcome.prompt_tokens,
     )
 
 

@@ -1,4 +1,4 @@
-"""Loaders for the pinned data under ``fixtures/``: prompt sets and model pairs.
+"""Loaders for the project's pinned data (``fixtures/``): prompt sets and model pairs.
 
 Pinned data is what makes two runs comparable, so the loaders refuse anything
 off-shape with an error naming the file and the field, and a prompt set listed in
@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_specgate.contracts.errors import SpecgateInputError
+from pytest_specgate.contracts.fixtures_dir import FIXTURES_DIR_NAME, configured_fixtures_dir
 from pytest_specgate.contracts.validation import is_count, is_real
 from pytest_specgate.measure.samples import ChatMessage, Prompt
 
@@ -106,13 +107,16 @@ def _check_schema(document: Mapping[str, object], expected: str, path: Path) -> 
         raise _fail(path, "schema", repr(expected), found)
 
 
-def repo_fixtures_dir() -> Path:
-    """``fixtures/`` of the source checkout this package runs from (editable installs)."""
-    directory = Path(__file__).resolve().parents[2] / "fixtures"
+def project_fixtures_dir() -> Path:
+    """The project's pinned fixtures: ``[tool.specgate] fixtures_dir`` (relative to its
+    pyproject.toml), else ``fixtures/`` in pytest's rootdir, as the plugin set it for this run;
+    outside a pytest run, ``fixtures/`` in the current directory. An adopter's fixtures live in
+    the adopter's project, never inside the installed package."""
+    directory = configured_fixtures_dir() or Path.cwd() / FIXTURES_DIR_NAME
     if not directory.is_dir():
         raise FixtureFileError(
-            f"{directory}: pinned fixtures directory not found; pass the path of a "
-            "pytest-specgate checkout's fixtures/ explicitly"
+            f"{directory}: pinned fixtures directory not found; put the project's fixtures there "
+            "or name the directory in [tool.specgate] fixtures_dir (relative to pyproject.toml)"
         )
     return directory
 
@@ -227,8 +231,8 @@ def load_prompt_set(path: Path) -> PromptSet:
 
 
 def load_named_prompt_set(name: str, fixtures_dir: Path | None = None) -> PromptSet:
-    """``fixtures/prompts/<name>.json`` of the checkout (or of ``fixtures_dir``)."""
-    directory = repo_fixtures_dir() if fixtures_dir is None else fixtures_dir
+    """``prompts/<name>.json`` of the project's fixtures (or of ``fixtures_dir``)."""
+    directory = project_fixtures_dir() if fixtures_dir is None else fixtures_dir
     return load_prompt_set(directory / "prompts" / f"{name}.json")
 
 
@@ -330,8 +334,8 @@ def load_model_pairs(path: Path) -> dict[str, ModelPair]:
 
 
 def model_pair(ac: str, path: Path | None = None) -> ModelPair:
-    """The pinned pair for ``ac`` from ``path`` (default: the checkout's pairs.json)."""
-    pairs_path = repo_fixtures_dir() / "models" / "pairs.json" if path is None else path
+    """The pinned pair for ``ac`` from ``path`` (default: the project's ``models/pairs.json``)."""
+    pairs_path = project_fixtures_dir() / "models" / "pairs.json" if path is None else path
     pairs = load_model_pairs(pairs_path)
     if ac not in pairs:
         raise FixtureFileError(

@@ -113,11 +113,16 @@ class ProgressReporter:
         self._report(lambda elapsed: f"{self._counted(elapsed, requests_done, current_speedup)} (done)",
                      done=True)
 
-    def tick(self, *, done: bool = False) -> None:
+    def tick(self, *, done: bool = False, failed: bool = False) -> None:
         """A step without counts (an engine boot, a tiny-model build): ``label: 12s elapsed``,
-        throttled like :meth:`update`; ``done=True`` closes a reported step."""
-        self._report(lambda elapsed: f"{self._label}: done in {elapsed:.0f}s" if done
-                     else f"{self._label}: {elapsed:.0f}s elapsed", done=done)
+        throttled like :meth:`update`; ``done=True`` closes a reported step (``failed=True``
+        too: ``label: failed after 8s``)."""
+        def line(elapsed: float) -> str:
+            if done:
+                return f"{self._label}: {'failed after' if failed else 'done in'} {elapsed:.0f}s"
+            return f"{self._label}: {elapsed:.0f}s elapsed"
+
+        self._report(line, done=done)
 
     def transferred(self, done_bytes: int, total_bytes: int | None, *, done: bool = False) -> None:
         """Bytes moved so far (a download), throttled like :meth:`update`; ``done=True``
@@ -162,9 +167,11 @@ def progress_ticker(label: str, *, interval_s: float = 1.0) -> Iterator[None]:
 
     ticker = threading.Thread(target=tick, name="specgate-progress", daemon=True)
     ticker.start()
+    failed = True
     try:
         yield
+        failed = False
     finally:
         stop.set()
         ticker.join()
-        reporter.tick(done=True)
+        reporter.tick(done=True, failed=failed)

@@ -63,6 +63,8 @@ class RequestSample:
     itl_s: tuple[float, ...] = ()
     """Gaps between successive streamed deltas (inter-token latency; a delta may hold several
     tokens where the server sends a verified draft at once). Empty for a non-streamed answer."""
+    prompt_tokens: int | None = None
+    """The prompt's length in tokens as the server counted it (usage), None where it did not say."""
 
     def __post_init__(self) -> None:
         if not self.wall_s > 0:
@@ -85,6 +87,7 @@ class RequestSample:
             "tokens_per_s": self.tokens_per_s,
             "token_count_source": self.token_count_source,
             "itl_s": list(self.itl_s),
+            "prompt_tokens": self.prompt_tokens,
             "text_sha256": hashlib.sha256(self.text.encode("utf-8")).hexdigest(),
             "has_token_ids": self.token_ids is not None,
         }

@@ -3,6 +3,14 @@
 A short burst can look fast before the machine heats up. AC-10 asks for the
 speedup over the last minute of a five-minute run, reported next to the speedup of
 the whole run, with tokens/s over time for both arms kept as data and as a plot.
+
+A shortened run (``--specgate-duration-scale``) holds a pair or two in its last window, too few
+for any interval. So a run given thresholds (``until=``) is sized in pairs as well as seconds:
+once its duration has passed it adds rounds (every prompt once) while the anytime-valid interval
+of :mod:`~pytest_specgate.measure.sequential` over the judged pairs leaves a threshold undecided,
+adding at most ``max_extra_pairs``. The judged pairs are those that finish after the window's planned start
+(duration less window), so the judged set only grows and the interval stays valid however often
+it is looked at; it is looked at after whole rounds only, as the sequential paired run does.
 """
 
 from __future__ import annotations
@@ -16,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from pytest_specgate.contracts.progress import progress_for
-from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL
+from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, Threshold
 from pytest_specgate.measure.paired import (
     PromptRunner,
     ScheduledPair,
@@ -29,6 +37,7 @@ from pytest_specgate.measure.paired import (
 )
 from pytest_specgate.measure.progress import ProgressSink
 from pytest_specgate.measure.samples import ARMS, Arm, Prompt, SamplePair
+from pytest_specgate.measure.sequential import SequentialEstimate, median_confidence_sequence, undecided
 from pytest_specgate.measure.statistics import (
     AcceptanceMeasurement,
     IdentityReport,
@@ -75,6 +84,11 @@ class SustainedSettings:
     def scaled_last_window_s(self) -> float:
         return self.last_window_s * self.scale
 
+    @property
+    def planned_window_start_s(self) -> float:
+        """Where the judged window starts in a run sized in pairs: the scaled duration less the window."""
+        return self.scaled_duration_s - self.scaled_last_window_s
+
     def to_dict(self) -> dict[str, object]:
         return {
             "duration_s": self.duration_s,
@@ -113,10 +127,35 @@ def throughput_series(pairs: Sequence[SamplePair], arm: Arm) -> tuple[Throughput
     )
 
 
+def judged_from(pairs: Sequence[SamplePair], window_start_s: float) -> tuple[SamplePair, ...]:
+    """Pairs that finish after ``window_start_s`` (a fixed start, so the set only grows)."""
+    return tuple(pair for pair in pairs if pair.finished_s > window_start_s)
+
+
 def median_pair_speedup(pairs: Sequence[SamplePair]) -> float:
     if not pairs:
         raise ValueError("sustained run: no pairs were measured")
     return statistics.median(pair.speedup for pair in pairs)
+
+
+@dataclass(frozen=True)
+class SustainedStop:
+    """Why a run sized in pairs stopped where it did, for the evidence."""
+
+    thresholds: tuple[Threshold, ...]
+    max_extra_pairs: int
+    extra_pairs: int
+    decided: bool
+    estimate: SequentialEstimate
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "until": [threshold.describe() for threshold in self.thresholds],
+            "max_extra_pairs": self.max_extra_pairs,
+            "extra_pairs": self.extra_pairs,
+            "stopped_because": "every threshold decided" if self.decided else "max_extra_pairs reached",
+            "estimate": self.estimate.to_dict(),
+        }
 
 
 @dataclass(frozen=True)
@@ -128,12 +167,17 @@ class SustainedRun:
     warmup_pairs_discarded: int
     elapsed_s: float
     acceptance: AcceptanceMeasurement | None
+    sequential: SustainedStop | None = None
 
     @property
     def window_start_s(self) -> float:
+        if self.sequential is not None:
+            return max(0.0, self.settings.planned_window_start_s)
         return max(0.0, self.elapsed_s - self.settings.scaled_last_window_s)
 
     def last_window(self) -> tuple[SamplePair, ...]:
+        if self.sequential is not None:
+            return judged_from(self.pairs, self.settings.planned_window_start_s)
         return pairs_in_last_window(self.pairs, self.settings.scaled_last_window_s, self.elapsed_s)
 
     @property
@@ -145,16 +189,22 @@ class SustainedRun:
         return median_pair_speedup(self.last_window())
 
     def judged_pairs(self) -> tuple[SamplePair, ...]:
-        """The last window's pairs, or the last :data:`MIN_JUDGED_PAIRS` pairs when the window
-        holds fewer (a shortened or slow run): an interval over three pairs decides nothing."""
+        """The last window's pairs (a run sized in pairs: every pair from the planned window start
+        on), or the last :data:`MIN_JUDGED_PAIRS` pairs when a run sized in seconds only holds fewer
+        in its window: an interval over three pairs decides nothing."""
         window = self.last_window()
-        return window if len(window) >= MIN_JUDGED_PAIRS else self.pairs[-MIN_JUDGED_PAIRS:]
+        if self.sequential is not None or len(window) >= MIN_JUDGED_PAIRS:
+            return window
+        return self.pairs[-MIN_JUDGED_PAIRS:]
 
     def last_window_estimate(
         self, *, confidence_level: float = DEFAULT_CONFIDENCE_LEVEL
-    ) -> SpeedupEstimate:
-        """The median pair speedup of :meth:`judged_pairs` with a bootstrap interval over them, so
-        a bound on it is passed, failed or inconclusive rather than decided by one noisy median."""
+    ) -> SpeedupEstimate | SequentialEstimate:
+        """The median pair speedup of :meth:`judged_pairs` with an interval, so a bound on it is
+        passed, failed or inconclusive rather than decided by one noisy median: the anytime-valid
+        interval the run stopped on when it was sized in pairs, else a bootstrap interval."""
+        if self.sequential is not None:
+            return self.sequential.estimate
         return median_speedup([pair.speedup for pair in self.judged_pairs()],
                               confidence_level=confidence_level)
 
@@ -178,6 +228,7 @@ class SustainedRun:
             "whole_run_speedup": self.whole_run_speedup,
             "last_window_speedup": self.last_window_speedup,
             "speedup_statistic": "median of per-pair tokens/s ratios (candidate / baseline)",
+            "sequential": None if self.sequential is None else self.sequential.to_dict(),
             "acceptance": None if self.acceptance is None else self.acceptance.to_dict(),
             "identity": self.identity().to_dict(),
             "series": {
@@ -198,12 +249,20 @@ def run_sustained(
     candidate_telemetry: TelemetryReader | None = None,
     telemetry_counting: TelemetryCounting = "delta",
     clock: Callable[[], float] = time.perf_counter,
+    until: Threshold | Sequence[Threshold] | None = None,
+    max_extra_pairs: int = 0,
+    confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
 ) -> SustainedRun:
     """Cycle through the prompts in ABAB pairs until the scaled duration has passed.
 
     A pair is only started while time remains, so the run overshoots the duration
     by at most one pair. Warm-up pairs run before the clock of the run starts.
+    With ``until`` (thresholds on the judged speedup) the run then adds whole rounds until
+    every threshold is decided or ``max_extra_pairs`` more pairs have run (see the module docstring).
     """
+    thresholds = () if until is None else (until,) if isinstance(until, Threshold) else tuple(until)
+    if thresholds and max_extra_pairs < 1:
+        raise ValueError(f"sustained run: until= needs max_extra_pairs >= 1, found {max_extra_pairs!r}")
     if not prompts:
         raise ValueError("sustained run: the prompt set is empty")
     if warmup < 0:
@@ -219,7 +278,8 @@ def run_sustained(
     )
     run_started = clock()
     pairs: list[SamplePair] = []
-    while not pairs or clock() - run_started < settings.scaled_duration_s:
+
+    def add_pair() -> None:
         index = len(pairs)
         round_index = index // len(prompts)
         scheduled = ScheduledPair(
@@ -228,11 +288,28 @@ def run_sustained(
         pairs.append(run_pair(baseline, candidate, scheduled, clock=clock, run_started=run_started))
         if progress is not None:
             progress.update(2 * (warmup + len(pairs)), running_speedup(pairs))
+
+    while not pairs or clock() - run_started < settings.scaled_duration_s:
+        add_pair()
+    stop = None
+    if thresholds:
+        timed = len(pairs)
+        while len(pairs) % len(prompts):
+            add_pair()
+        while True:
+            judged = judged_from(pairs, settings.planned_window_start_s)
+            estimate = median_confidence_sequence([pair.speedup for pair in judged], confidence_level)
+            decided = not undecided(thresholds, estimate)
+            if decided or len(pairs) - timed >= max_extra_pairs:
+                stop = SustainedStop(thresholds, max_extra_pairs, len(pairs) - timed, decided, estimate)
+                break
+            for _ in prompts:
+                add_pair()
     elapsed = pairs[-1].finished_s
     acceptance = measure_acceptance(candidate_telemetry, before, telemetry_counting)
     if progress is not None:
         progress.finish(2 * (warmup + len(pairs)), running_speedup(pairs))
-    return SustainedRun(settings, tuple(pairs), warmup, elapsed, acceptance)
+    return SustainedRun(settings, tuple(pairs), warmup, elapsed, acceptance, stop)
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,7 @@ def evidence_collector(config: pytest.Config, settings: SpecgateSettings,
         census=lambda: take_census(config, SpecgateHookSpecs, config.stash.get(RUN_COLLECTION_KEY, None),
                                    config.stash[PROJECT_KEY].spec_paths),
         run_provenance=lambda: _run_provenance(config),
+        job_nonce=settings.job_nonce,
     )
 
 

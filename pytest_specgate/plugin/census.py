@@ -31,8 +31,9 @@ import pytest
 
 from pytest_specgate.contracts.census import Census
 from pytest_specgate.contracts.markers import MARKER_DOCS
+from pytest_specgate.plugin.pytest_adapter import separate_config
 
-__all__ = ["RunCollection", "census_arguments", "take_census"]
+__all__ = ["RunCollection", "census_arguments", "census_of_tree", "take_census"]
 
 
 class RunCollection:
@@ -150,23 +151,39 @@ def take_census(config: pytest.Config, hookspecs: type | None = None,
         return _collect(args, shown, counter)
 
 
-def _collect(args: list[str], shown: list[str], counter: _Counter) -> Census:
-    from _pytest.config import get_config
+INI_FILES: Final = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 
-    census_config = None
+
+def census_of_tree(root: Path, spec_paths: Sequence[str], hookspecs: type | None = None) -> Census:
+    """The census of a checked-out tree (the trusted commit in a temporary worktree, for the gate):
+    ``spec_paths`` globbed from ``root`` (none that exist: ``root`` itself), collected with the
+    tree's own ini file and pytest's default import mode, under the same rules as :func:`take_census`.
+    Run it in a process of its own: collection imports the tree's modules."""
+    paths: list[str] = []
+    for pattern in spec_paths:
+        paths += sorted(glob.iglob(str(root / pattern), recursive=True))
+    paths = paths or [str(root)]
+    shown = [Path(os.path.relpath(path, root)).as_posix() for path in paths]
+    args = [*paths, f"--rootdir={root}", "--capture=no", "--assert=plain"]
+    inifile = next((root / name for name in INI_FILES if (root / name).is_file()), None)
+    if inifile is not None:
+        args.append(f"--config-file={inifile}")
+    for name in (*_SELF_PLUGINS, *_QUIET_PLUGINS):
+        args += ["-p", f"no:{name}"]
+    counter = _Counter(hookspecs, set(), {})
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return _collect(args, shown, counter)
+
+
+def _collect(args: list[str], shown: list[str], counter: _Counter) -> Census:
     try:
-        census_config = get_config(args, plugins=[counter])
-        census_config.pluginmanager.register(counter, "specgate-census")
-        census_config.parse(args, addopts=False)
-        census_config._do_configure()
-        session = pytest.Session.from_config(census_config)
-        census_config.hook.pytest_sessionstart(session=session)
-        session.perform_collect()
+        with separate_config(args, counter, "specgate-census") as census_config:
+            session = pytest.Session.from_config(census_config)
+            census_config.hook.pytest_sessionstart(session=session)
+            session.perform_collect()
     except (Exception, SystemExit, pytest.exit.Exception) as error:  # a conftest can raise anything
         message = " ".join(str(error).split()) or type(error).__name__
         return Census(tuple(shown), counter.carriers, tuple(counter.errors),
                       problem=f"{type(error).__name__}: {message}")
-    finally:
-        if census_config is not None:
-            census_config._ensure_unconfigure()
     return Census(tuple(shown), dict(counter.carriers), tuple(counter.errors))

@@ -171,7 +171,7 @@ def engine_record(engine: Engine, config: EngineConfig) -> dict[str, Any]:
     else:
         with closing(OpenAIClient(engine.base_url)) as client:
             identity = probe_identity(client)
-    return engine_entry(engine, config.describe(), identity)
+    return engine_entry(engine, config.backend, config.describe(), identity)
 
 
 def _record_engine(pytestconfig: pytest.Config, config: EngineConfig, engine: Engine, *,

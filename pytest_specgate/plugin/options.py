@@ -16,10 +16,12 @@ import pytest
 
 from pytest_specgate.contracts import markers as marker_docs
 from pytest_specgate.contracts.errors import SpecgateInputError
+from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL
 from pytest_specgate.plugin.bundle import evidence_collector, signing_key
 from pytest_specgate.plugin.hookspecs import SpecgateHookSpecs
 from pytest_specgate.plugin.stash import COLLECTOR_KEY, PROJECT_KEY, SETTINGS_KEY, SIGNING_KEY
 from pytest_specgate.plugin.termination import install_sigterm_teardown
+from pytest_specgate.selection import option_values
 
 if TYPE_CHECKING:
     from pytest_specgate.selection.settings import SpecgateSettings
@@ -64,13 +66,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
              "--specgate-endpoint-for=draft=none,num_draft_tokens=none=http://127.0.0.1:8001 for the "
              "baseline; without one such a request on the endpoint backend is refused.",
     )
+    # None: the ini value (or its default) applies; settings converts it alike.
     group.addoption("--specgate-duration-scale", dest="specgate_duration_scale", metavar="FACTOR",
-                    default=None, help=marker_docs.DURATION_SCALE_HELP)
+                    type=option_values.duration_scale, default=None, help=marker_docs.DURATION_SCALE_HELP)
     group.addoption("--specgate-confidence-level", dest="specgate_confidence_level", metavar="LEVEL",
-                    default=None, help=marker_docs.CONFIDENCE_LEVEL_HELP)
+                    type=option_values.confidence_level, default=None,
+                    help=marker_docs.CONFIDENCE_LEVEL_HELP)
     group.addoption(
         "--specgate-engine-option", action="append", dest="specgate_engine_option", metavar="KEY=VALUE",
-        default=[],
+        type=option_values.engine_option, default=[],
         help="KEY=VALUE (repeatable): a backend option set on every engine of the run, over the "
              "engine marker; VALUE is read as JSON when it parses (e.g. faults='[\"corrupt-spec\"]').",
     )
@@ -80,6 +84,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--specgate-sign-key", dest="specgate_sign_key", metavar="PATH", default=None,
         help="Ed25519 private key (PEM, or OpenSSH from ssh-keygen -t ed25519) that signs the bundle "
              "at session end (statement.intoto.dsse.json); passphrase from $SPECGATE_SIGN_PASSPHRASE.",
+    )
+    group.addoption(
+        "--specgate-nonce", dest="specgate_nonce", metavar="NONCE", default=None,
+        help="A per-job value (16-128 of [A-Za-z0-9_-]) written into the bundle's in-toto statement: "
+             "a fleet runner passes one per job and signs only with 'specgate sign --nonce' of the same.",
     )
     group.addoption(
         "--specgate-record-reference", dest="specgate_record_reference", metavar="DIR", default=None,
@@ -92,8 +101,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addini("specgate_vllm_python", marker_docs.VLLM_PYTHON_HELP, default=None)
     parser.addini("specgate_engine", marker_docs.ENGINE_HELP, default=None)
     parser.addini("specgate_endpoint", marker_docs.ENDPOINT_HELP, default=None)
-    parser.addini("specgate_duration_scale", marker_docs.DURATION_SCALE_HELP, default=None)
-    parser.addini("specgate_confidence_level", marker_docs.CONFIDENCE_LEVEL_HELP, default=None)
+    parser.addini("specgate_duration_scale", marker_docs.DURATION_SCALE_HELP, default="1")
+    parser.addini("specgate_confidence_level", marker_docs.CONFIDENCE_LEVEL_HELP,
+                  default=str(DEFAULT_CONFIDENCE_LEVEL))
 
 
 @contextlib.contextmanager
@@ -107,6 +117,7 @@ def input_errors_stop_the_run() -> Iterator[None]:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from pytest_specgate.contracts.fixtures_dir import FIXTURES_DIR_NAME, use_project_fixtures_dir
     from pytest_specgate.selection.settings import load_project_settings, resolve_settings
 
     for doc in marker_docs.MARKER_DOCS:
@@ -116,7 +127,9 @@ def pytest_configure(config: pytest.Config) -> None:
         config.add_cleanup(restore_sigterm)
     with input_errors_stop_the_run():
         config.stash[SETTINGS_KEY] = resolve_settings(config)
-        config.stash[PROJECT_KEY] = load_project_settings(_pyproject(config))
+        config.stash[PROJECT_KEY] = project = load_project_settings(_pyproject(config))
+        fixtures = project.fixtures_dir or config.rootpath / FIXTURES_DIR_NAME
+        config.add_cleanup(use_project_fixtures_dir(fixtures))
         settings = config.stash[SETTINGS_KEY]
         _check_run_engines(settings)
         if settings.evidence_dir is not None and not hasattr(config, "workerinput"):

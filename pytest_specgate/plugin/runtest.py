@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_specgate.contracts.engine import EngineBootError, boot_failure_text
 from pytest_specgate.contracts.payload import SPEC_PROPERTY, spec_payload
 from pytest_specgate.contracts.progress import reporting_progress
 from pytest_specgate.plugin.bundle import session_redactor
@@ -42,6 +43,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
+    if report.failed and call.excinfo is not None and call.excinfo.errisinstance(EngineBootError):
+        report.longrepr = boot_failure_text(item.nodeid, call.excinfo.value)
     decision = item.stash.get(DECISION_KEY, None)
     if decision is not None and decision.skips and report.skipped and isinstance(report.longrepr, tuple):
         # Point the skip at the spec, as pytest's skipping plugin does for skip markers.

@@ -1,13 +1,19 @@
 """Session settings: resolved once, option > ini > default, and validated.
 
-Each option's help text is one constant in ``_docs`` shared by ``addoption`` and
-``addini`` (the pytest-timeout convention).
+pytest converts the typed options (``addoption(type=...)``, converters in
+``option_values``) and holds the defaults (``addoption``/``addini``); what is read by hand
+here is what pytest cannot do: an ini number (no float ini type before pytest 8.4), checks
+across options, a value given with a space that pytest read as a test path, and endpoint
+routes (objects xdist could not ship to its workers as option values). Each option's help
+text is one constant in ``contracts.markers`` shared by ``addoption`` and ``addini`` (the
+pytest-timeout convention).
 """
 
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from argparse import ArgumentTypeError
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, final
@@ -17,16 +23,12 @@ from pytest_specgate.contracts.engine_config import RunEngineOptions
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.gates import GateName, declared_gates
 from pytest_specgate.contracts.hardware import HostProfile
-from pytest_specgate.contracts.project_keys import check_known_keys
+from pytest_specgate.contracts.project_keys import check_known_keys, enrolled_backends
 from pytest_specgate.contracts.runmode import REQUIRE_ALL, RunSettings
-from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, check_confidence_level
-from pytest_specgate.contracts.validation import (
-    JsonNestingError,
-    compiled_patterns,
-    is_finite_positive,
-    parse_json,
-)
+from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL
+from pytest_specgate.contracts.validation import JOB_NONCE, compiled_patterns
 from pytest_specgate.selection.hardware import host_profiles_from_table, specgate_table
+from pytest_specgate.selection.option_values import confidence_level, duration_scale
 
 if TYPE_CHECKING:
     import pytest
@@ -38,7 +40,6 @@ __all__ = [
     "SpecgateSettings",
     "load_project_settings",
     "parse_endpoint_routes",
-    "parse_engine_options",
     "resolve_settings",
 ]
 
@@ -59,6 +60,9 @@ class SpecgateSettings:
     endpoint_routes: tuple[EndpointRoute, ...] = ()
     record_reference_dir: Path | None = None
     confidence_level: float = DEFAULT_CONFIDENCE_LEVEL
+    job_nonce: str | None = None
+    """``--specgate-nonce``: the per-job value a fleet runner passes, written into the bundle's
+    statement so that ``specgate sign --nonce`` signs only the bundle this job made."""
 
     @property
     def engines(self) -> RunEngineOptions:
@@ -85,6 +89,9 @@ class ProjectSettings:
     spec_paths: tuple[str, ...] | None = None
     """``[tool.specgate] spec_paths``: where the census looks for AC tests (None: pytest's
     ``testpaths``)."""
+    fixtures_dir: Path | None = None
+    """``[tool.specgate] fixtures_dir`` resolved against the pyproject's directory (None: the
+    rootdir's ``fixtures/``)."""
 
 
 def load_project_settings(pyproject: Path | None) -> ProjectSettings:
@@ -104,13 +111,36 @@ def load_project_settings(pyproject: Path | None) -> ProjectSettings:
     compiled_patterns(patterns, f"{pyproject}: [tool.specgate.redact]")
     gates = declared_gates(table["gates"], str(pyproject)) if "gates" in table else ()
     spec_paths = spec_paths_from(table, (), str(pyproject)) if "spec_paths" in table else None
+    enrolled_backends(table.get("backends", {}), str(pyproject))
     return ProjectSettings(profiles=profiles, redact_patterns=tuple(patterns), gates=gates,
-                           declared_in=str(pyproject), spec_paths=spec_paths)
+                           declared_in=str(pyproject), spec_paths=spec_paths,
+                           fixtures_dir=_fixtures_dir(table, pyproject))
+
+
+def _fixtures_dir(table: Mapping[str, object], pyproject: Path) -> Path | None:
+    if "fixtures_dir" not in table:
+        return None
+    value = table["fixtures_dir"]
+    if not isinstance(value, str) or not value.strip():
+        raise SpecgateInputError.mismatch(f"{pyproject}: [tool.specgate] fixtures_dir",
+                                          "a directory path (relative to pyproject.toml)", value)
+    return (pyproject.parent / value).resolve()
 
 
 def _ini_or(config: pytest.Config, name: str) -> str | None:
     value = config.getini(name)
     return str(value) if value not in (None, "", []) else None
+
+
+def _number_option(config: pytest.Config, name: str, convert: Callable[[str], float]) -> float:
+    """The option as pytest converted it, else the ini value (or the ini default) converted alike."""
+    number = config.getoption(name)
+    if number is not None:
+        return float(number)
+    try:
+        return convert(str(config.getini(name)))
+    except ArgumentTypeError as exc:
+        raise SpecgateInputError(f"{name} (ini): {exc}") from None
 
 
 def spaced_outside_values(args: Sequence[str], invocation_dir: Path) -> list[tuple[str, str]]:
@@ -153,24 +183,8 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
     engine = config.getoption("specgate_engine") or _ini_or(config, "specgate_engine")
     if engine == "endpoint" and not endpoint:
         raise SpecgateInputError("--specgate-engine endpoint needs --specgate-endpoint URL")
-    scale_text = config.getoption("specgate_duration_scale") or _ini_or(
-        config, "specgate_duration_scale") or "1"
-    try:
-        scale = float(scale_text)
-    except ValueError:
-        raise SpecgateInputError(
-            f"--specgate-duration-scale: expected a number > 0, got {scale_text!r}"
-        ) from None
-    if not is_finite_positive(scale):
-        raise SpecgateInputError(f"--specgate-duration-scale: expected a finite number > 0, got {scale}")
-    level_text = config.getoption("specgate_confidence_level") or _ini_or(
-        config, "specgate_confidence_level") or str(DEFAULT_CONFIDENCE_LEVEL)
-    try:
-        level = check_confidence_level(float(level_text), "--specgate-confidence-level")
-    except ValueError:
-        raise SpecgateInputError(
-            f"--specgate-confidence-level: expected a number between 0 and 1 (e.g. 0.95), got {level_text!r}"
-        ) from None
+    scale = _number_option(config, "specgate_duration_scale", duration_scale)
+    level = _number_option(config, "specgate_confidence_level", confidence_level)
     facts = config.getoption("specgate_host_facts")
     evidence = config.getoption("specgate_evidence") or _ini_or(config, "specgate_evidence")
     sign_key = config.getoption("specgate_sign_key")
@@ -180,6 +194,12 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
             "directory was given"
         )
     record = config.getoption("specgate_record_reference")
+    nonce = config.getoption("specgate_nonce")
+    if nonce is not None and not JOB_NONCE.match(nonce):
+        raise SpecgateInputError(
+            f"--specgate-nonce={nonce!r}: expected 16 to 128 characters of [A-Za-z0-9_-] "
+            "(e.g. openssl rand -hex 16)"
+        )
     return SpecgateSettings(
         run=RunSettings(required=required, diagnostic=diagnostic),
         host_facts_file=Path(facts) if facts else None,
@@ -190,11 +210,12 @@ def resolve_settings(config: pytest.Config) -> SpecgateSettings:
         endpoint=endpoint,
         duration_scale=scale,
         vllm_python=config.getoption("specgate_vllm_python") or _ini_or(config, "specgate_vllm_python"),
-        engine_options=parse_engine_options(config.getoption("specgate_engine_option") or []),
+        engine_options=tuple(sorted(dict(config.getoption("specgate_engine_option")).items())),
         sign_key=config.invocation_params.dir / sign_key if sign_key else None,
         endpoint_routes=parse_endpoint_routes(config.getoption("specgate_endpoint_for") or []),
         record_reference_dir=(config.invocation_params.dir / record if record else None),
         confidence_level=level,
+        job_nonce=nonce,
     )
 
 
@@ -208,20 +229,3 @@ def parse_endpoint_routes(texts: list[str]) -> tuple[EndpointRoute, ...]:
         return tuple(parse_endpoint_route(text) for text in texts)
     except ValueError as exc:
         raise SpecgateInputError(f"--specgate-endpoint-for: {exc}") from None
-
-
-def parse_engine_options(pairs: list[str]) -> tuple[tuple[str, object], ...]:
-    """``["alpha=0.3", "faults=[\"corrupt-spec\"]"]`` -> sorted (key, value) pairs."""
-    options: dict[str, object] = {}
-    for pair in pairs:
-        key, sep, text = pair.partition("=")
-        if not sep or not key.strip():
-            raise SpecgateInputError(f"--specgate-engine-option: expected KEY=VALUE, got {pair!r}")
-        try:
-            value: object = parse_json(text, f"--specgate-engine-option {key.strip()}")
-        except JsonNestingError:
-            raise
-        except SpecgateInputError:
-            value = text
-        options[key.strip()] = value
-    return tuple(sorted(options.items()))

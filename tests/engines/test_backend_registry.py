@@ -159,3 +159,39 @@ def test_a_pip_installed_backend_package_runs_specs_by_its_entry_point(
     assert unknown.ret == pytest.ExitCode.USAGE_ERROR
     unknown.stderr.fnmatch_lines(["ERROR: --specgate-engine: unknown engine backend 'parrot'; expected one "
                                   "of echo, endpoint, mlx, mock, vllm *"])
+
+
+def test_a_backend_whose_engine_calls_itself_mlx_is_recorded_by_its_registry_name(
+    pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue #28: an unenrolled entry-point backend whose engines report ``backend = "mlx"`` is
+    recorded as what booted it (``echo``), and the mismatch keeps its evidence from qualifying."""
+    import json
+
+    says_mlx = ECHO_BACKEND.replace('backend = "echo"', 'backend = "mlx"').encode()
+    wheel = build_wheel(tmp_path, "specgate-echo", "1.0", {"specgate_echo.py": says_mlx},
+                        {ENTRY_POINT_GROUP: {"echo": "specgate_echo:boot"}})
+    site = tmp_path / "site"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+         "--disable-pip-version-check", "--target", str(site), str(wheel)],
+        check=True, capture_output=True, timeout=120,
+    )
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    pytester.makepyfile(test_echo="""
+import pytest
+
+@pytest.mark.ac("AC-10", spec="SPEC-028")
+@pytest.mark.engine("echo", target="parrot")
+def test_canary(engine):
+    assert engine.backend == "mlx"
+""")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--specgate-evidence=out")
+    result.assert_outcomes(passed=1)
+    (record_path,) = (pytester.path / "out").glob("*/AC-10.json")
+    record = json.loads(record_path.read_text())
+    [entry] = record["tests"][0]["engines"]
+    assert (entry["backend"], entry["reported_backend"]) == ("echo", "mlx")
+    assert ("test_echo.py::test_canary: the engine booted by the 'echo' backend reports itself as 'mlx': an "
+            "engine is known by the configuration that booted it, and one that says otherwise is not "
+            "believed") in record["not_qualifying_reasons"]

@@ -80,14 +80,16 @@ def test_a_route_naming_the_same_server_is_refused() -> None:
 
 
 def _client(status: int, body: bytes) -> OpenAIClient:
-    return OpenAIClient("http://127.0.0.1:9",
+    return OpenAIClient("http://127.0.0.1:9", backend="endpoint",
                         transport=httpx.MockTransport(lambda _: httpx.Response(status, content=body)))
 
 
 @pytest.mark.parametrize(
     ("body", "message"),
     [
-        (b"", r"http://127.0.0.1:9/v1/models did not answer a JSON model list \(JSONDecodeError"),
+        (b"", r"http://127.0.0.1:9/v1/models did not answer a JSON model list \(EngineResponseError: "
+              r"endpoint engine: GET http://127.0.0.1:9/v1/models answered malformed JSON \(.*\); "
+              r"first bytes: b''\)"),
         (b"<html>ok</html>", r"http://127.0.0.1:9/v1/models did not answer a JSON model list"),
         (b"[1, 2]", r"http://127.0.0.1:9/v1/models answered JSON without a 'data' list"),
         (json.dumps({"data": []}).encode(), r"http://127.0.0.1:9/v1/models lists no models \(data: \[\]\)"),

@@ -95,6 +95,7 @@ def test_ac_record_carries_the_issue_fields(git_repo: GitRepo) -> None:
         "allow_dirty": False,
         "problem": None,
         "changed_files": [],
+        "imported_files": [],
     }
     assert record["policy"] == "specgate.policy/1" and record["schema"] == "specgate.evidence/v3"
     assert record["completeness"]["complete"] is True

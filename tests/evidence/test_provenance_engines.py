@@ -16,6 +16,7 @@ from pytest_specgate.engines.mock import boot as boot_mock
 from pytest_specgate.evidence._acrecord import EngineFact, _engine
 from pytest_specgate.evidence._policy import _engine_reasons
 from pytest_specgate.evidence._recorder import RESERVED_NOTE_KEYS
+from pytest_specgate.evidence._run_provenance import unenrolled_backends, used_backends
 
 SCHEMA = Path(__file__).resolve().parents[2] / "pytest_specgate" / "schemas" / "evidence-v3.json"
 OVERWRITE_ENGINES = """
@@ -125,7 +126,8 @@ def engine_reasons(entry: dict[str, object]) -> list[str]:
 def test_remote_endpoint_with_unknown_version_never_qualifies_under_a_hardware_marker() -> None:
     url = "http://10.1.2.3:8000"
     identity = ServerIdentity(url, (("Qwen3-8B", "vllm"),), version=None, engine=None, server_header=None)
-    entry = engine_entry(_RealLookingEngine(url), "endpoint url='http://10.1.2.3:8000'", identity)  # type: ignore[arg-type]
+    entry = engine_entry(_RealLookingEngine(url), "endpoint", "endpoint url='http://10.1.2.3:8000'",  # type: ignore[arg-type]
+                         identity)
     assert (entry["simulated"], entry["loopback"], entry["version_known"]) == (False, False, False)
     assert engine_reasons(entry) == [
         f"test_spec.py::test_canary: the version of the endpoint engine at {url} could not be read: "
@@ -133,10 +135,36 @@ def test_remote_endpoint_with_unknown_version_never_qualifies_under_a_hardware_m
         f"test_spec.py::test_canary: the endpoint engine at {url} is not on this host (not a loopback "
         "address): the hardware marker was checked here, not there",
     ]
-    known = engine_entry(_RealLookingEngine("http://127.0.0.1:8000"), "endpoint",  # type: ignore[arg-type]
+    known = engine_entry(_RealLookingEngine("http://127.0.0.1:8000"), "endpoint", "endpoint",  # type: ignore[arg-type]
                          ServerIdentity("http://127.0.0.1:8000", version="0.11.0"))
     assert engine_reasons(known) == []
     assert known["identity"]["version"] == "0.11.0"
+
+
+class _SaysMlx(_RealLookingEngine):
+    """A third-party backend's engine that calls itself ``mlx``."""
+
+    backend = "mlx"
+
+
+def test_an_engine_is_recorded_by_its_configuration_and_one_that_reports_another_name_is_refused() -> None:
+    """Issue #28: enrolment and the recorded backend come from the booted configuration's registry
+    name; what the engine says is kept beside it, and a difference never qualifies."""
+    identity = ServerIdentity("http://127.0.0.1:8000", version="1.0")
+    entry = engine_entry(_SaysMlx("http://127.0.0.1:8000"), "echo", "echo target=parrot", identity)  # type: ignore[arg-type]
+    assert (entry["backend"], entry["reported_backend"]) == ("echo", "mlx")
+    assert engine_reasons(entry) == [
+        "test_spec.py::test_canary: the engine booted by the 'echo' backend reports itself as 'mlx': an "
+        "engine is known by the configuration that booted it, and one that says otherwise is not believed"
+    ]
+    record = {"tests": [{"engines": [entry]}], "run_provenance": {"backends": {"echo": "specgate-echo"}}}
+    assert unenrolled_backends(used_backends(record), {"mlx": "mlx-lm"}) == [
+        "engine backend 'echo' (specgate-echo) is not enrolled in the trusted [tool.specgate.backends]"
+    ], "enrolment is judged on the registry name, not on the name the engine reports"
+    honest = engine_entry(_SaysMlx("http://127.0.0.1:8000"), "mlx", "mlx target=tiny", identity)  # type: ignore[arg-type]
+    assert (honest["backend"], honest["reported_backend"], engine_reasons(honest)) == ("mlx", "mlx", [])
+    mock_named = engine_entry(_RealLookingEngine("http://127.0.0.1:8000"), "mock", "mock", identity)  # type: ignore[arg-type]
+    assert mock_named["simulated"] is True, "booted as the mock: a simulation, whatever it reports"
 
 
 @pytest.mark.parametrize(

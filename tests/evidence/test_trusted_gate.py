@@ -229,7 +229,14 @@ def test_a_pr_that_deletes_the_trust_policy_is_still_judged_by_the_base_branch_p
     assert allowed.returncode == 0, allowed.stdout
     assert "signatures NOT checked (--allow-unsigned): no trust policy in pyproject.toml" in allowed.stderr
     sign(bundle.path, keys["desk-m4"])
-    assert _specgate(repo, *args, "--trusted-config=refs/heads/base").returncode == 0
+    signed = _specgate(repo, *args, "--trusted-config=refs/heads/base")
+    assert signed.returncode == 1
+    assert signed.stdout.splitlines()[1:] == [
+        f"AC-10: harness file pyproject.toml differs from the trusted commit {base_commit[:12]} and this run "
+        "imported or collected it: land the harness change first (or name it in the trusted [tool.specgate] "
+        "sut_paths if it is in-process code under test)",
+        f"AC-10: harness files changed since {base_commit}: pyproject.toml",
+    ], "signed by the desk key, only the PR's own change to the project's configuration still blocks"
 
 
 def test_a_pr_cannot_waive_to_a_gate_it_declares_for_itself(
@@ -472,8 +479,15 @@ def test_the_gate_lists_the_harness_files_the_pr_changed_for_each_ac(
         body_of(tmp_path, bundle.markdown), bundle, head, "--require=AC-11", f"--trusted-config={base}"
     )
     text = _specgate(repo, *args)
-    assert text.returncode == 0, text.stdout
-    assert text.stdout.splitlines()[1:3] == [
+    assert text.returncode == 1, text.stdout
+    blocked = [line for line in text.stdout.splitlines() if " harness file " in line]
+    assert blocked == [
+        f"{ac}: harness file {path} differs from the trusted commit {base[:12]} and this run imported or "
+        "collected it: land the harness change first (or name it in the trusted [tool.specgate] sut_paths "
+        "if it is in-process code under test)"
+        for ac in ("AC-10", "AC-11") for path in ("acceptance/_figures.py", "acceptance/conftest.py")
+    ], "files beside the specs and conftests above them are harness even when the record lists no import"
+    assert text.stdout.splitlines()[-2:] == [
         f"AC-10: harness files changed since {base}: acceptance/_figures.py, acceptance/conftest.py",
         f"AC-11: harness files changed since {base}: acceptance/_figures.py, acceptance/conftest.py",
     ]

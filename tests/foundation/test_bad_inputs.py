@@ -119,8 +119,8 @@ def test_deeply_nested_engine_option_is_a_usage_error(spec_project: pytest.Pytes
     result = spec_project.runpytest(f"--specgate-engine-option=faults={_deep(DEEP)}")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --specgate-engine-option faults: JSON nested deeper than 100 "
-                                 "levels"])
+    result.stderr.fnmatch_lines(["*: error: argument --specgate-engine-option: faults: JSON nested deeper "
+                                 "than 100 levels"])
 
 
 @pytest.mark.parametrize(("title", "shown"), [
@@ -166,7 +166,8 @@ def test_infinite_duration_scale_is_a_usage_error(spec_project: pytest.Pytester)
     result = spec_project.runpytest("--specgate-duration-scale=inf")
 
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: --specgate-duration-scale: expected a finite number > 0, got inf"])
+    result.stderr.fnmatch_lines(["*: error: argument --specgate-duration-scale: expected a finite number "
+                                 "> 0, got inf"])
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, str]:

@@ -48,12 +48,12 @@ def test_project_patterns_redact_the_evidence(pytester: pytest.Pytester) -> None
     [
         ('[tool.specgate]\ngate = ["PR-A"]\n',
          r"\[tool.specgate\] has no key 'gate' \(did you mean 'gates'\?\); "
-         r"it takes acs, backends, gates, hosts, redact, spec_paths, trust$"),
+         r"it takes acs, backends, fixtures_dir, gates, hosts, redact, spec_paths, trust$"),
         ('[tool.specgate.redact]\npattern = ["x"]\n',
          r"\[tool.specgate.redact\] has no key 'pattern' \(did you mean 'patterns'\?\); it takes patterns$"),
         ('[tool.specgate]\nevidence_dir = "out"\n',
          r"\[tool.specgate\] has no key 'evidence_dir'; "
-         r"it takes acs, backends, gates, hosts, redact, spec_paths, trust$"),
+         r"it takes acs, backends, fixtures_dir, gates, hosts, redact, spec_paths, trust$"),
     ],
 )
 def test_an_unknown_key_is_one_line_naming_it_and_the_closest_known_one(
@@ -73,4 +73,27 @@ def test_a_typo_in_the_project_table_stops_the_run(pytester: pytest.Pytester) ->
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["ERROR: *pyproject.toml: [[]tool.specgate[]] has no key 'gate' "
                                  "(did you mean 'gates'?); "
-                                 "it takes acs, backends, gates, hosts, redact, spec_paths, trust"])
+                                 "it takes acs, backends, fixtures_dir, gates, hosts, redact, "
+                                 "spec_paths, trust"])
+
+
+@pytest.mark.parametrize(("table", "found"), [
+    ("[tool.specgate.backends]\necho = true\n", "found True"),
+    ("[tool.specgate.backends]\necho = [\"specgate-echo\"]\n", "found ['specgate-echo']"),
+    ("[tool.specgate.backends]\necho = \"\"\n", "found ''"),
+    ("[tool.specgate]\nbackends = \"specgate-echo\"\n", "found 'specgate-echo'"),
+])
+def test_a_wrong_type_in_the_enrolled_backends_stops_the_run(pytester: pytest.Pytester, table: str,
+                                                             found: str) -> None:
+    pytester.makepyprojecttoml(table)
+    pytester.makepyfile(test_x="def test_x(): pass")
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    (line,) = [line for line in result.stderr.lines if line.startswith("ERROR: ")]
+    assert "pyproject.toml: [tool.specgate.backends]" in line and line.endswith(found)
+
+
+def test_an_enrolled_backend_of_the_right_shape_runs(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml('[tool.specgate.backends]\necho = "specgate-echo"\n')
+    pytester.makepyfile(test_x="def test_x(): pass")
+    pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)

@@ -63,3 +63,58 @@ def test_ci_run_defines_no_lane_of_its_own() -> None:
     run = (REPO / ".ci" / "run").read_text()
     assert "--deselect" not in run and "-m pytest" not in run
     assert "SPECGATE_CI_SKIP_VLLM" in run and "SPECGATE_CI_BUDGET_S:-2400" in run
+
+
+def test_ci_runs_the_plugin_hooks_on_the_oldest_and_the_newest_pytest_before_the_lanes() -> None:
+    run = (REPO / ".ci" / "run").read_text()
+    oldest = run.index("\ncounted_step pytest-oldest .venv/bin/tox -e pytest-oldest --\n")
+    newest = run.index("\ncounted_step pytest-newest .venv/bin/tox -e pytest-newest --\n")
+    assert oldest < newest < run.index("\n    run_lane vllm ")
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(REPO / "tox.ini")
+    minimum = re.search(r'"pytest>=([0-9.]+)"', (REPO / "pyproject.toml").read_text())
+    assert minimum is not None
+    assert f"pytest=={minimum[1]}.*" in tox["testenv:pytest-oldest"]["deps"].split()
+    assert tox["testenv:pytest-newest"]["deps"].split()[0] == "pytest"
+    assert tox["testenv:pytest-oldest"]["commands"] == tox["testenv:pytest-newest"]["commands"]
+    tests = tox["pytest-hooks"]["tests"].split()
+    assert "tests/layout/test_pytest_internals.py" in tests
+    assert [path for path in tests if not (REPO / path).is_file()] == []
+
+
+@pytest.mark.parametrize(("tests", "exit_code", "returncode"), [("1", 0, 0), ("0", 0, 1), ("1", 3, 3)])
+def test_a_counted_step_fails_ci_when_its_command_fails_or_runs_no_test(
+    tmp_path: Path, tests: str, exit_code: int, returncode: int
+) -> None:
+    """``counted_step`` as .ci/run defines it, on a command that writes a report of ``tests``
+    tests and exits ``exit_code``."""
+    run = (REPO / ".ci" / "run").read_text()
+    functions = run[run.index("junit_counts() {"):run.index("\nlane_step() {")]
+    command = f'printf \'<testsuite tests="{tests}"/>\' > out/ci/step.xml; exit {exit_code}'
+    (tmp_path / "out" / "ci").mkdir(parents=True)
+    step = subprocess.run(["bash", "-c", functions + '\ncd "$1"\ncounted_step step bash -c "$2"',
+                           "bash", str(tmp_path), command],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert step.returncode == returncode, step.stderr
+    assert ("[step] ran no test" in step.stderr) == (tests == "0"), step.stderr
+
+
+@pytest.mark.parametrize("lane", ["vllm", "mlx"])
+def test_no_lane_deselects_ac10(lane: str) -> None:
+    """AC-10 decides on every lane: its sustained window is sized in pairs and its paired run
+    stops when its interval decides, so neither is deselected for being slow or noisy."""
+    arguments = _run_arguments(f"{lane}-spec028")
+    assert [arg for arg in arguments if "ac10" in arg] == []
+
+
+def test_only_the_mlx_lane_sets_ac10_diagnostic_bounds_and_only_for_spec028(tmp_path: Path) -> None:
+    interpreter = tmp_path / "python"
+    interpreter.write_text('#!/bin/sh\nenv\necho "$@"\n')
+    interpreter.chmod(0o755)
+    environment = {"PATH": "/usr/bin:/bin", "SPECGATE_LANE_PYTHON": str(interpreter)}
+    shown = {step: _lanes("run", step, env=environment)
+             for step in ("mlx-spec028", "mlx-conformance", "vllm-spec028")}
+    assert "SPECGATE_AC10_DIAGNOSTIC_BOUNDS=median=" in shown["mlx-spec028"]
+    assert "SPECGATE_AC10_DIAGNOSTIC_BOUNDS" not in shown["mlx-conformance"]
+    assert "SPECGATE_AC10_DIAGNOSTIC_BOUNDS" not in shown["vllm-spec028"]
+    assert "--specgate-diagnostic" in shown["mlx-spec028"]

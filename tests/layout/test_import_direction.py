@@ -59,3 +59,9 @@ def test_a_planted_upward_import_breaks_the_layers_contract(tmp_path: Path) -> N
     result = _lint_with_planted(tmp_path, "contracts/host.py", "from pytest_specgate.evidence import _policy")
     assert "pytest_specgate.contracts is not allowed to import pytest_specgate.evidence" in result.stdout
     assert "pytest_specgate.contracts.host -> pytest_specgate.evidence._policy" in result.stdout
+
+
+def test_measure_may_import_no_engine(tmp_path: Path) -> None:
+    """measure shares the first floor with selection: an engine import from it is upward."""
+    result = _lint_with_planted(tmp_path, "measure/latency.py", "from pytest_specgate.engines import boot")
+    assert "pytest_specgate.measure is not allowed to import pytest_specgate.engines" in result.stdout

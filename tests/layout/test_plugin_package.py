@@ -24,3 +24,12 @@ def test_turning_the_plugin_off_turns_its_fixtures_off(pytester: pytest.Pytester
     result = pytester.runpytest("-p", "no:specgate")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*fixture 'evidence' not found*"])
+
+
+def test_loading_the_plugin_warns_of_nothing(pytester: pytest.Pytester) -> None:
+    """Each phase module is registered before another imports it: pytest warns of a plugin
+    module imported earlier without assertion rewriting (as in an editable install)."""
+    pytester.makepyfile("def test_nothing():\n    pass\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-W", "default")
+    result.assert_outcomes(passed=1)
+    assert "Warning" not in result.stdout.str()

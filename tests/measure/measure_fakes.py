@@ -1,4 +1,4 @@
-"""Fakes for the measurement tests: a manual clock and arms that advance it."""
+"""Fakes for the measurement tests: a manual clock, arms that advance it and a telemetry reading."""
 
 from __future__ import annotations
 
@@ -54,3 +54,16 @@ def make_prompts(count: int) -> tuple[Prompt, ...]:
         Prompt(f"p{index}", (ChatMessage("user", f"question {index}"),), 32)
         for index in range(count)
     )
+
+
+@dataclass(frozen=True)
+class FakeTelemetry:
+    """One reading of an engine's speculative-decoding counters (``TelemetryLike``)."""
+
+    drafted: int | None = 0
+    accepted: int | None = 0
+    available: bool = True
+    window: str = "since_last_roll"
+    source: str = "/v1/status"
+    drafts: int | None = None
+    accepted_per_position: tuple[int, ...] | None = None

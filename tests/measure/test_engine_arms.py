@@ -4,7 +4,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pytest
-from measure_fakes import FakeClock, make_prompts
+from measure_fakes import FakeClock, FakeTelemetry, make_prompts
 
 from pytest_specgate.contracts.engine import StreamResult
 from pytest_specgate.measure.engine_arms import engine_arm, engine_telemetry
@@ -76,17 +76,6 @@ def test_token_count_falls_back_to_ids_then_deltas(clock: FakeClock) -> None:
     sample = bare(make_prompts(1)[0])
     assert (sample.output_tokens, sample.token_count_source) == (3, "stream_deltas")
     assert sample.token_ids is None
-
-
-@dataclass(frozen=True)
-class FakeTelemetry:
-    drafted: int
-    accepted: int
-    available: bool = True
-    window: str = "since_last_roll"
-    source: str = "/v1/status"
-    drafts: int | None = None
-    accepted_per_position: tuple[int, ...] | None = None
 
 
 def test_engine_arms_drive_a_paired_run(clock: FakeClock) -> None:

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from measure_fakes import FakeClock, make_prompts
+from measure_fakes import FakeClock, FakeTelemetry, make_prompts
 from test_engine_arms import FakeStreamingEngine
 
 from pytest_specgate.engines.client import telemetry_from_status
@@ -55,33 +54,24 @@ def test_latency_without_inter_token_gaps_is_refused() -> None:
         latency_summary([_pair(0, (0.01, 0.01), ((), ()))])
 
 
-@dataclass
-class Reading:
-    drafts: int | None
-    accepted_per_position: tuple[int, ...] | None
-    drafted: int
-    accepted: int
-    available: bool = True
-    window: str = "since_last_roll"
-    source: str = "/v1/status"
-
-
 def test_per_position_counts_are_deltas_over_the_window() -> None:
-    measured = acceptance_from_telemetry(Reading(10, (8, 6, 4, 2), 40, 20),
-                                         Reading(110, (88, 66, 40, 22), 440, 216))
+    measured = acceptance_from_telemetry(
+        FakeTelemetry(40, 20, drafts=10, accepted_per_position=(8, 6, 4, 2)),
+        FakeTelemetry(440, 216, drafts=110, accepted_per_position=(88, 66, 40, 22)))
     assert (measured.drafts, measured.accepted_per_position) == (100, (80, 60, 36, 20))
     assert measured.per_position_rates() == pytest.approx((0.8, 0.6, 0.36, 0.2))
 
 
 def test_an_engine_without_position_counts_says_so() -> None:
-    measured = acceptance_from_telemetry(Reading(None, None, 0, 0), Reading(None, None, 40, 20))
+    measured = acceptance_from_telemetry(FakeTelemetry(0, 0), FakeTelemetry(40, 20))
     assert measured.per_position_rates() is None
     assert measured.positions_reason == "/v1/status reports no per-position acceptance counts"
     assert position_acceptance(measured, 4) is None
 
 
 def test_positions_beside_alpha_to_the_k_and_their_plot(tmp_path: Path) -> None:
-    measured = acceptance_from_telemetry(None, Reading(100, (80, 64, 51, 41), 400, 236))
+    measured = acceptance_from_telemetry(
+        None, FakeTelemetry(400, 236, drafts=100, accepted_per_position=(80, 64, 51, 41)))
     positions = position_acceptance(measured, 4)
     assert positions is not None
     assert positions.measured == pytest.approx((0.8, 0.64, 0.51, 0.41))

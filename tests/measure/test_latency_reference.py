@@ -1,10 +1,10 @@
 """The latency ratio intervals are scipy's paired percentile bootstrap, recomputed independently.
 
-``scipy.stats.bootstrap`` resamples the pair indices (as its ``paired=True`` does inside) and hands
-them to the statistic, which is written here on its own: TTFT percentiles of the resampled pairs, ITL percentiles of the
-gaps the resampled pairs pooled. Both ends of every interval must match at the documented level,
-seed and resample count; a bootstrap that never draws some pair (indices from ``0..n-2``) or
-resamples the arms apart (breaking the pairing) lands elsewhere.
+``scipy.stats.bootstrap`` resamples the pair indices (as its ``paired=True`` does inside) and
+hands them to the statistic, which is written here on its own: TTFT percentiles of the resampled
+pairs, ITL percentiles of the gaps the resampled pairs pooled. Both ends of every interval must
+match at the documented level, seed and resample count; a bootstrap that never draws some pair
+(indices from ``0..n-2``) or resamples the arms apart (breaking the pairing) lands elsewhere.
 """
 
 from __future__ import annotations

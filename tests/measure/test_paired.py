@@ -5,7 +5,7 @@ import json
 from dataclasses import dataclass
 
 import pytest
-from measure_fakes import FakeArm, FakeClock, make_prompts
+from measure_fakes import FakeArm, FakeClock, FakeTelemetry, make_prompts
 
 from pytest_specgate.measure.paired import arm_order, paired_schedule, run_paired
 from pytest_specgate.measure.samples import Prompt
@@ -86,29 +86,18 @@ def test_samples_carry_run_relative_times(clock: FakeClock) -> None:
     assert run.elapsed_s == 8.0
 
 
-@dataclass(frozen=True)
-class TelemetrySnapshot:
-    drafted: int
-    accepted: int
-    available: bool = True
-    window: str = "since_last_roll"
-    source: str = "/v1/status"
-    drafts: int | None = None
-    accepted_per_position: tuple[int, ...] | None = None
-
-
-def counting_telemetry(arm: FakeArm) -> TelemetrySnapshot:
+def counting_telemetry(arm: FakeArm) -> FakeTelemetry:
     """4 drafted / 3 accepted per candidate request so far, like an engine would count."""
-    return TelemetrySnapshot(4 * arm.calls, 3 * arm.calls)
+    return FakeTelemetry(4 * arm.calls, 3 * arm.calls)
 
 
 def test_acceptance_covers_only_measured_candidate_runs(clock: FakeClock) -> None:
     log: list[tuple[str, str]] = []
     baseline = FakeArm("B", clock, log, _constant(2.0))
     candidate = FakeArm("C", clock, log, _constant(1.0))
-    reads: list[tuple[int, int]] = []
+    reads: list[tuple[int | None, int | None]] = []
 
-    def read() -> TelemetrySnapshot:
+    def read() -> FakeTelemetry:
         telemetry = counting_telemetry(candidate)
         reads.append((telemetry.drafted, telemetry.accepted))
         return telemetry

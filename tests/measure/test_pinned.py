@@ -13,7 +13,7 @@ from pytest_specgate.measure.pinned import (
     load_named_prompt_set,
     load_prompt_set,
     model_pair,
-    repo_fixtures_dir,
+    project_fixtures_dir,
 )
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
@@ -39,8 +39,9 @@ def test_ac11_prompt_sets_load_by_name(name: str) -> None:
     assert listed_digest(prompt_set.path) == prompt_set.sha256
 
 
-def test_repo_fixtures_dir_is_this_checkout() -> None:
-    assert repo_fixtures_dir() == FIXTURES
+def test_the_project_fixtures_dir_is_this_projects_rootdir_fixtures() -> None:
+    # This suite runs under the plugin, whose rootdir is this checkout.
+    assert project_fixtures_dir() == FIXTURES
 
 
 def test_pinned_pairs() -> None:

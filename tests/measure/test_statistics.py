@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 
 import pytest
+from measure_fakes import FakeTelemetry
 
 from pytest_specgate.measure.samples import RequestSample, SamplePair, TimedSample
 from pytest_specgate.measure.statistics import (
@@ -98,17 +98,6 @@ def test_equal_values_give_a_point_interval() -> None:
 def test_no_speedups_is_an_error() -> None:
     with pytest.raises(ValueError, match="no speedups"):
         median_speedup([])
-
-
-@dataclass(frozen=True)
-class FakeTelemetry:
-    available: bool = True
-    drafted: int | None = 0
-    accepted: int | None = 0
-    window: str = "since_last_roll"
-    source: str = "/v1/status"
-    drafts: int | None = None
-    accepted_per_position: tuple[int, ...] | None = None
 
 
 def test_acceptance_is_the_delta_of_two_readings() -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 from measure_fakes import FakeArm, FakeClock, make_prompts
 
+from pytest_specgate.contracts.thresholds import Threshold
 from pytest_specgate.measure.samples import Prompt, RequestSample, SamplePair, TimedSample
 from pytest_specgate.measure.sustained import (
     SustainedRun,
@@ -165,3 +166,66 @@ def test_plot_shows_both_arms_with_labels_and_the_shaded_window(clock: FakeClock
     assert left == pytest.approx(83.2)
     assert left + width == pytest.approx(103.2)
     assert "whole run 2.00x, last window 1.25x" in axes.get_title()
+
+
+def _verdict(run: SustainedRun) -> str:
+    estimate = run.last_window_estimate()
+    return Threshold(at_least=1.2).judge(estimate.point, estimate.ci_low, estimate.ci_high).verdict
+
+
+def _shortened_run(clock: FakeClock, candidate_walls: list[float], max_extra_pairs: int) -> SustainedRun:
+    """A CI-scale run (3 s of a 300 s plan, 0.6 s window) with 2 prompts; baseline 2 s a request,
+    the candidate's requests take the given times in turn."""
+    log: list[tuple[str, str]] = []
+
+    def baseline_wall(prompt: Prompt, call: int, now: float) -> float:
+        return 2.0
+
+    def candidate_wall(prompt: Prompt, call: int, now: float) -> float:
+        return candidate_walls[call % len(candidate_walls)]
+
+    return run_sustained(FakeArm("B", clock, log, baseline_wall), FakeArm("C", clock, log, candidate_wall),
+                         make_prompts(2), SustainedSettings(scale=0.01), warmup=0, clock=clock,
+                         until=Threshold(at_least=1.2), max_extra_pairs=max_extra_pairs)
+
+
+def test_a_shortened_run_sized_in_pairs_runs_until_its_interval_decides(clock: FakeClock) -> None:
+    """At scale 0.01 the window holds one pair; sized in pairs, the run goes on in whole rounds
+    until the anytime-valid interval clears the bound: 8 pairs all above it."""
+    run = _shortened_run(clock, [1.0], max_extra_pairs=40)
+    assert run.sequential is not None and run.sequential.decided
+    assert len(run.pairs) == 8
+    estimate = run.last_window_estimate()
+    assert estimate.ci_low is not None and estimate.ci_low >= 1.2
+    assert _verdict(run) == "passed"
+    assert run.to_dict()["sequential"]["stopped_because"] == "every threshold decided"  # type: ignore[index]
+
+
+def test_a_run_below_its_bound_decides_failed(clock: FakeClock) -> None:
+    run = _shortened_run(clock, [2.0], max_extra_pairs=40)
+    assert run.sequential is not None and run.sequential.decided
+    assert _verdict(run) == "failed"
+
+
+def test_a_run_at_its_bound_stops_at_max_extra_pairs_undecided(clock: FakeClock) -> None:
+    """Half the pairs above the bound, half below: no honest interval clears it."""
+    run = _shortened_run(clock, [1.0, 2.0], max_extra_pairs=12)
+    assert run.sequential is not None and not run.sequential.decided
+    assert len(run.pairs) == 2 + 12  # the timed round, then 12 more
+    assert _verdict(run) == "inconclusive"
+
+
+def test_the_judged_pairs_only_grow_from_the_planned_window_start(clock: FakeClock) -> None:
+    run = _shortened_run(clock, [1.0], max_extra_pairs=40)
+    start = run.settings.planned_window_start_s
+    assert start == pytest.approx(2.4)
+    assert run.judged_pairs() == tuple(pair for pair in run.pairs if pair.finished_s > start)
+    assert len(run.judged_pairs()) == len(run.pairs)
+
+
+def test_until_needs_a_cap_in_pairs(clock: FakeClock) -> None:
+    log: list[tuple[str, str]] = []
+    with pytest.raises(ValueError, match="max_extra_pairs"):
+        run_sustained(FakeArm("B", clock, log, lambda *_: 1.0), FakeArm("C", clock, log, lambda *_: 1.0),
+                      make_prompts(2), SustainedSettings(scale=0.01), clock=clock,
+                      until=Threshold(at_least=1.2))

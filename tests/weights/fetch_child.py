@@ -32,7 +32,7 @@ def main(arguments: dict[str, object]) -> dict[str, object]:
             endpoint=endpoint if isinstance(endpoint, str) else None,
         )
     except WeightVerificationError as error:
-        return {"ok": False, "error": type(error).__name__, "message": str(error)}
+        return {"ok": False, "error": error.problem, "message": str(error)}
     return {"ok": True, **snapshot.to_record()}
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import fnmatch
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,19 +20,20 @@ from hubfake import (
 
 from pytest_specgate.fetching.weights import (
     DEFAULT_ALLOW_PATTERNS,
-    ChecksumMismatchError,
-    DestinationConflictError,
-    DiskSpaceError,
-    FileSetError,
-    HubAccessError,
-    HubNotFoundError,
-    MissingChecksumError,
-    TransferError,
+    WeightProblem,
     WeightVerificationError,
     fetch_verified,
 )
 
 WEIGHTS = "model.safetensors"
+
+
+@contextmanager
+def refused(problem: WeightProblem) -> Iterator[pytest.ExceptionInfo[WeightVerificationError]]:
+    """``pytest.raises`` for the one weights error, checking which step it says failed."""
+    with pytest.raises(WeightVerificationError) as caught:
+        yield caught
+    assert caught.value.problem == problem, str(caught.value)
 
 
 def assert_nothing_left(models_dir: Path, destination: Path) -> None:
@@ -43,7 +46,7 @@ def test_private_repo_without_a_valid_token_is_refused(
     private_repo: FakeRepo, models_dir: Path, token: str | bool
 ) -> None:
     destination = models_dir / "private"
-    with running_fake_hub([private_repo]) as hub, pytest.raises(HubAccessError) as caught:
+    with running_fake_hub([private_repo]) as hub, refused("hub-access") as caught:
         fetch_verified(private_repo.repo_id, "main", destination, token=token, endpoint=hub.base_url)
 
     message = str(caught.value)
@@ -57,7 +60,7 @@ def test_private_repo_without_a_valid_token_is_refused(
 
 def test_unknown_revision_is_not_found(public_repo: FakeRepo, models_dir: Path) -> None:
     destination = models_dir / "target"
-    with running_fake_hub([public_repo]) as hub, pytest.raises(HubNotFoundError) as caught:
+    with running_fake_hub([public_repo]) as hub, refused("not-found") as caught:
         fetch_verified(public_repo.repo_id, "v9.9-missing", destination, endpoint=hub.base_url)
 
     assert caught.value.revision == "v9.9-missing"
@@ -67,7 +70,7 @@ def test_unknown_revision_is_not_found(public_repo: FakeRepo, models_dir: Path) 
 
 def test_unknown_repo_is_not_found(public_repo: FakeRepo, models_dir: Path) -> None:
     destination = models_dir / "target"
-    with running_fake_hub([public_repo]) as hub, pytest.raises(HubNotFoundError) as caught:
+    with running_fake_hub([public_repo]) as hub, refused("not-found") as caught:
         fetch_verified("specgate-test/no-such-model", "main", destination, endpoint=hub.base_url)
 
     assert caught.value.repo_id == "specgate-test/no-such-model"
@@ -75,14 +78,14 @@ def test_unknown_repo_is_not_found(public_repo: FakeRepo, models_dir: Path) -> N
 
 
 @pytest.mark.parametrize(
-    ("status", "kind"), [(403, HubAccessError), (503, TransferError)], ids=["gated-403", "hub-503"]
+    ("status", "kind"), [(403, "hub-access"), (503, "transfer")], ids=["gated-403", "hub-503"]
 )
 def test_http_error_on_one_file_names_that_file(
-    public_repo: FakeRepo, models_dir: Path, status: int, kind: type[WeightVerificationError]
+    public_repo: FakeRepo, models_dir: Path, status: int, kind: WeightProblem
 ) -> None:
     repo = public_repo.with_faults("tokenizer.json", FileFaults(status=status))
     destination = models_dir / "target"
-    with running_fake_hub([repo]) as hub, pytest.raises(kind) as caught:
+    with running_fake_hub([repo]) as hub, refused(kind) as caught:
         fetch_verified(repo.repo_id, "main", destination, endpoint=hub.base_url)
 
     assert caught.value.file == "tokenizer.json"
@@ -94,7 +97,7 @@ def test_http_error_on_one_file_names_that_file(
 def test_wrong_lfs_sha256_is_a_mismatch_after_download(public_repo: FakeRepo, models_dir: Path) -> None:
     repo = public_repo.with_faults(WEIGHTS, FileFaults(digest="wrong"))
     destination = models_dir / "target"
-    with running_fake_hub([repo]) as hub, pytest.raises(ChecksumMismatchError) as caught:
+    with running_fake_hub([repo]) as hub, refused("checksum-mismatch") as caught:
         fetch_verified(repo.repo_id, "main", destination, endpoint=hub.base_url)
 
     error = caught.value
@@ -115,7 +118,7 @@ def test_safetensors_without_lfs_sha256_is_a_hard_failure_before_any_download(
 ) -> None:
     repo = public_repo.with_faults(WEIGHTS, FileFaults(digest="absent"))
     destination = models_dir / "target"
-    with running_fake_hub([repo]) as hub, pytest.raises(MissingChecksumError) as caught:
+    with running_fake_hub([repo]) as hub, refused("missing-checksum") as caught:
         fetch_verified(repo.repo_id, "main", destination, endpoint=hub.base_url)
 
     assert caught.value.file == WEIGHTS
@@ -128,7 +131,7 @@ def test_safetensors_without_lfs_sha256_is_a_hard_failure_before_any_download(
 def test_small_git_file_with_wrong_blob_sha1_is_a_mismatch(public_repo: FakeRepo, models_dir: Path) -> None:
     repo = public_repo.with_faults("config.json", FileFaults(digest="wrong"))
     destination = models_dir / "target"
-    with running_fake_hub([repo]) as hub, pytest.raises(ChecksumMismatchError) as caught:
+    with running_fake_hub([repo]) as hub, refused("checksum-mismatch") as caught:
         fetch_verified(repo.repo_id, "main", destination, endpoint=hub.base_url)
 
     assert caught.value.file == "config.json"
@@ -139,7 +142,7 @@ def test_small_git_file_with_wrong_blob_sha1_is_a_mismatch(public_repo: FakeRepo
 def test_small_git_file_without_any_etag_is_unverifiable(public_repo: FakeRepo, models_dir: Path) -> None:
     repo = public_repo.with_faults("tokenizer.json", FileFaults(digest="absent"))
     destination = models_dir / "target"
-    with running_fake_hub([repo]) as hub, pytest.raises(MissingChecksumError) as caught:
+    with running_fake_hub([repo]) as hub, refused("missing-checksum") as caught:
         fetch_verified(repo.repo_id, "main", destination, endpoint=hub.base_url)
 
     assert (caught.value.file, caught.value.found) == ("tokenizer.json", "no etag")
@@ -163,7 +166,7 @@ def test_connection_dropped_once_is_resumed_and_still_verified(
 def test_connection_dropped_for_good_is_a_transfer_error(public_repo: FakeRepo, models_dir: Path) -> None:
     repo = public_repo.with_faults(WEIGHTS, FileFaults(drop_after_bytes=1000, after_drop="refuse"))
     destination = models_dir / "target"
-    with running_fake_hub([repo]) as hub, pytest.raises(TransferError) as caught:
+    with running_fake_hub([repo]) as hub, refused("transfer") as caught:
         fetch_verified(repo.repo_id, "main", destination, endpoint=hub.base_url)
 
     assert repo.repo_id in str(caught.value)
@@ -176,7 +179,7 @@ def test_retry_that_returns_the_wrong_bytes_is_caught_by_the_sha256(
 ) -> None:
     repo = public_repo.with_faults(WEIGHTS, FileFaults(drop_after_bytes=1000, after_drop="corrupt"))
     destination = models_dir / "target"
-    with running_fake_hub([repo]) as hub, pytest.raises(ChecksumMismatchError) as caught:
+    with running_fake_hub([repo]) as hub, refused("checksum-mismatch") as caught:
         fetch_verified(repo.repo_id, "main", destination, endpoint=hub.base_url)
 
     assert caught.value.file == WEIGHTS
@@ -199,7 +202,7 @@ def test_not_enough_free_space_is_refused_before_any_download(
         return needed - 1
 
     destination = models_dir / "target"
-    with running_fake_hub([public_repo]) as hub, pytest.raises(DiskSpaceError) as caught:
+    with running_fake_hub([public_repo]) as hub, refused("disk-space") as caught:
         fetch_verified(
             public_repo.repo_id, "main", destination, endpoint=hub.base_url, disk_free=almost_enough
         )
@@ -218,7 +221,7 @@ def test_a_different_existing_destination_is_refused_and_left_alone(
     destination.mkdir()
     (destination / "model.safetensors").write_bytes(b"someone else's weights")
     before = tree_bytes(destination)
-    with running_fake_hub([public_repo]) as hub, pytest.raises(DestinationConflictError) as caught:
+    with running_fake_hub([public_repo]) as hub, refused("destination-conflict") as caught:
         fetch_verified(public_repo.repo_id, "main", destination, endpoint=hub.base_url)
 
     assert str(destination) in caught.value.found
@@ -233,7 +236,7 @@ def test_index_naming_a_shard_the_repo_lacks_is_an_incomplete_snapshot(models_di
         "model-00002-of-00002.safetensors"
     )
     destination = models_dir / "broken"
-    with running_fake_hub([repo]) as hub, pytest.raises(FileSetError) as caught:
+    with running_fake_hub([repo]) as hub, refused("file-set") as caught:
         fetch_verified(repo.repo_id, "main", destination, endpoint=hub.base_url)
 
     assert caught.value.file == "model.safetensors.index.json"
@@ -245,7 +248,7 @@ def test_a_repo_without_safetensors_weights_is_refused(models_dir: Path) -> None
     files = tiny_model_files(seed=5)
     repo = FakeRepo.from_contents("specgate-test/pickle-only", files).without(WEIGHTS)
     destination = models_dir / "pickle-only"
-    with running_fake_hub([repo]) as hub, pytest.raises(FileSetError) as caught:
+    with running_fake_hub([repo]) as hub, refused("file-set") as caught:
         fetch_verified(repo.repo_id, "main", destination, endpoint=hub.base_url)
 
     assert "*.safetensors" in caught.value.expected
@@ -258,7 +261,7 @@ def test_unreachable_hub_is_a_transfer_error(models_dir: Path) -> None:
         probe.bind(("127.0.0.1", 0))
         closed_port = probe.getsockname()[1]
     destination = models_dir / "target"
-    with pytest.raises(TransferError) as caught:
+    with refused("transfer") as caught:
         fetch_verified(
             "specgate-test/tiny-target",
             "main",
@@ -282,7 +285,7 @@ def test_a_concurrent_writer_with_other_files_wins_and_is_left_alone(
             (destination / path).write_bytes(data)
         return 1 << 40
 
-    with running_fake_hub([public_repo]) as hub, pytest.raises(DestinationConflictError):
+    with running_fake_hub([public_repo]) as hub, refused("destination-conflict"):
         fetch_verified(
             public_repo.repo_id,
             "main",

@@ -88,7 +88,7 @@ def test_a_write_refused_by_the_filesystem_is_a_disk_space_error(
         )
 
     assert outcome["ok"] is False, outcome
-    assert outcome["error"] == "DiskSpaceError"
+    assert outcome["error"] == "disk-space"
     assert "EFBIG" in str(outcome["message"])
     assert repo.repo_id in str(outcome["message"])
     assert WEIGHTS in hub.downloads(repo.repo_id)

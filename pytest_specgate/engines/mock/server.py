@@ -226,7 +226,7 @@ class MockEngine(ClientEngine):
 
 
 def _client_for(base_url: str, settings: MockSettings) -> OpenAIClient:
-    return OpenAIClient(base_url, timeout_s=settings.request_timeout_s)
+    return OpenAIClient(base_url, timeout_s=settings.request_timeout_s, backend="mock")
 
 
 def _boot_thread(settings: MockSettings, workdir: Path) -> MockEngine:

@@ -251,7 +251,7 @@ def boot_process(spec: VllmProcessSpec, workdir: Path) -> VllmEngine:
         process.start(server_argv(spec, port), server_env(os.environ), workdir / "vllm-server.log")
         base_url = f"http://127.0.0.1:{port}"
         wait_for_health(f"{base_url}/health", spec.boot_timeout_s, process)
-        client = OpenAIClient(base_url)
+        client = OpenAIClient(base_url, backend="vllm")
         try:
             metrics = SpecDecodeTelemetry(
                 lambda: client.get_text("/metrics"),

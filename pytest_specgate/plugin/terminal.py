@@ -144,11 +144,7 @@ def announce_masks(config: pytest.Config, values: tuple[str, ...] | list[str]) -
     Actions."""
     from pytest_specgate.evidence import write_mask_commands
 
-    capture = config.pluginmanager.get_plugin("capturemanager")
-    uncaptured: AbstractContextManager[object] = (
-        nullcontext() if capture is None else capture.global_and_fixture_disabled()
-    )
-    with uncaptured:
+    with output_uncaptured(config):
         write_mask_commands(sys.stdout, values, os.environ)
 
 

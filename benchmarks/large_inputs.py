@@ -79,7 +79,7 @@ def _measure(quick: bool) -> list[tuple[str, float, int, str]]:
             f"hosts --host-facts ({size >> 20} MB)": [*_SPECGATE, "hosts", "--host-facts", str(large)],
             f"render ({size >> 20} MB manifest)": [*_SPECGATE, "render", str(bundle)],
             f"waivers ({size >> 20} MB manifest)": [*_SPECGATE, "waivers", str(bundle)],
-            f"merge ({size >> 20} MB manifest)": [*_SPECGATE, "merge", str(bundle), "-o", str(work / "m")],
+            f"merge ({size >> 20} MB manifest)": [*_SPECGATE, "merge", str(bundle), "--out", str(work / "m")],
             f"gate --pr-body-from-event ({size >> 20} MB event)": [
                 *_SPECGATE, "gate", "--pr-body-from-event", "--evidence", str(bundle), "--commit", "0" * 40
             ],

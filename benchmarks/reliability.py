@@ -533,7 +533,7 @@ def signed_run(project: SignedProject, name: str, *options: str) -> GateCase:
         raise RuntimeError(f"tamper: expected one bundle under {evidence_dir}, found {bundles}")
     pr_body = project.path / f"{name}.md"
     subprocess.run(
-        [sys.executable, "-m", "pytest_specgate.cli", "render", str(bundles[0]), "-o", str(pr_body)],
+        [sys.executable, "-m", "pytest_specgate.cli", "render", str(bundles[0]), "--out", str(pr_body)],
         cwd=project.path, env=environment, check=True, capture_output=True,
     )
     return GateCase(bundles[0], pr_body, evidence_dir, ("AC-1", "AC-2"), project.commit, project.trusted)

@@ -18,6 +18,8 @@ from pytest_specgate.selection.host_probe import load_host_facts, probe_host
 
 __all__ = ["main"]
 
+TINY_MODELS_SCHEMA_ID = "specgate.tiny-models/1"
+
 
 def find_pyproject(start: Path) -> Path | None:
     """The nearest ``pyproject.toml`` at or above ``start`` (where profiles are declared)."""
@@ -76,7 +78,7 @@ def _format_hosts(report: dict[str, object]) -> str:
 
 
 def _write_host_example(name: str, out: Path | None) -> int:
-    from pytest_specgate.examples import HostExampleError, host_example_text
+    from pytest_specgate.examples import host_example_text
 
     try:
         text = host_example_text(name)
@@ -85,7 +87,7 @@ def _write_host_example(name: str, out: Path | None) -> int:
         else:
             out.write_text(text, "utf-8")
             print(f"specgate hosts: wrote the {name} example to {out}")
-    except (HostExampleError, OSError) as exc:
+    except OSError as exc:
         raise SpecgateInputError(str(exc)) from None
     return 0
 
@@ -122,6 +124,10 @@ def _run_tiny_models(args: argparse.Namespace) -> int:
             "pip install 'pytest-specgate[tiny]'") from None
     except OSError as exc:
         raise SpecgateInputError(f"--out={args.out}: {exc}") from None
+    if args.json:
+        models = {f"tiny:{role}": str(pair.path_for(role)) for role in TINY_MODEL_ROLES}
+        print(json.dumps({"schema": TINY_MODELS_SCHEMA_ID, "models": models}, indent=2, sort_keys=True))
+        return 0
     for role in TINY_MODEL_ROLES:
         print(f"tiny:{role:<9} {pair.path_for(role)}")
     return 0
@@ -152,6 +158,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "(deterministic, offline, once per content hash). Needs tokenizers and "
                     "safetensors: pip install 'pytest-specgate[tiny]'.")
     tiny.add_argument("--out", metavar="DIR", required=True, help="cache directory to build into")
+    tiny.add_argument("--json", action="store_true",
+                      help=f"print the models' paths as JSON ({TINY_MODELS_SCHEMA_ID})")
     tiny.set_defaults(handler=_run_tiny_models)
 
     from pytest_specgate.evidence import cli_commands as evidence

@@ -297,7 +297,7 @@ _CHECKS: Final[dict[str, Callable[[Engine, Mapping[str, object]], str]]] = {
 def _check(name: str, engine: Engine, config: Mapping[str, object]) -> CapabilityResult:
     try:
         return CapabilityResult(name, "passed", _CHECKS[name](engine, config))
-    except Exception as exc:
+    except Exception as exc:  # any error a backend raises (third-party ones too) fails this capability only
         return CapabilityResult(name, "failed", f"{type(exc).__name__}: {exc}")
 
 

@@ -246,7 +246,7 @@ class EnginePool:
         try:
             with _watched(self._watch_boot, config):
                 engine = _boot_watched(boot, config, workdir, self._ledger)
-        except Exception as exc:
+        except Exception as exc:  # whatever a backend's boot raises is remembered, then re-raised
             self._failures[config] = _remembered_failure(config, exc, requested_by)
             raise
         self._engines[config] = engine
@@ -295,7 +295,7 @@ def close_in_reverse(engines: Sequence[Engine], failure: str, ledger: MemoryLedg
     for engine in reversed(engines):
         try:
             engine.close()
-        except Exception as exc:
+        except Exception as exc:  # one engine's failing close must not leave the others running
             errors.append(exc)
         if ledger is not None:
             ledger.closed(engine)

@@ -91,7 +91,7 @@ def _gpu_free() -> int | None:
             count = pynvml.nvmlDeviceGetCount()
             return sum(int(pynvml.nvmlDeviceGetMemoryInfo(pynvml.nvmlDeviceGetHandleByIndex(index)).free)
                        for index in range(count)) if count else None
-        except Exception:
+        except Exception:  # pynvml.NVMLError (NOT_SUPPORTED on GB10) or a driver fault: unknown, not 0
             return None
 
 

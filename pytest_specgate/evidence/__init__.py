@@ -69,7 +69,7 @@ if TYPE_CHECKING:
         sign_bundle,
     )
     from pytest_specgate.evidence._source import IMPORTED_FILES_KEY, git_top, imported_source_files
-    from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError
+    from pytest_specgate.evidence._trust import TrustPolicy
     from pytest_specgate.evidence._trusted import TrustedConfig, TrustedConfigError, load_trusted_config
     from pytest_specgate.evidence._writer import NOT_QUALIFIED, QUALIFIED, WrittenBundle
     from pytest_specgate.selection.ac_marker import AC_MARKER_LINE, ac_from_marker
@@ -124,7 +124,6 @@ _EXPORTS: dict[str, str] = {
     "SigningError": "_signing",
     "SigningKey": "_signing",
     "TrustPolicy": "_trust",
-    "TrustPolicyError": "_trust",
     "TrustedConfig": "_trusted",
     "TrustedConfigError": "_trusted",
     "WrittenBundle": "_writer",
@@ -198,7 +197,6 @@ __all__ = [
     "SigningError",
     "SigningKey",
     "TrustPolicy",
-    "TrustPolicyError",
     "TrustedConfig",
     "TrustedConfigError",
     "WrittenBundle",

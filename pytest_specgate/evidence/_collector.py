@@ -305,6 +305,11 @@ class EvidenceCollector:
                                          for name, path in foreign.items()})
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
+        if exitstatus == pytest.ExitCode.USAGE_ERROR:
+            # Stopped by a usage error (a bad marker or option) before any test ran: an empty
+            # bundle would only be mistaken for a run; the error line says what happened.
+            self.discard()
+            return
         # Before the imported files are listed: files only the census imported are bound too.
         if self._take_census is not None:
             self.census = self._take_census()

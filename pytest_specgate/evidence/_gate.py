@@ -137,11 +137,14 @@ the PR body outside the checked blocks is the author's, only this is the gate's.
 PULL_REQUEST_EVENTS = frozenset({"pull_request", "pull_request_target"})
 
 
-def resolve_commit(option: str | None, environ: Mapping[str, str]) -> CommitChoice:
-    """``--commit``, else in GitHub Actions the commit the event is about; the full 40-hex commit.
+def resolve_commit(option: str | None, environ: Mapping[str, str],
+                   checkout: Path | None = None) -> CommitChoice:
+    """``--commit``, else in GitHub Actions the commit the event is about, else (a release manager
+    at their desk) ``HEAD`` of ``checkout``; the full 40-hex commit.
 
     On ``pull_request`` events ``$GITHUB_SHA`` is the merge commit GitHub made, which no run
-    recorded: the PR's head is ``pull_request.head.sha`` in ``$GITHUB_EVENT_PATH``.
+    recorded: the PR's head is ``pull_request.head.sha`` in ``$GITHUB_EVENT_PATH``. Inside
+    Actions HEAD is never guessed: there it may be that merge commit.
     """
     event = environ.get("GITHUB_EVENT_NAME", "")
     if option is not None:
@@ -151,15 +154,29 @@ def resolve_commit(option: str | None, environ: Mapping[str, str]) -> CommitChoi
     elif environ.get("GITHUB_SHA"):
         what = "the pushed commit" if event == "push" else f"the commit of the {event} event" if event else ""
         text, source = environ["GITHUB_SHA"], f"$GITHUB_SHA, {what}" if what else "$GITHUB_SHA"
+    elif not environ.get("GITHUB_ACTIONS") and checkout is not None and (head := _head(checkout)):
+        text, source = head, f"HEAD of {checkout} (outside GitHub Actions)"
     else:
         raise GateInputError(
-            "no commit to check the evidence against: pass --commit=<40-hex sha> (or set $GITHUB_SHA)"
+            "no commit to check the evidence against: pass --commit=<40-hex sha> (or set $GITHUB_SHA; "
+            "outside GitHub Actions the gate takes HEAD of a git checkout in the current directory)"
         )
     if not _FULL_COMMIT.match(text.strip()):
         raise GateInputError(
             f"{source} {text!r}: expected the full 40-hex commit; a prefix could match another commit"
         )
     return CommitChoice(sha=text.strip().lower(), source=source)
+
+
+def _head(checkout: Path) -> str | None:
+    import subprocess
+
+    try:
+        completed = subprocess.run(["git", "-C", str(checkout), "rev-parse", "--verify", "HEAD^{commit}"],
+                                   capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return completed.stdout.strip() if completed.returncode == 0 else None
 
 
 def _pull_request_head(event: str, location: str) -> tuple[str, str]:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.hardware import HostProfile
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.evidence._acrecord import AcRecord
@@ -29,10 +30,6 @@ if TYPE_CHECKING:
 
 TRUST_TABLE = "[tool.specgate.trust]"
 _SIGNER_FIELDS = frozenset({"key", "profiles", "expires"})
-
-
-class TrustPolicyError(Exception):
-    """A trust policy that cannot be read; the message names the file and the signer."""
 
 
 @dataclass(frozen=True)
@@ -75,39 +72,39 @@ def expiry(value: object, where: str) -> dt.datetime:
             timed = "T" in value or " " in value
             value = dt.datetime.fromisoformat(value) if timed else dt.date.fromisoformat(value)
         except ValueError:
-            raise TrustPolicyError(f"{where}: expires {value!r} is not an ISO date or datetime") from None
+            raise SpecgateInputError(f"{where}: expires {value!r} is not an ISO date or datetime") from None
     if isinstance(value, dt.datetime):
         return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
     if isinstance(value, dt.date):
         return dt.datetime(value.year, value.month, value.day, tzinfo=dt.UTC)
-    raise TrustPolicyError(f"{where}: expires must be an ISO date or datetime, found {value!r}")
+    raise SpecgateInputError(f"{where}: expires must be an ISO date or datetime, found {value!r}")
 
 
 def _signer(name: str, table: object, where: str, declared: Sequence[str] | None) -> Signer:
     from pytest_specgate.evidence._signing import key_fingerprint, load_public_key
 
     if not isinstance(table, dict):
-        raise TrustPolicyError(f"{where} must be a table with key = ... and profiles = [...]")
+        raise SpecgateInputError(f"{where} must be a table with key = ... and profiles = [...]")
     unknown = sorted(set(table) - _SIGNER_FIELDS)
     if unknown or "key" not in table:
-        raise TrustPolicyError(
+        raise SpecgateInputError(
             f"{where}: expected the fields key, profiles and expires, found {sorted(table)}"
         )
     key_text, profiles = table["key"], table.get("profiles", [])
     if not isinstance(key_text, str):
-        raise TrustPolicyError(f"{where}: key must be an 'ssh-ed25519 AAAA…' line or a PEM public key")
+        raise SpecgateInputError(f"{where}: key must be an 'ssh-ed25519 AAAA…' line or a PEM public key")
     if not isinstance(profiles, list) or not all(isinstance(p, str) for p in profiles):
-        raise TrustPolicyError(f"{where}: profiles must be a list of host profile names, got {profiles!r}")
+        raise SpecgateInputError(f"{where}: profiles must be a list of host profile names, got {profiles!r}")
     undeclared = sorted(set(profiles) - set(declared)) if declared is not None else []
     if undeclared:
-        raise TrustPolicyError(
+        raise SpecgateInputError(
             f"{where}: profile {undeclared[0]!r} is not declared in [tool.specgate.hosts] "
             f"(declared: {', '.join(declared or ()) or 'none'})"
         )
     try:
         public_key = load_public_key(key_text)
     except ValueError as error:
-        raise TrustPolicyError(f"{where}: key: {error}") from None
+        raise SpecgateInputError(f"{where}: key: {error}") from None
     expires = expiry(table["expires"], where) if "expires" in table else None
     keyid = key_fingerprint(public_key)
     return Signer(name=name, keyid=keyid, public_key=public_key, profiles=tuple(profiles), expires=expires)
@@ -116,17 +113,17 @@ def _signer(name: str, table: object, where: str, declared: Sequence[str] | None
 def trust_policy_from_table(table: object, source: str, declared: Sequence[str] | None) -> TrustPolicy:
     """``declared``: the host profiles the same file declares (None: the file declares none)."""
     if not isinstance(table, dict) or set(table) != {"signers"} or not isinstance(table["signers"], dict):
-        raise TrustPolicyError(f"{source}: {TRUST_TABLE} must hold exactly one table, signers")
+        raise SpecgateInputError(f"{source}: {TRUST_TABLE} must hold exactly one table, signers")
     signers = tuple(
         _signer(str(name), raw, f"{source}: [tool.specgate.trust.signers.{name}]", declared)
         for name, raw in table["signers"].items()
     )
     if not signers:
-        raise TrustPolicyError(f"{source}: {TRUST_TABLE} enrolls no signer")
+        raise SpecgateInputError(f"{source}: {TRUST_TABLE} enrolls no signer")
     seen: dict[str, str] = {}
     for signer in signers:
         if signer.keyid in seen:
-            raise TrustPolicyError(
+            raise SpecgateInputError(
                 f"{source}: signers {seen[signer.keyid]} and {signer.name} share the key {signer.keyid}"
             )
         seen[signer.keyid] = signer.name

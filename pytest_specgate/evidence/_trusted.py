@@ -23,11 +23,11 @@ from typing import Any
 from pytest_specgate.contracts.acceptance import AC_ID_FORMS, is_ac_id
 from pytest_specgate.contracts.census import spec_paths_from
 from pytest_specgate.contracts.errors import SpecgateInputError
-from pytest_specgate.contracts.gates import DeclaredGatesError, GateName, declared_gates
-from pytest_specgate.contracts.hardware import HostProfile, RequirementError
+from pytest_specgate.contracts.gates import GateName, declared_gates
+from pytest_specgate.contracts.hardware import HostProfile
 from pytest_specgate.contracts.project_keys import check_known_keys, enrolled_backends
 from pytest_specgate.contracts.safe_read import SafeReadError, read_regular_file
-from pytest_specgate.evidence._trust import TrustPolicy, TrustPolicyError, trust_policy_from_table
+from pytest_specgate.evidence._trust import TrustPolicy, trust_policy_from_table
 
 PYPROJECT = "pyproject.toml"
 FILE_SUFFIX = ".toml"
@@ -211,7 +211,7 @@ def trusted_config_from_table(
             if "trust" in table
             else None
         )
-    except (RequirementError, DeclaredGatesError, TrustPolicyError, SpecgateInputError) as error:
+    except SpecgateInputError as error:  # a bad host profile, gate list or trust policy alike
         raise TrustedConfigError(str(error)) from None
     return TrustedConfig(
         source=source,

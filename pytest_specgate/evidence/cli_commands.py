@@ -75,6 +75,7 @@ EXIT_BAD_INPUT = 2
 RENDER_SCHEMA_ID = "specgate.render/1"
 MERGE_RESULT_SCHEMA_ID = "specgate.merge-result/1"
 WAIVERS_SCHEMA_ID = "specgate.waivers/1"
+SIGN_RESULT_SCHEMA_ID = "specgate.sign-result/1"
 
 
 def _add_json_option(parser: argparse.ArgumentParser, schema: str) -> None:
@@ -107,7 +108,7 @@ def only_bundle(path: Path) -> Bundle:
 def configure_render_parser(parser: argparse.ArgumentParser) -> None:
     parser.description = "Print the markdown evidence blocks of one bundle (after verifying it)."
     parser.add_argument("bundle", type=Path, help="a bundle directory (or an evidence dir holding one)")
-    parser.add_argument("-o", "--output", type=Path, help="write the markdown here instead of stdout")
+    parser.add_argument("--out", type=Path, metavar="FILE", help="write the markdown here instead of stdout")
     _add_json_option(parser, RENDER_SCHEMA_ID)
 
 
@@ -172,13 +173,13 @@ def run_render(args: argparse.Namespace) -> int:
     text = redactor.text(markdown)
     if args.json:
         text = pretty_json(redactor.value(_render_json(bundle, records, text)))
-    if args.output is None:
+    if args.out is None:
         sys.stdout.write(text)
         return EXIT_OK
     try:
-        args.output.write_text(text, "utf-8")
+        args.out.write_text(text, "utf-8")
     except OSError as error:
-        return _error("render", f"-o {args.output}: cannot write: {error.strerror or error}")
+        return _error("render", f"--out={args.out}: cannot write: {error.strerror or error}")
     return EXIT_OK
 
 
@@ -190,7 +191,7 @@ def configure_merge_parser(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("bundles", nargs="+", type=Path, help="bundle directories or evidence dirs")
     parser.add_argument(
-        "-o", "--output", type=Path, required=True, help="new bundle directory (must not exist)"
+        "--out", type=Path, required=True, metavar="DIR", help="new bundle directory (must not exist)"
     )
     parser.add_argument(
         "--allow-mixed-commits",
@@ -220,9 +221,9 @@ def _merge_receipt(
 
 
 def _unwritable_merge(output: Path, error: OSError) -> int:
-    """The half-written output goes (merge refuses an existing ``-o``, so all of it is ours)."""
+    """The half-written output goes (merge refuses an existing ``--out``, so all of it is ours)."""
     shutil.rmtree(output, ignore_errors=True)
-    return _error("merge", f"-o {output}: cannot write the merged bundle: {error.strerror or error}")
+    return _error("merge", f"--out={output}: cannot write the merged bundle: {error.strerror or error}")
 
 
 def _attachment_documents(record: AcRecord) -> list[dict[str, JsonValue]]:
@@ -232,7 +233,7 @@ def _attachment_documents(record: AcRecord) -> list[dict[str, JsonValue]]:
 
 
 def run_merge(args: argparse.Namespace) -> int:
-    output: Path = args.output
+    output: Path = args.out
     if output.exists():
         return _error("merge", f"{output}: already exists; merge writes a new bundle directory")
     try:
@@ -349,6 +350,7 @@ def configure_sign_parser(parser: argparse.ArgumentParser) -> None:
         "--key", type=Path, required=True, metavar="PATH",
         help=f"Ed25519 private key, PEM or OpenSSH (ssh-keygen -t ed25519); passphrase: ${PASSPHRASE_ENV}",
     )
+    _add_json_option(parser, SIGN_RESULT_SCHEMA_ID)
     parser.add_argument(
         "--commit", metavar="SHA", type=_full_commit,
         help="refuse unless the bundle is for this full 40-hex commit (a fleet job's head commit)",
@@ -405,6 +407,16 @@ def run_sign(args: argparse.Namespace) -> int:
         signed = sign_bundle(bundle.path, key, redactor)
     except (BundleError, SigningError) as error:
         return _error("sign", str(error))
+    if args.json:
+        sys.stdout.write(pretty_json(redactor.value({
+            "schema": SIGN_RESULT_SCHEMA_ID,
+            "envelope": str(signed.path),
+            "keyid": signed.keyid,
+            "commit": signed.statement.commit,
+            "files": len(signed.statement.files),
+            "signatures": signed.signatures,
+        })))
+        return EXIT_OK
     print(
         f"specgate sign: {signed.path} signed by {signed.keyid} "
         f"({len(signed.statement.files)} files and commit {signed.statement.commit}; "
@@ -464,7 +476,8 @@ def configure_gate_parser(parser: argparse.ArgumentParser) -> None:
         "--require", action="append", default=[], metavar="AC", help="AC that must be evidenced (repeatable)"
     )
     parser.add_argument(
-        "--commit", help="the full 40-hex PR head commit the evidence must be for (default: $GITHUB_SHA)"
+        "--commit", help="the full 40-hex PR head commit the evidence must be for (default: in GitHub "
+        "Actions the event's commit, elsewhere HEAD of the current directory's checkout)"
     )
     parser.add_argument(
         "--trusted-config", metavar="REF|FILE.toml",
@@ -518,7 +531,7 @@ def _print_gate_lines(verdict: GateVerdict) -> None:
 def run_gate(args: argparse.Namespace) -> int:
     try:
         pr_body = pr_body_input(args.pr_body, args.pr_body_from_event, sys.stdin, os.environ)
-        commit = resolve_commit(args.commit, os.environ)
+        commit = resolve_commit(args.commit, os.environ, Path.cwd())
         trusted = (
             UNTRUSTED if args.trusted_config is None else load_trusted_config(args.trusted_config, Path.cwd())
         )

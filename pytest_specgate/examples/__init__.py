@@ -10,11 +10,9 @@ from __future__ import annotations
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["HostExampleError", "host_example_names", "host_example_text", "host_examples_dir"]
+from pytest_specgate.contracts.errors import SpecgateInputError
 
-
-class HostExampleError(Exception):
-    """An example name that does not exist; the message lists the ones that do."""
+__all__ = ["host_example_names", "host_example_text", "host_examples_dir"]
 
 
 def host_examples_dir() -> Path:
@@ -27,9 +25,10 @@ def host_example_names() -> list[str]:
 
 
 def host_example_text(name: str) -> str:
-    """The example host-facts file ``name`` (e.g. ``m4-16gb``), as shipped."""
+    """The example host-facts file ``name`` (e.g. ``m4-16gb``), as shipped; an unknown name is a
+    ``SpecgateInputError`` listing the ones that exist."""
     if name not in host_example_names():
-        raise HostExampleError(
+        raise SpecgateInputError(
             f"--example={name}: no such host example; available: {', '.join(host_example_names())}"
         )
     return (host_examples_dir() / f"{name}.json").read_text("utf-8")

@@ -552,7 +552,7 @@ def _hub_errors_as(pin: _Pin, *, file: str | None) -> Iterator[None]:
         yield
     except WeightVerificationError:
         raise
-    except Exception as error:
+    except Exception as error:  # hub, transport and disk errors by type (_translate); the rest re-raised
         translated = _translate(pin, file, error)
         if translated is None:
             raise

@@ -31,6 +31,7 @@ import pytest
 
 from pytest_specgate.contracts.census import Census
 from pytest_specgate.contracts.markers import MARKER_DOCS
+from pytest_specgate.plugin.pytest_adapter import separate_config
 
 __all__ = ["RunCollection", "census_arguments", "census_of_tree", "take_census"]
 
@@ -176,22 +177,13 @@ def census_of_tree(root: Path, spec_paths: Sequence[str], hookspecs: type | None
 
 
 def _collect(args: list[str], shown: list[str], counter: _Counter) -> Census:
-    from _pytest.config import get_config
-
-    census_config = None
     try:
-        census_config = get_config(args, plugins=[counter])
-        census_config.pluginmanager.register(counter, "specgate-census")
-        census_config.parse(args, addopts=False)
-        census_config._do_configure()
-        session = pytest.Session.from_config(census_config)
-        census_config.hook.pytest_sessionstart(session=session)
-        session.perform_collect()
+        with separate_config(args, counter, "specgate-census") as census_config:
+            session = pytest.Session.from_config(census_config)
+            census_config.hook.pytest_sessionstart(session=session)
+            session.perform_collect()
     except (Exception, SystemExit, pytest.exit.Exception) as error:  # a conftest can raise anything
         message = " ".join(str(error).split()) or type(error).__name__
         return Census(tuple(shown), counter.carriers, tuple(counter.errors),
                       problem=f"{type(error).__name__}: {message}")
-    finally:
-        if census_config is not None:
-            census_config._ensure_unconfigure()
     return Census(tuple(shown), dict(counter.carriers), tuple(counter.errors))

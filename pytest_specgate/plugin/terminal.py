@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import sys
-from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,6 +20,7 @@ import pytest
 from pytest_specgate.contracts.payload import mismatched_hardware_runs, unbundled_evidence
 from pytest_specgate.plugin.host_facts import session_host_facts, session_host_provenance
 from pytest_specgate.plugin.options import input_errors_stop_the_run
+from pytest_specgate.plugin.pytest_adapter import output_uncaptured, resume_file_line
 from pytest_specgate.plugin.stash import SETTINGS_KEY, SIGNED_KEY
 
 if TYPE_CHECKING:
@@ -41,12 +41,12 @@ class TerminalLines:
 
     def __init__(self, config: pytest.Config, path: Path | None = None) -> None:
         self._reporter = config.pluginmanager.get_plugin("terminalreporter")
-        self._capture = config.pluginmanager.get_plugin("capturemanager")
+        self._config = config
         self._path = path
         self._wrote = False
 
     def write(self, text: str, /) -> object:
-        with self._uncaptured():
+        with output_uncaptured(self._config):
             if self._reporter is not None:
                 self._reporter.write_line(text.rstrip("\n"))
             elif sys.__stderr__ is not None:
@@ -60,23 +60,17 @@ class TerminalLines:
         if not self._wrote or reporter is None or self._path is None or reporter.verbosity > 0:
             return
         self._wrote = False
-        with self._uncaptured():
+        with output_uncaptured(self._config):
             reporter.write(f"{os.path.relpath(self._path, reporter.startpath)} ", flush=True)
-        reporter.currentfspath = self._path
+        resume_file_line(reporter, self._path)
 
     def flush(self) -> object:
-        with self._uncaptured():
+        with output_uncaptured(self._config):
             if self._reporter is not None:
                 self._reporter.flush()
             elif sys.__stderr__ is not None:
                 sys.__stderr__.flush()
         return None
-
-    def _uncaptured(self) -> AbstractContextManager[object]:
-        if self._capture is None:
-            return nullcontext()
-        disabled: AbstractContextManager[object] = self._capture.global_and_fixture_disabled()
-        return disabled
 
 
 class _TerminalStep:

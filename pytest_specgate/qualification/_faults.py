@@ -172,7 +172,7 @@ class FaultGates:
         }
         try:
             later = self._greedy(self.prompts[later_index])
-        except Exception as exc:
+        except Exception as exc:  # the engine failing this request is the finding, not a crash of the gate
             problems.append(f"the request after the fault failed: {type(exc).__name__}: {exc}")
         else:
             evidence["later_request"] = later.to_dict()
@@ -215,7 +215,7 @@ class FaultGates:
         for before in reference:
             try:
                 after = self._greedy(before.prompt)
-            except Exception as exc:
+            except Exception as exc:  # the engine failing this request is the finding
                 failures.append(f"{before.prompt!r}: {type(exc).__name__}: {exc}")
                 continue
             mismatch = compare_greedy(before, after)

@@ -214,7 +214,7 @@ def nvml_session() -> Iterator[Any]:
         return
     try:
         pynvml.nvmlInit()
-    except Exception:
+    except Exception:  # pynvml.NVMLError (no driver, library not found) and whatever a broken install raises
         yield None
         return
     try:
@@ -238,17 +238,17 @@ def _nvml_gpus(pynvml: Any) -> tuple[GpuFacts, ...] | None:
             name = name.decode() if isinstance(name, bytes) else str(name)
             try:
                 memory: int | None = int(pynvml.nvmlDeviceGetMemoryInfo(handle).total)
-            except Exception:
+            except Exception:  # NVMLError_NotSupported on unified-memory GPUs (GB10): unknown, not 0
                 memory = None
             try:
                 major, minor = pynvml.nvmlDeviceGetCudaComputeCapability(handle)
                 capability: str | None = f"{major}.{minor}"
-            except Exception:
+            except Exception:  # an old driver without the query: unknown
                 capability = None
             gpus.append(GpuFacts(name=name, memory_bytes=memory, compute_capability=capability,
                                  unified_memory=bool(_UNIFIED_MEMORY_GPU.search(name))))
         return tuple(gpus)
-    except Exception:
+    except Exception:  # NVML failing part way: no NVML answer, so nvidia-smi is asked instead
         return None
 
 
@@ -356,7 +356,7 @@ def _apple_device_info() -> dict[str, Any]:
         return {}
     try:
         info = mx.device_info()
-    except Exception:
+    except Exception:  # mlx without a Metal device (the CPU build) raises RuntimeError, older ones others
         return {}
     keep = ("architecture", "max_recommended_working_set_size", "memory_size")
     return {f"mlx_{key}": info[key] for key in keep if key in info}

@@ -59,7 +59,7 @@ def test_merge_across_hosts_with_different_redaction_patterns_verifies_and_leaks
                    ("server.log", f"{M1_SECRET} TICKET-5678 ready\n".encode()))
     monkeypatch.setenv("MERGE_HOST_API_TOKEN", MERGE_HOST_SECRET)
     merged = tmp_path / "merged"
-    code, _, err = cli(capsys, configure_merge_parser, run_merge, str(m4), str(m1), "-o", str(merged))
+    code, _, err = cli(capsys, configure_merge_parser, run_merge, str(m4), str(m1), "--out", str(merged))
     assert (code, err) == (0, "")
     bundle = load_bundle(merged)
     assert verify_bundle(bundle) == []

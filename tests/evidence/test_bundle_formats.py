@@ -110,7 +110,7 @@ def test_merge_reads_the_previous_format_and_writes_the_new_one(
     legacy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     merged = tmp_path / "merged"
-    code, out, err = cli(capsys, configure_merge_parser, run_merge, str(legacy), f"--output={merged}")
+    code, out, err = cli(capsys, configure_merge_parser, run_merge, str(legacy), f"--out={merged}")
     assert (code, err) == (0, "") and out.endswith(f"specgate merge: wrote {merged} (2 AC, "
                                                    f"bundle-sha256 {load_bundle(merged).digest})\n")
     for ac in ("AC-10", "AC-11"):

@@ -75,10 +75,10 @@ def test_render_into_a_missing_folder_is_one_line(
     bundle = qualifying_bundle(git_repo.path, TEST_ENV).path
     target = tmp_path / "missing" / "PR.md"
 
-    code, err = _run(capsys, "render", str(bundle), f"-o={target}")
+    code, err = _run(capsys, "render", str(bundle), f"--out={target}")
 
     assert code == 2
-    assert err == f"specgate render: error: -o {target}: cannot write: No such file or directory\n"
+    assert err == f"specgate render: error: --out={target}: cannot write: No such file or directory\n"
     assert not target.parent.exists()
 
 
@@ -89,8 +89,8 @@ def test_merge_into_a_folder_that_cannot_be_created_is_one_line(
     blocker = tmp_path / "a-file"
     blocker.write_text("not a folder")
 
-    code, err = _run(capsys, "merge", str(bundle), f"-o={blocker / 'merged'}")
+    code, err = _run(capsys, "merge", str(bundle), f"--out={blocker / 'merged'}")
 
     assert code == 2
-    assert err == (f"specgate merge: error: -o {blocker / 'merged'}: cannot write the merged bundle: "
+    assert err == (f"specgate merge: error: --out={blocker / 'merged'}: cannot write the merged bundle: "
                    "Not a directory\n")

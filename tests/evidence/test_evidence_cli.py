@@ -58,7 +58,7 @@ def test_merge_combines_hosts_and_the_gate_accepts_the_merged_bundle(
     m1 = _host_run(git_repo.path, ac10_passes=False, ac11_passes=True)
     merged = tmp_path / "merged"
     code, out, _ = cli(
-        capsys, configure_merge_parser, run_merge, str(m4.path), str(m1.path), "-o", str(merged)
+        capsys, configure_merge_parser, run_merge, str(m4.path), str(m1.path), "--out", str(merged)
     )
     bundle = load_bundle(merged)
     assert (code, out.splitlines()) == (0, [
@@ -117,11 +117,11 @@ def test_merge_refuses_two_qualifying_records_and_an_existing_output(
         run_merge,
         str(first.path),
         str(second.path),
-        "-o",
+        "--out",
         str(tmp_path / "m"),
     )
     assert code == 2 and "AC-10 has qualifying evidence in both" in err
-    code, _, err = cli(capsys, configure_merge_parser, run_merge, str(first.path), "-o", str(first.path))
+    code, _, err = cli(capsys, configure_merge_parser, run_merge, str(first.path), "--out", str(first.path))
     assert code == 2 and "already exists" in err
 
 
@@ -135,7 +135,7 @@ def test_merge_refuses_bundles_of_different_commits_unless_told(
     m1 = _host_run(git_repo.path, ac10_passes=False, ac11_passes=True)
     merged = tmp_path / "merged"
     code, out, err = cli(capsys, configure_merge_parser, run_merge, str(m4.path), str(m1.path),
-                         f"--output={merged}")
+                         f"--out={merged}")
     assert (code, out) == (2, "")
     assert err == (
         f"specgate merge: error: bundles are for different commits (run {m4.path.name}: "
@@ -144,7 +144,7 @@ def test_merge_refuses_bundles_of_different_commits_unless_told(
     )
     assert not merged.exists()
     code, out, _ = cli(capsys, configure_merge_parser, run_merge, str(m4.path), str(m1.path),
-                       f"--output={merged}", "--allow-mixed-commits")
+                       f"--out={merged}", "--allow-mixed-commits")
     assert code == 0
     commits = ", ".join(sorted([git_repo.commit, later]))
     assert (f"specgate merge: warning: no in-toto statement: the records are for 2 commit(s) ({commits}) "
@@ -159,7 +159,7 @@ def test_merge_of_equal_records_keeps_the_first_and_says_so(
     first = _host_run(git_repo.path, ac10_passes=False, ac11_passes=False)
     second = _host_run(git_repo.path, ac10_passes=False, ac11_passes=False)
     code, out, _ = cli(capsys, configure_merge_parser, run_merge, str(first.path), str(second.path),
-                       f"--output={tmp_path / 'm'}")
+                       f"--out={tmp_path / 'm'}")
     assert code == 0
     assert out.splitlines()[0] == (
         f"AC-10: kept run {first.path.name} (skipped, not qualifying) over run {second.path.name} "
@@ -235,7 +235,7 @@ def test_render_and_merge_json(git_repo: GitRepo, tmp_path: Path, capsys: pytest
     ]
     assert rendered["acs"][0]["digest_line"] in written.markdown
     merged = tmp_path / "merged"
-    code, out, _ = cli(capsys, configure_merge_parser, run_merge, str(written.path), f"--output={merged}",
+    code, out, _ = cli(capsys, configure_merge_parser, run_merge, str(written.path), f"--out={merged}",
                        "--json")
     result = json.loads(out)
     assert code == 0 and result["schema"] == "specgate.merge-result/1"

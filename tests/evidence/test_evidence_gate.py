@@ -293,7 +293,8 @@ def test_duplicate_blocks_are_rejected(
         ("short-commit", "--commit 'abcdef1': expected the full 40-hex commit; a prefix could match another"),
         (
             "no-commit",
-            "no commit to check the evidence against: pass --commit=<40-hex sha> (or set $GITHUB_SHA)",
+            "no commit to check the evidence against: pass --commit=<40-hex sha> (or set $GITHUB_SHA; "
+            "outside GitHub Actions the gate takes HEAD of a git checkout in the current directory)",
         ),
         ("undeclared-gate", "absent.toml: the trusted config not found"),
         ("old-schema", "written as specgate.evidence/v1 by an older specgate; this gate reads"),
@@ -339,7 +340,9 @@ def test_bad_input_exits_2_naming_file_and_problem(
         )
         body = pr_body(tmp_path, markdown)
     if mutate == "no-commit":
+        # Inside Actions HEAD may be GitHub's merge commit: the gate never guesses it there.
         monkeypatch.delenv("GITHUB_SHA", raising=False)
+        monkeypatch.setenv("GITHUB_ACTIONS", "true")
         code, out, err = gate(capsys, f"--pr-body={body}", f"--evidence={evidence}")
     else:
         code, out, err = gate(capsys, *_args(body, evidence, *extra))

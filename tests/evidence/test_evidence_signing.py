@@ -399,6 +399,14 @@ def test_sign_and_gate_commands(setup: Setup, tmp_path: Path, capsys: pytest.Cap
     assert f"commit {setup.repo.commit}" in out
     code, out, _ = cli(capsys, configure_gate_parser, run_gate, *gate_args)
     assert (code, out.splitlines()[1:]) == (0, ["specgate gate: accepted AC-10"])
+    code, out, err = cli(capsys, configure_sign_parser, run_sign, str(setup.bundle.path),
+                         f"--key={setup.desk_m4.path}", "--json")
+    document = json.loads(out)
+    assert code == 0 and document["schema"] == "specgate.sign-result/1", err
+    assert (document["commit"], document["signatures"]) == (setup.repo.commit, 1)
+    # Redacted like every JSON the commands print (the user name in a path is a secret there).
+    assert document["envelope"].endswith(f"/{setup.bundle.path.name}/{SIGNATURE_NAME}")
+    assert document["keyid"].startswith("SHA256:") and document["files"] > 1
     rsa = ssh_key(tmp_path, "id_rsa", kind="rsa")
     code, _, err = cli(capsys, configure_sign_parser, run_sign, str(setup.bundle.path), f"--key={rsa.path}")
     assert (code, err) == (2, f"specgate sign: error: {rsa.path}: key type RSA; specgate signs with Ed25519 "

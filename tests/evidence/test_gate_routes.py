@@ -197,15 +197,27 @@ def test_commit_routes_on_a_bundle_the_plugin_wrote(
     (bundle,) = find_bundles(pytester.path / "out")
     parser = argparse.ArgumentParser(prog="specgate gate")
     configure_gate_parser(parser)
+    arguments = parser.parse_args([f"--pr-body={bundle.path / 'evidence.md'}", f"--evidence={bundle.path}"])
     capsys.readouterr()
-    code = run_gate(
-        parser.parse_args([f"--pr-body={bundle.path / 'evidence.md'}", f"--evidence={bundle.path}"])
-    )
-    assert (code, capsys.readouterr().err) == (
-        2,
+    # Outside GitHub Actions, without --commit: HEAD of the checkout the gate runs in.
+    monkeypatch.delenv("GITHUB_ACTIONS", raising=False)
+    monkeypatch.chdir(pytester.path)
+    run_gate(arguments)
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == (f"specgate gate: policy specgate.policy/1; commit {commit} "
+                     f"(from HEAD of {pytester.path} (outside GitHub Actions))"), first
+    # Inside Actions nothing is guessed.
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    assert run_gate(arguments) == 2
+    assert capsys.readouterr().err == (
         "specgate gate: error: no commit to check the evidence against: pass --commit=<40-hex sha> "
-        "(or set $GITHUB_SHA)\n",
+        "(or set $GITHUB_SHA; outside GitHub Actions the gate takes HEAD of a git checkout in the current "
+        "directory)\n"
     )
+    # Outside a checkout there is no HEAD to take.
+    monkeypatch.chdir(pytester.path.parent)
+    monkeypatch.delenv("GITHUB_ACTIONS")
+    assert run_gate(arguments) == 2 and "no commit to check" in capsys.readouterr().err
 
 
 def test_a_plugin_written_record_edited_to_qualify_and_resealed_is_rejected(

@@ -122,7 +122,7 @@ COMMANDS = [
                             "--commit", COMMIT),
     ),
     Command("sign", _manifest, lambda w: _specgate("sign", str(_bundle(w)), "--key", str(w / "key.pem"))),
-    Command("merge", _manifest, lambda w: _specgate("merge", str(_bundle(w)), "-o", str(w / "merged"))),
+    Command("merge", _manifest, lambda w: _specgate("merge", str(_bundle(w)), "--out", str(w / "merged"))),
     Command("waivers", _manifest, lambda w: _specgate("waivers", str(_bundle(w)))),
     Command(
         "hosts --host-facts", _facts, lambda w: _specgate("hosts", "--host-facts", str(_facts(w))),

@@ -84,7 +84,7 @@ def _key(directory: Path) -> Path:
 COMMANDS: dict[str, Callable[[Path, Path], list[str]]] = {
     "sign": lambda bundle, work: ["sign", str(bundle), "--key", str(_key(work))],
     "waivers": lambda bundle, work: ["waivers", str(bundle)],
-    "merge": lambda bundle, work: ["merge", str(bundle), "-o", str(work / "merged")],
+    "merge": lambda bundle, work: ["merge", str(bundle), "--out", str(work / "merged")],
     "render": lambda bundle, work: ["render", str(bundle)],
 }
 
@@ -162,7 +162,7 @@ def test_a_merge_that_cannot_be_written_leaves_no_output(
     bundle = qualifying_bundle(git_repo.path, TEST_ENV).path
     monkeypatch.setattr(writer_module, "write_unlisted", disk_full)
 
-    code, _, err = _run(capsys, ["merge", str(bundle), "-o", str(tmp_path / "merged")])
+    code, _, err = _run(capsys, ["merge", str(bundle), "--out", str(tmp_path / "merged")])
 
     assert code == 2 and err.endswith("cannot write the merged bundle: No space left on device\n"), err
     assert not (tmp_path / "merged").exists()

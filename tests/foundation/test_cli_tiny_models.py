@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -20,6 +21,16 @@ def test_builds_every_role_and_prints_where(tmp_path: Path, capsys: pytest.Captu
     for path in printed.values():
         assert Path(path).is_relative_to(tmp_path)
         assert (Path(path) / "config.json").is_file() and (Path(path) / "tokenizer.json").is_file()
+
+
+def test_json_names_every_role_and_its_path(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("tokenizers")
+    pytest.importorskip("safetensors")
+    assert main(["tiny-models", f"--out={tmp_path}"]) == 0
+    printed = dict(line.split(maxsplit=1) for line in capsys.readouterr().out.splitlines())
+    assert main(["tiny-models", f"--out={tmp_path}", "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document == {"schema": "specgate.tiny-models/1", "models": printed}
 
 
 def test_without_tokenizers_says_which_extra_to_install(

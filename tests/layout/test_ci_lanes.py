@@ -65,6 +65,40 @@ def test_ci_run_defines_no_lane_of_its_own() -> None:
     assert "SPECGATE_CI_SKIP_VLLM" in run and "SPECGATE_CI_BUDGET_S:-2400" in run
 
 
+def test_ci_runs_the_plugin_hooks_on_the_oldest_and_the_newest_pytest_before_the_lanes() -> None:
+    run = (REPO / ".ci" / "run").read_text()
+    oldest = run.index("\ncounted_step pytest-oldest .venv/bin/tox -e pytest-oldest --\n")
+    newest = run.index("\ncounted_step pytest-newest .venv/bin/tox -e pytest-newest --\n")
+    assert oldest < newest < run.index("\n    run_lane vllm ")
+    tox = configparser.ConfigParser(interpolation=None)
+    tox.read(REPO / "tox.ini")
+    minimum = re.search(r'"pytest>=([0-9.]+)"', (REPO / "pyproject.toml").read_text())
+    assert minimum is not None
+    assert f"pytest=={minimum[1]}.*" in tox["testenv:pytest-oldest"]["deps"].split()
+    assert tox["testenv:pytest-newest"]["deps"].split()[0] == "pytest"
+    assert tox["testenv:pytest-oldest"]["commands"] == tox["testenv:pytest-newest"]["commands"]
+    tests = tox["pytest-hooks"]["tests"].split()
+    assert "tests/layout/test_pytest_internals.py" in tests
+    assert [path for path in tests if not (REPO / path).is_file()] == []
+
+
+@pytest.mark.parametrize(("tests", "exit_code", "returncode"), [("1", 0, 0), ("0", 0, 1), ("1", 3, 3)])
+def test_a_counted_step_fails_ci_when_its_command_fails_or_runs_no_test(
+    tmp_path: Path, tests: str, exit_code: int, returncode: int
+) -> None:
+    """``counted_step`` as .ci/run defines it, on a command that writes a report of ``tests``
+    tests and exits ``exit_code``."""
+    run = (REPO / ".ci" / "run").read_text()
+    functions = run[run.index("junit_counts() {"):run.index("\nlane_step() {")]
+    command = f'printf \'<testsuite tests="{tests}"/>\' > out/ci/step.xml; exit {exit_code}'
+    (tmp_path / "out" / "ci").mkdir(parents=True)
+    step = subprocess.run(["bash", "-c", functions + '\ncd "$1"\ncounted_step step bash -c "$2"',
+                           "bash", str(tmp_path), command],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert step.returncode == returncode, step.stderr
+    assert ("[step] ran no test" in step.stderr) == (tests == "0"), step.stderr
+
+
 AC10 = "acceptance/spec028/test_spec028_ac10_m4_canary.py"
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from qualification_testkit import FakeEngine
+from fake_engine import FakeEngine
 
 from pytest_specgate.engines.mock import MockEngine
 from pytest_specgate.qualification import EosNotRespected, EosPath, eos_gate

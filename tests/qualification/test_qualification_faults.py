@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from qualification_testkit import BREAKAGES, FakeEngine, FakeInjector, FakeProbe
+from fake_engine import FakeEngine
+from qualification_testkit import BREAKAGES, FakeInjector, FakeProbe
 
 from pytest_specgate.engines.mock import MockEngine, MockSettings, boot_settings
 from pytest_specgate.qualification import (

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from smoke_testkit import CapableEngine
+from fake_engine import FakeEngine
 
 from pytest_specgate.engines.mock import MockEngine, MockSettings, boot_settings
 from pytest_specgate.evidence import EvidenceRecorder, Redactor
@@ -60,7 +60,7 @@ def test_mock_declared_tool_calls_fail_because_the_mock_answers_with_text(mock_e
 
 
 def test_every_declared_capability_is_smoked_and_the_result_is_complete() -> None:
-    engine = CapableEngine()
+    engine = FakeEngine()
     result = smoke(engine, EVERYTHING)
     assert {r.name: r.status for r in result.results} == dict.fromkeys(CAPABILITIES, "passed")
     assert result.partial is False
@@ -83,7 +83,7 @@ def test_every_declared_capability_is_smoked_and_the_result_is_complete() -> Non
     ],
 )
 def test_a_declared_capability_that_does_not_work_fails_with_the_reason(broken: str, detail: str) -> None:
-    result = smoke(CapableEngine(broken=frozenset({broken})), EVERYTHING)
+    result = smoke(FakeEngine(broken=frozenset({broken})), EVERYTHING)
     assert [r.name for r in result.failed] == [broken]
     assert detail in result.failed[0].detail
 
@@ -103,7 +103,7 @@ def test_bad_declarations_are_errors(config: dict[str, object], message: str) ->
 
 def test_the_result_goes_into_the_evidence_recorder(tmp_path: Path) -> None:
     recorder = EvidenceRecorder("tests/test_x.py::test_smoke", Redactor(rules=()), tmp_path)
-    result = smoke(CapableEngine(), {"capabilities": ["vision"]}, evidence=recorder)
+    result = smoke(FakeEngine(), {"capabilities": ["vision"]}, evidence=recorder)
     notes = recorder.to_properties()["notes"]
     assert notes["smoke"] == result.to_dict()
     assert notes["smoke"]["capabilities"]["tool-call"] == "unsmoked"

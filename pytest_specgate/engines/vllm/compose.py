@@ -237,7 +237,7 @@ class ComposeProject:
 def _log_tail(runner: ComposeRunner, project: ComposeProject, lines: int) -> str:
     try:
         return runner.logs(project.project_dir, project.compose_file, lines)
-    except Exception as exc:
+    except Exception as exc:  # the logs only annotate an error already raised; never replace it
         return f"(compose logs unavailable: {exc})"
 
 
@@ -277,7 +277,7 @@ def compose_project(
             try:
                 runner.up(project_dir, compose_file)
                 wait_healthy(project.base_url)
-            except Exception as exc:
+            except Exception as exc:  # annotated with the compose logs and re-raised unchanged
                 exc.add_note(f"compose logs ({compose_file}):\n{_log_tail(runner, project, log_lines)}")
                 raise
             yield project

@@ -527,7 +527,8 @@ def test_not_qualifying_reasons_print_one_per_line_grouped_as_the_block_groups_t
     grouped = (("diagnostic run: evidence from --specgate-diagnostic never qualifies", ()),
                (mock, ("t.py::test_a", "t.py::test_b", "t.py::test_c")),
                ("failed: below", ("t.py::test_a",)))
-    verdict = PolicyVerdict(qualifying=False, reasons=reasons, outcome="failed", mode="diagnostic", waiver=None)
+    verdict = PolicyVerdict(qualifying=False, reasons=reasons, outcome="failed", mode="diagnostic",
+                            waiver=None)
     judgement = AcJudgement("AC-10", verdict, ("x",), not_qualifying=grouped)
     prefix = "AC-10: not qualifying under specgate.policy/1: "
     assert not_qualifying_lines(judgement) == [

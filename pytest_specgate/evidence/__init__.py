@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from pytest_specgate.evidence._gate import GateInputError, GateVerdict, PrBodyText, evaluate_gate
     from pytest_specgate.evidence._import_watch import WatchMark, watch_imports
     from pytest_specgate.evidence._journal import read_receipt
+    from pytest_specgate.evidence._known_secrets import url_passwords
     from pytest_specgate.evidence._markdown import (
         EvidenceBlock,
         HiddenEvidence,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
     )
     from pytest_specgate.evidence._records import SelectionFacts
     from pytest_specgate.evidence._redact import LocalIdentity, Redactor, build_redactor, write_redacted
+    from pytest_specgate.evidence._redacted_output import RedactedLines, redact_writes, write_mask_commands
     from pytest_specgate.evidence._run_provenance import (
         collect_run_provenance,
         foreign_modules,
@@ -120,6 +122,7 @@ _EXPORTS: dict[str, str] = {
     "QUALIFIED": "_writer",
     "RECEIPT_NAME": "_bundle",
     "Redactor": "_redact",
+    "RedactedLines": "_redacted_output",
     "SCHEMA_ID": "_acrecord",
     "AcRecord": "_acrecord",
     "RecordError": "_acrecord",
@@ -136,6 +139,9 @@ _EXPORTS: dict[str, str] = {
     "WrittenBundle": "_writer",
     "ac_from_marker": "pytest_specgate.selection.ac_marker",
     "build_redactor": "_redact",
+    "redact_writes": "_redacted_output",
+    "url_passwords": "_known_secrets",
+    "write_mask_commands": "_redacted_output",
     "bundle_digest": "_bundle",
     "empty_properties": "_recorder",
     "evaluate_gate": "_gate",
@@ -198,6 +204,7 @@ __all__ = [
     "PrBodyError",
     "PrBodyText",
     "RecordError",
+    "RedactedLines",
     "Redactor",
     "SelectionFacts",
     "SignedBundle",
@@ -232,13 +239,16 @@ __all__ = [
     "read_pr_body",
     "read_receipt",
     "read_records",
+    "redact_writes",
     "render_markdown",
     "run_modules",
     "schema_problems",
     "sign_bundle",
     "staging_dir",
+    "url_passwords",
     "verdict_line",
     "verify_bundle",
     "watch_imports",
+    "write_mask_commands",
     "write_redacted",
 ]

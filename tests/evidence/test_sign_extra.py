@@ -49,6 +49,7 @@ def test_a_sign_key_option_without_the_extra_stops_the_run_in_one_line(
     pytester.makepyfile(test_x="def test_x():\n    pass\n")
     key = pytester.path / "id_ed25519"
     key.write_text("not read")
-    result = pytester.runpytest("-p", "no:cacheprovider", "--specgate-evidence=out", f"--specgate-sign-key={key}")
+    result = pytester.runpytest("-p", "no:cacheprovider", "--specgate-evidence=out",
+                                f"--specgate-sign-key={key}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: {MESSAGE.replace('[', '[[]')}"])

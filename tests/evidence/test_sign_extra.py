@@ -23,6 +23,11 @@ def without_cryptography(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     for name in [name for name in sys.modules if name.startswith("cryptography.")]:
         monkeypatch.delitem(sys.modules, name)
     monkeypatch.delitem(sys.modules, "pytest_specgate.evidence._signing", raising=False)
+    # Names the package's lazy __getattr__ already resolved would skip the import.
+    import pytest_specgate.evidence as evidence
+
+    for name in ("SignedBundle", "SigningError", "SigningKey", "load_signing_key", "sign_bundle"):
+        monkeypatch.delitem(vars(evidence), name, raising=False)
     yield
     sys.modules.pop("pytest_specgate.evidence._signing", None)
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     )
     from pytest_specgate.evidence._gate import GateInputError, GateVerdict, PrBodyText, evaluate_gate
     from pytest_specgate.evidence._journal import read_receipt
+    from pytest_specgate.evidence._known_secrets import url_passwords
     from pytest_specgate.evidence._markdown import (
         EvidenceBlock,
         HiddenEvidence,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
     )
     from pytest_specgate.evidence._records import SelectionFacts
     from pytest_specgate.evidence._redact import LocalIdentity, Redactor, build_redactor, write_redacted
+    from pytest_specgate.evidence._redacted_output import RedactedLines, redact_writes, write_mask_commands
     from pytest_specgate.evidence._run_provenance import (
         collect_run_provenance,
         foreign_modules,
@@ -113,6 +115,7 @@ _EXPORTS: dict[str, str] = {
     "QUALIFIED": "_writer",
     "RECEIPT_NAME": "_bundle",
     "Redactor": "_redact",
+    "RedactedLines": "_redacted_output",
     "SCHEMA_ID": "_acrecord",
     "AcRecord": "_acrecord",
     "RecordError": "_acrecord",
@@ -129,6 +132,9 @@ _EXPORTS: dict[str, str] = {
     "WrittenBundle": "_writer",
     "ac_from_marker": "pytest_specgate.selection.ac_marker",
     "build_redactor": "_redact",
+    "redact_writes": "_redacted_output",
+    "url_passwords": "_known_secrets",
+    "write_mask_commands": "_redacted_output",
     "bundle_digest": "_bundle",
     "empty_properties": "_recorder",
     "evaluate_gate": "_gate",
@@ -191,6 +197,7 @@ __all__ = [
     "PrBodyError",
     "PrBodyText",
     "RecordError",
+    "RedactedLines",
     "Redactor",
     "SelectionFacts",
     "SignedBundle",
@@ -223,11 +230,14 @@ __all__ = [
     "read_pr_body",
     "read_receipt",
     "read_records",
+    "redact_writes",
     "render_markdown",
     "schema_problems",
     "sign_bundle",
     "staging_dir",
+    "url_passwords",
     "verdict_line",
     "verify_bundle",
+    "write_mask_commands",
     "write_redacted",
 ]

@@ -140,7 +140,13 @@ def prepare_evidence_dir(evidence_dir: Path, run_id: str) -> PreparedFolder:
     """The evidence folder, resolved, and this run's staging folder inside it, both created and
     proven writable before the first test: a folder that cannot hold evidence is a usage error
     naming it, not a lost bundle at the end. Staging folders of runs no longer alive go first."""
-    resolved = evidence_dir.resolve()
+    try:
+        resolved = evidence_dir.resolve()
+    except (OSError, RuntimeError) as error:  # a symlink loop: RuntimeError before Python 3.13
+        raise SpecgateInputError(
+            f"--specgate-evidence: the evidence folder {evidence_dir} cannot be resolved ({error}); "
+            "expected a folder, or a link that ends at one"
+        ) from None
     created = not resolved.exists()
     root = staging_dir(resolved, run_id).parent
     try:

@@ -513,8 +513,9 @@ def _add_pyproject_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pyproject",
         type=Path,
-        default=Path("pyproject.toml"),
-        help="the project's pyproject.toml declaring [tool.specgate] gates (default: ./pyproject.toml)",
+        default=None,
+        help="the project's pyproject.toml declaring [tool.specgate] gates (default: ./pyproject.toml); "
+        "a file named here is read even without --gate, so a file that cannot be read is an error",
     )
 
 
@@ -595,7 +596,9 @@ def configure_waivers_parser(parser: argparse.ArgumentParser) -> None:
 
 def run_waivers(args: argparse.Namespace) -> int:
     try:
-        config = UNTRUSTED if args.gate is None else trusted_config_from_file(args.pyproject, "--pyproject")
+        pyproject = Path("pyproject.toml") if args.pyproject is None else args.pyproject
+        named = args.gate is not None or args.pyproject is not None
+        config = trusted_config_from_file(pyproject, "--pyproject") if named else UNTRUSTED
         gate = resolve_gate(args.gate, config)
         bundles = load_all_bundles(args.bundles)
         waivers: dict[tuple[str, str, str], list[str]] = {}

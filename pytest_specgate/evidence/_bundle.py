@@ -58,6 +58,9 @@ NONCE_FIELD = "nonce"
 """The statement predicate's field holding a fleet job's ``--specgate-nonce``."""
 SIGNATURE_NAME = "statement.intoto.dsse.json"
 """The signed statement sits beside the manifest, not in it: its subjects cover every other file."""
+PASSPHRASE_ENV = "SPECGATE_SIGN_PASSPHRASE"
+"""Where ``specgate sign`` and ``--specgate-sign-key`` read a key's passphrase (named here, not in
+``_signing``, so the command's help builds without the ``sign`` extra)."""
 MERGE_NAME = "merge.json"
 MANIFEST_SCHEMA_ID = "specgate.manifest/v3"
 """v3 is format 2 (``run.json`` and ``records.jsonl``, every line's digest under ``records``); v2

@@ -52,6 +52,7 @@ from pytest_specgate.evidence._records import (
     longrepr_message,
 )
 from pytest_specgate.evidence._redact import Redactor, append_redacted, build_redactor, write_redacted
+from pytest_specgate.evidence._run_provenance import with_worker_foreign
 from pytest_specgate.evidence._source import (
     IMPORTED_FILES_KEY,
     bind_to_head,
@@ -140,7 +141,13 @@ def prepare_evidence_dir(evidence_dir: Path, run_id: str) -> PreparedFolder:
     """The evidence folder, resolved, and this run's staging folder inside it, both created and
     proven writable before the first test: a folder that cannot hold evidence is a usage error
     naming it, not a lost bundle at the end. Staging folders of runs no longer alive go first."""
-    resolved = evidence_dir.resolve()
+    try:
+        resolved = evidence_dir.resolve()
+    except (OSError, RuntimeError) as error:  # a symlink loop: RuntimeError before Python 3.13
+        raise SpecgateInputError(
+            f"--specgate-evidence: the evidence folder {evidence_dir} cannot be resolved ({error}); "
+            "expected a folder, or a link that ends at one"
+        ) from None
     created = not resolved.exists()
     root = staging_dir(resolved, run_id).parent
     try:
@@ -223,7 +230,7 @@ class EvidenceCollector:
         self._take_run_provenance = run_provenance
         self.run_provenance: Mapping[str, JsonValue] | None = None
         """Already redacted; xdist workers' foreign modules are merged in when they finish."""
-        self._worker_foreign: dict[str, JsonValue] = {}
+        self._worker_foreign: dict[str, Mapping[str, JsonValue]] = {}
         self._rootdir = rootdir
         self._source = probe_source(rootdir, exclude=self.evidence_dir)
         self._imported: set[Path] = set()
@@ -302,10 +309,15 @@ class EvidenceCollector:
         self._imported.update(Path(path) for path in imported if isinstance(path, str))
         foreign = output.get(FOREIGN_MODULES_KEY)
         if isinstance(foreign, Mapping):
-            self._worker_foreign.update({str(name): self.redactor.text(str(path))
-                                         for name, path in foreign.items()})
+            self._worker_foreign.update({str(name): fact for name, fact in foreign.items()
+                                         if isinstance(fact, Mapping)})
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
+        if exitstatus == pytest.ExitCode.USAGE_ERROR:
+            # Stopped by a usage error (a bad marker or option) before any test ran: an empty
+            # bundle would only be mistaken for a run; the error line says what happened.
+            self.discard()
+            return
         # Before the imported files are listed: files only the census imported are bound too.
         if self._take_census is not None:
             self.census = self._take_census()
@@ -420,9 +432,7 @@ class EvidenceCollector:
         provenance = self.run_provenance
         if provenance is None or not self._worker_foreign:
             return provenance
-        own = provenance.get("foreign_modules")
-        merged = {**self._worker_foreign, **(own if isinstance(own, Mapping) else {})}
-        return {**provenance, "foreign_modules": dict(sorted(merged.items()))}
+        return with_worker_foreign(provenance, self._worker_foreign, self.redactor.text)
 
     def write(self, interrupted: bool) -> WrittenBundle:
         """Copy each staged attachment into the bundle first, so that one that cannot be

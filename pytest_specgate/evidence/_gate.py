@@ -43,6 +43,7 @@ from pytest_specgate.evidence._markdown import (
     EvidenceBlock,
     HiddenEvidence,
     PrBodyError,
+    grouped_reasons,
     read_pr_body,
     render_ac_block,
     render_markdown,
@@ -87,10 +88,20 @@ class AcJudgement:
     name; each blocks the AC. None when no base ref was given or no record was reached."""
     sut_changed: tuple[str, ...] = ()
     """Harness files that differ but that the trusted config names as in-process code under test."""
+    not_qualifying: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """The policy's reasons grouped as the evidence block groups them (each ``why`` once, with the
+    tests that gave it): how the gate's lines show the ``not qualifying under`` problem."""
 
     @property
     def accepted(self) -> bool:
         return not self.problems
+
+    @property
+    def not_qualifying_problem(self) -> str | None:
+        """The one problem that joins the policy's reasons (``not qualifying under POLICY: ...``)."""
+        if self.verdict is None or self.verdict.qualifying or not self.not_qualifying:
+            return None
+        return f"not qualifying under {self.verdict.policy}: {'; '.join(self.verdict.reasons)}"
 
 
 @dataclass(frozen=True)
@@ -408,14 +419,17 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
         problems.append(waiver_problem)
     if verdict.outcome != "passed":
         problems.append(f"outcome is {verdict.outcome}, not passed")
+    grouped: tuple[tuple[str, tuple[str, ...]], ...] = ()
     if not verdict.qualifying:
         problems.append(f"not qualifying under {verdict.policy}: {'; '.join(verdict.reasons)}")
+        grouped = tuple(grouped_reasons(record, verdict.reasons))
     engine = ac_definition_problems(record, trusted)
     engine += unenrolled_backends(used_backends(record.document), trusted.backends)
     if trusted.spec_paths is not None:
         engine += census_scope_reasons(record.document, trusted.spec_paths)
     problems += [f"not qualifying under the trusted config ({trusted.source}): {reason}" for reason in engine]
-    return AcJudgement(ac_id, verdict, tuple(problems), harness_changed=harness, sut_changed=sut)
+    return AcJudgement(ac_id, verdict, tuple(problems), harness_changed=harness, sut_changed=sut,
+                       not_qualifying=grouped)
 
 
 def census_scope_reasons(document: Mapping[str, object], spec_paths: Sequence[str]) -> list[str]:

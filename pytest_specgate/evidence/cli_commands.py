@@ -36,6 +36,7 @@ from pytest_specgate.evidence._bundle import (
 from pytest_specgate.evidence._gate import (
     AUTHORITATIVE,
     GATE_RESULT_SCHEMA_ID,
+    AcJudgement,
     GateInputError,
     GateVerdict,
     SignatureRule,
@@ -124,12 +125,16 @@ def claimed_signers(bundle: Bundle) -> str:
 
     Claimed, not verified: only the gate, with the trust policy's public keys, can verify them.
     """
+    from pytest_specgate.contracts.extras import MissingExtraError
     from pytest_specgate.evidence._bundle import SIGNATURE_NAME
-    from pytest_specgate.evidence._signing import EnvelopeError, envelope_from_bytes
 
     path = bundle.path / SIGNATURE_NAME
     if not path.is_file():
         return NOT_SIGNED
+    try:
+        from pytest_specgate.evidence._signing import EnvelopeError, envelope_from_bytes
+    except MissingExtraError as error:
+        return f"signed; its key ids are not read here: {error}"
     try:
         envelope = envelope_from_bytes(path.read_bytes())
     except (OSError, EnvelopeError) as error:
@@ -347,7 +352,7 @@ def run_merge(args: argparse.Namespace) -> int:
 
 
 def configure_sign_parser(parser: argparse.ArgumentParser) -> None:
-    from pytest_specgate.evidence._signing import PASSPHRASE_ENV
+    from pytest_specgate.evidence._bundle import PASSPHRASE_ENV
 
     parser.description = (
         "Sign a bundle: its in-toto Statement, with the commit and every file as subjects, goes into "
@@ -520,16 +525,23 @@ def _add_pyproject_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pyproject",
         type=Path,
-        default=Path("pyproject.toml"),
-        help="the project's pyproject.toml declaring [tool.specgate] gates (default: ./pyproject.toml)",
+        default=None,
+        help="the project's pyproject.toml declaring [tool.specgate] gates (default: ./pyproject.toml); "
+        "a file named here is read even without --gate, so a file that cannot be read is an error",
     )
 
 
 def _print_gate_lines(verdict: GateVerdict) -> None:
     commit = verdict.commit
     print(f"specgate gate: policy {verdict.policy}; commit {commit.sha} (from {commit.source})")
-    for problem in verdict.problems:
+    for problem in verdict.run_problems:
         print(problem)
+    for judgement in verdict.judgements:
+        for problem in judgement.problems:
+            if problem == judgement.not_qualifying_problem:
+                print("\n".join(not_qualifying_lines(judgement)))
+            else:
+                print(f"{judgement.ac_id}: {problem}")
     for judgement in verdict.judgements:
         if judgement.harness_changed is not None:
             sut = [f"{path} (system under test)" for path in judgement.sut_changed]
@@ -538,6 +550,22 @@ def _print_gate_lines(verdict: GateVerdict) -> None:
             print(f"{judgement.ac_id}: harness files changed since {verdict.base_commit}: {listed}")
     if not verdict.problems:
         print(f"specgate gate: accepted {', '.join(verdict.accepted)}")
+
+
+def not_qualifying_lines(judgement: AcJudgement) -> list[str]:
+    """One line per reason the policy gives, each once, as the evidence block groups them:
+    ``AC: not qualifying under POLICY: TEST: WHY`` for one test, ``WHY (N tests: ...)`` for a
+    reason several tests gave, ``WHY`` for one about the whole AC; not one joined line."""
+    assert judgement.verdict is not None
+    prefix = f"{judgement.ac_id}: not qualifying under {judgement.verdict.policy}: "
+    lines = []
+    for why, tests in judgement.not_qualifying:
+        if len(tests) == 1:
+            lines.append(f"{prefix}{tests[0]}: {why}")
+        else:
+            named = f" ({len(tests)} tests: {', '.join(tests)})" if tests else ""
+            lines.append(f"{prefix}{why}{named}")
+    return lines
 
 
 def run_gate(args: argparse.Namespace) -> int:
@@ -580,7 +608,9 @@ def configure_waivers_parser(parser: argparse.ArgumentParser) -> None:
 
 def run_waivers(args: argparse.Namespace) -> int:
     try:
-        config = UNTRUSTED if args.gate is None else trusted_config_from_file(args.pyproject, "--pyproject")
+        pyproject = Path("pyproject.toml") if args.pyproject is None else args.pyproject
+        named = args.gate is not None or args.pyproject is not None
+        config = trusted_config_from_file(pyproject, "--pyproject") if named else UNTRUSTED
         gate = resolve_gate(args.gate, config)
         bundles = load_all_bundles(args.bundles)
         waivers: dict[tuple[str, str, str], list[str]] = {}

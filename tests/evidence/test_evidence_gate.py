@@ -195,8 +195,10 @@ def test_failed_threshold_is_rejected(
     assert code == 1
     assert out == [
         "AC-10: outcome is failed, not passed",
-        "AC-10: not qualifying under specgate.policy/1: acceptance/test_ac10.py::test_speedup: failed: "
-        "below; acceptance/test_ac10.py::test_speedup: median_speedup = 1.1 x is below at_least=1.4",
+        # One line per reason (not one long joined line).
+        "AC-10: not qualifying under specgate.policy/1: acceptance/test_ac10.py::test_speedup: failed: below",
+        "AC-10: not qualifying under specgate.policy/1: acceptance/test_ac10.py::test_speedup: "
+        "median_speedup = 1.1 x is below at_least=1.4",
     ]
 
 
@@ -515,3 +517,26 @@ def test_a_pull_request_event_without_a_head_sha_is_one_line_never_the_merge_com
         f"{tmp_path / 'event.json'}: no pull_request.head.sha in the pull_request event payload: "
         "pass --commit=<the PR head sha>"
     )
+
+
+def test_not_qualifying_reasons_print_one_per_line_grouped_as_the_block_groups_them() -> None:
+    from pytest_specgate.evidence._gate import AcJudgement
+    from pytest_specgate.evidence._policy import PolicyVerdict
+    from pytest_specgate.evidence.cli_commands import not_qualifying_lines
+
+    mock = "ran on the built-in mock engine (m), a simulation: only a real engine's evidence qualifies"
+    reasons = ("diagnostic run: evidence from --specgate-diagnostic never qualifies",
+               *(f"t.py::test_{n}: {mock}" for n in "abc"), "t.py::test_a: failed: below")
+    grouped = (("diagnostic run: evidence from --specgate-diagnostic never qualifies", ()),
+               (mock, ("t.py::test_a", "t.py::test_b", "t.py::test_c")),
+               ("failed: below", ("t.py::test_a",)))
+    verdict = PolicyVerdict(qualifying=False, reasons=reasons, outcome="failed", mode="diagnostic",
+                            waiver=None)
+    judgement = AcJudgement("AC-10", verdict, ("x",), not_qualifying=grouped)
+    prefix = "AC-10: not qualifying under specgate.policy/1: "
+    assert not_qualifying_lines(judgement) == [
+        f"{prefix}diagnostic run: evidence from --specgate-diagnostic never qualifies",
+        f"{prefix}{mock} (3 tests: t.py::test_a, t.py::test_b, t.py::test_c)",
+        f"{prefix}t.py::test_a: failed: below",
+    ]
+    assert judgement.not_qualifying_problem == f"not qualifying under specgate.policy/1: {'; '.join(reasons)}"

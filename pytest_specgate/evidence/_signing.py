@@ -24,16 +24,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    PublicFormat,
-    load_pem_private_key,
-    load_pem_public_key,
-    load_ssh_private_key,
-    load_ssh_public_key,
-)
+from pytest_specgate.contracts.extras import missing_extra
+
+try:
+    from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        PublicFormat,
+        load_pem_private_key,
+        load_pem_public_key,
+        load_ssh_private_key,
+        load_ssh_public_key,
+    )
+except ImportError as error:  # the module is imported only where signatures are made or checked
+    raise missing_extra("signing and checking signatures", "sign", error) from None
 
 from pytest_specgate.contracts.host import HostFactsError, host_facts_from_dict
 from pytest_specgate.contracts.jsonvalue import JsonValue
@@ -41,6 +46,7 @@ from pytest_specgate.contracts.safe_read import SafeReadError, digest_regular_fi
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import (
     NONCE_FIELD,
+    PASSPHRASE_ENV,
     SIGNATURE_NAME,
     STATEMENT_NAME,
     BundleError,
@@ -54,7 +60,6 @@ from pytest_specgate.evidence._jsonio import canonical_json, pretty_json, replac
 from pytest_specgate.evidence._redact import Redactor
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
-PASSPHRASE_ENV = "SPECGATE_SIGN_PASSPHRASE"
 COMMIT_SUBJECT = "source"
 _OPENSSH_PRIVATE = b"-----BEGIN OPENSSH PRIVATE KEY-----"
 _ENVELOPE_FIELDS = frozenset({"payload", "payloadType", "signatures"})

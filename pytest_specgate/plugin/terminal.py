@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_specgate.contracts.payload import mismatched_hardware_runs, unbundled_evidence
 from pytest_specgate.plugin.bundle import session_redactor
 from pytest_specgate.plugin.host_facts import session_host_facts, session_host_provenance
 from pytest_specgate.plugin.options import input_errors_stop_the_run
@@ -168,6 +167,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
                                     f"({len(statement.files)} files, commit {statement.commit})")
     if not config.stash[SETTINGS_KEY].wants_payload:
         return
+    from pytest_specgate.contracts.payload import mismatched_hardware_runs, unbundled_evidence
+
     reports = [report for reports in terminalreporter.stats.values() for report in reports]
     if config.stash[SETTINGS_KEY].evidence_dir is not None:
         unbundled = unbundled_evidence(reports)

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
         probe_source,
     )
     from pytest_specgate.evidence._gate import GateInputError, GateVerdict, PrBodyText, evaluate_gate
+    from pytest_specgate.evidence._import_watch import WatchMark, watch_imports
     from pytest_specgate.evidence._journal import read_receipt
     from pytest_specgate.evidence._known_secrets import url_passwords
     from pytest_specgate.evidence._markdown import (
@@ -61,6 +62,8 @@ if TYPE_CHECKING:
         collect_run_provenance,
         foreign_modules,
         interpreter_locations,
+        option_plugin_names,
+        run_modules,
     )
     from pytest_specgate.evidence._schema import evidence_schema, schema_problems
     from pytest_specgate.evidence._signing import (
@@ -91,6 +94,10 @@ _EXPORTS: dict[str, str] = {
     "collect_run_provenance": "_run_provenance",
     "foreign_modules": "_run_provenance",
     "interpreter_locations": "_run_provenance",
+    "option_plugin_names": "_run_provenance",
+    "run_modules": "_run_provenance",
+    "watch_imports": "_import_watch",
+    "WatchMark": "_import_watch",
     "IMPORTED_FILES_KEY": "_source",
     "SELECTION_WORKEROUTPUT": "_collector",
     "SelectionFacts": "_records",
@@ -206,6 +213,7 @@ __all__ = [
     "TrustPolicy",
     "TrustedConfig",
     "TrustedConfigError",
+    "WatchMark",
     "WrittenBundle",
     "ac_from_marker",
     "build_redactor",
@@ -224,6 +232,7 @@ __all__ = [
     "load_bundle",
     "load_signing_key",
     "load_trusted_config",
+    "option_plugin_names",
     "parse_gate_name",
     "parse_pr_body",
     "probe_source",
@@ -232,12 +241,14 @@ __all__ = [
     "read_records",
     "redact_writes",
     "render_markdown",
+    "run_modules",
     "schema_problems",
     "sign_bundle",
     "staging_dir",
     "url_passwords",
     "verdict_line",
     "verify_bundle",
+    "watch_imports",
     "write_mask_commands",
     "write_redacted",
 ]

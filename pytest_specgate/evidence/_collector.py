@@ -52,6 +52,7 @@ from pytest_specgate.evidence._records import (
     longrepr_message,
 )
 from pytest_specgate.evidence._redact import Redactor, append_redacted, build_redactor, write_redacted
+from pytest_specgate.evidence._run_provenance import with_worker_foreign
 from pytest_specgate.evidence._source import (
     IMPORTED_FILES_KEY,
     bind_to_head,
@@ -229,7 +230,7 @@ class EvidenceCollector:
         self._take_run_provenance = run_provenance
         self.run_provenance: Mapping[str, JsonValue] | None = None
         """Already redacted; xdist workers' foreign modules are merged in when they finish."""
-        self._worker_foreign: dict[str, JsonValue] = {}
+        self._worker_foreign: dict[str, Mapping[str, JsonValue]] = {}
         self._rootdir = rootdir
         self._source = probe_source(rootdir, exclude=self.evidence_dir)
         self._imported: set[Path] = set()
@@ -307,8 +308,8 @@ class EvidenceCollector:
         self._imported.update(Path(path) for path in imported if isinstance(path, str))
         foreign = output.get(FOREIGN_MODULES_KEY)
         if isinstance(foreign, Mapping):
-            self._worker_foreign.update({str(name): self.redactor.text(str(path))
-                                         for name, path in foreign.items()})
+            self._worker_foreign.update({str(name): fact for name, fact in foreign.items()
+                                         if isinstance(fact, Mapping)})
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
         if exitstatus == pytest.ExitCode.USAGE_ERROR:
@@ -430,9 +431,7 @@ class EvidenceCollector:
         provenance = self.run_provenance
         if provenance is None or not self._worker_foreign:
             return provenance
-        own = provenance.get("foreign_modules")
-        merged = {**self._worker_foreign, **(own if isinstance(own, Mapping) else {})}
-        return {**provenance, "foreign_modules": dict(sorted(merged.items()))}
+        return with_worker_foreign(provenance, self._worker_foreign, self.redactor.text)
 
     def write(self, interrupted: bool) -> WrittenBundle:
         """Copy each staged attachment into the bundle first, so that one that cannot be

@@ -117,19 +117,29 @@ CLEAN_RUN_PROVENANCE: Mapping[str, Any] = {
 """What a run from a clean checkout with pytest-specgate installed from a wheel records."""
 
 
-def reasons_besides_this_checkout(record: Mapping[str, Any]) -> list[str]:
-    """A subprocess run's reasons, less the one naming this checkout's pytest_specgate as foreign.
+CHECKOUT = Path(__file__).resolve().parents[2]
 
-    A pytest run in a subprocess imports the plugin from this checkout (``$PYTHONPATH``), outside
-    the project under test and any distribution: rightly foreign there. The in-process runs have
-    ``tests/conftest.py`` set it aside; a subprocess run can only leave out that one reason,
-    and only when nothing but the plugin was foreign.
+
+def reasons_besides_this_checkout(record: Mapping[str, Any]) -> list[str]:
+    """A subprocess run's reasons, less those naming this checkout's pytest_specgate as foreign.
+
+    A pytest run in a subprocess imports the plugin from this checkout (installed editable, or
+    through ``$PYTHONPATH``), outside the project under test and any built install: rightly
+    foreign there. The in-process runs have ``tests/conftest.py`` set it aside; a subprocess run
+    can only leave out the reasons about it (the one-line editable reason, the module list, a
+    ``PYTHONPATH`` naming only the checkout), and only when nothing but the plugin was foreign.
     """
-    foreign = record["run_provenance"]["foreign_modules"]
-    if not all(name == "pytest_specgate" or name.startswith("pytest_specgate.") for name in foreign):
+    provenance = record["run_provenance"]
+    if not all(name.partition(" ")[0].partition(".")[0] == "pytest_specgate"
+               for name in provenance["foreign_modules"]):
         return list(record["not_qualifying_reasons"])
+    about_the_checkout = ("modules imported from outside the repository and every installed",
+                          "pytest-specgate is installed editable from ", "pytest-specgate is imported from ")
+    only_checkout_on_path = all(Path(entry).resolve() == CHECKOUT
+                                for entry in provenance.get("pythonpath_outside", []))
     return [reason for reason in record["not_qualifying_reasons"]
-            if not reason.startswith("modules imported from outside the repository and every installed")]
+            if not reason.startswith(about_the_checkout)
+            and not (only_checkout_on_path and reason.startswith("PYTHONPATH entries outside"))]
 
 
 class SyntheticRun:

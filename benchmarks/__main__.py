@@ -63,6 +63,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("tamper", reliability.run_tamper),
     Benchmark("redaction", reliability.run_redaction),
     Benchmark("redaction-speed", redaction.run),
+    Benchmark("redaction-cpu-per-mb", redaction.run_speed),
     Benchmark("shared-folder", reliability.run_shared_folder),
     Benchmark("download-faults", reliability.run_download),
     Benchmark("real-mlx", real_engines.run_mlx),

@@ -166,9 +166,9 @@ def _part_generated(run: str, minimum: int) -> bool:
     body = _VENDOR_PREFIX.sub("", run)
     if body != run and _is_hex(body.replace("-", "")) and len(body) < 20:
         return False
-    if reads_random(run, minimum) and not _short_hex(run, minimum):
+    if _whole(run) and reads_random(run, minimum) and not _short_hex(run, minimum):
         return True
-    if body != run and reads_random(body, minimum) and not _short_hex(body, minimum):
+    if body != run and _whole(body) and reads_random(body, minimum) and not _short_hex(body, minimum):
         return True
     pieces = [piece for piece in _SEGMENT_SPLIT.split(run) if piece]
     for piece in pieces:
@@ -179,6 +179,16 @@ def _part_generated(run: str, minimum: int) -> bool:
         if _hex_body(piece) or (len(pieces) > 1 and piece is not pieces[0] and _hex_run(piece)):
             return True
     return False
+
+
+def _whole(value: str) -> bool:
+    """Whether ``value`` reads as one string rather than words joined by separators: both cases of
+    letter, a piece of 12 characters or more, or one of half its length (``spec028_ac10_m4_canary``
+    is four short words in one case; a base64url token mixes cases and has a separator every 32
+    characters on average)."""
+    longest = max((len(piece) for piece in _SEGMENT_SPLIT.split(value)), default=0)
+    mixed_case = value.lower() != value and value.upper() != value
+    return mixed_case or longest >= 12 or 2 * longest >= len(value)
 
 
 def _short_hex(value: str, minimum: int) -> bool:

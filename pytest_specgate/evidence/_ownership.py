@@ -255,6 +255,18 @@ class Locations:
             return Owner("repository")
         return Owner("foreign", cause="outside")
 
+    def matches_record(self, path: str, recorded: str) -> bool | None:
+        """Whether ``path`` hashes as RECORD's ``recorded`` (``sha256=...[,size]``) says; None when
+        RECORD gives no hash. Each file is hashed once per run however often it is asked about."""
+        key = (path, recorded.partition(",")[0])
+        if key not in self._hashed:
+            self._hashed[key] = _hash_matches(path, recorded)
+        return self._hashed[key]
+
+    @functools.cached_property
+    def _hashed(self) -> dict[tuple[str, str], bool | None]:
+        return {}
+
     @functools.cached_property
     def _site_roots(self) -> tuple[str, ...]:
         return tuple({*map(str, self.site), *self.installed.sites()})
@@ -268,7 +280,7 @@ class Locations:
         if listed is None:
             return None
         distribution, recorded = listed
-        matches = _hash_matches(path, recorded)
+        matches = self.matches_record(path, recorded)
         if matches:
             return Owner("distribution", distribution)
         return Owner("foreign", distribution, "unhashed" if matches is None else "edited")

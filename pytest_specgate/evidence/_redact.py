@@ -631,13 +631,12 @@ class Redactor:
         return [0]
 
     def _text(self, text: str) -> str:
-        current = text
+        current = self._passes(text)
         for _ in range(_MAX_ROUNDS):
-            redacted = self._passes(current)
-            decoded = self._escaped_secrets(redacted)
-            if decoded == redacted:
-                return redacted
-            current = decoded
+            decoded, changed = self._escaped_secrets(current)
+            if decoded == current:
+                return current
+            current = self._passes(decoded, _lines_around(decoded, changed))
         return PLACEHOLDERS[0]
 
     def by_lines(self, text: str) -> str:
@@ -653,37 +652,51 @@ class Redactor:
         redacted = self.text(text)
         return redacted if len(redacted) <= limit else redacted[: limit - 1] + "…"
 
-    def _passes(self, text: str) -> str:
+    def _passes(self, text: str, regions: list[tuple[int, int]] | None = None) -> str:
+        """Passes until one changes nothing. The first pass reads the whole text (or ``regions``
+        of it); a later pass reads only the lines around what the pass before it replaced (a
+        placeholder can make a match only there: every pattern but a PEM block's stays within a
+        line and the one after, and a PEM block is replaced whole the first time)."""
         current = text
         known = self._known.rule
         for _ in range(_MAX_ROUNDS):
-            if (
+            if regions is None and (
                 self._any_rule is not None
                 and self._any_rule.search(current) is None
                 and (known is None or known.pattern.search(current) is None)
             ):
                 return current
-            updated = self._pass(current)
+            updated, changed = self._pass_within(current, regions or [(0, len(current))])
             if updated == current:
                 return current
-            current = updated
+            current, regions = updated, _lines_around(updated, changed)
         return PLACEHOLDERS[0]
 
-    def _pass(self, text: str) -> str:
+    def _pass_within(
+        self, text: str, regions: list[tuple[int, int]]
+    ) -> tuple[str, list[tuple[int, int]]]:
+        """One pass over each region of ``text``: the text after it, and the spans (in it) of
+        what the pass replaced."""
+        claims: list[Claim] = []
+        for start, end in regions:
+            claims += [(start + s, start + e, r) for s, e, r in self._claims(text[start:end])]
+        return _replaced_with_spans(text, claims)
+
+    def _claims(self, text: str) -> list[Claim]:
         claims = [(span.start(), span.end(), span.group(0)) for span in _PROTECTED.finditer(text)]
         known = self._known.rule
         if known is not None:
             claims = _claim(text, claims, known)
         for rule in self.rules:
             claims = _claim(text, claims, rule)
-        return _replaced(text, claims)
+        return claims
 
-    def _escaped_secrets(self, text: str) -> str:
+    def _escaped_secrets(self, text: str) -> tuple[str, list[tuple[int, int]]]:
         """Escaped words (with the word before them, for context like ``Bearer``) whose decoded
-        form holds something to redact, replaced by that form redacted."""
+        form holds something to redact, replaced by that form redacted; and where they were."""
         units = _escaped_units(text)
         if not units:
-            return text
+            return text, []
         decoded = [_unescaped(text[start:end]) for start, end in units]
         redacted = self._passes(_UNIT_SEPARATOR.join(decoded)).split(_UNIT_SEPARATOR)
         if len(redacted) != len(decoded):
@@ -693,7 +706,7 @@ class Redactor:
             for (start, end), plain, clean in zip(units, decoded, redacted, strict=True)
             if clean != plain
         ]
-        return _replaced(text, changes) if changes else text
+        return _replaced_with_spans(text, changes) if changes else (text, [])
 
     @cached_property
     def _any_rule(self) -> re.Pattern[str] | None:
@@ -916,6 +929,40 @@ def _without_overlaps(claims: list[Claim]) -> list[Claim]:
         if not kept or claim[0] >= kept[-1][1]:
             kept.append(claim)
     return kept
+
+
+def _replaced_with_spans(text: str, claims: Iterable[Claim]) -> tuple[str, list[tuple[int, int]]]:
+    """:func:`_replaced`, and the spans of the new text that replaced something different."""
+    pieces: list[str] = []
+    changed: list[tuple[int, int]] = []
+    position = length = 0
+    for start, end, replacement in claims:
+        kept = text[position:start]
+        pieces += [kept, replacement]
+        length += len(kept)
+        if replacement != text[start:end]:
+            changed.append((length, length + len(replacement)))
+        length += len(replacement)
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces), changed
+
+
+def _lines_around(text: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """For each span, from the start of the line before it to the end of the line after it,
+    overlapping ones merged: where a replacement can have made a new match."""
+    regions: list[tuple[int, int]] = []
+    for span_start, span_end in spans:
+        line_start = text.rfind("\n", 0, span_start) + 1
+        start = text.rfind("\n", 0, line_start - 1) + 1 if line_start > 0 else 0
+        line_end = text.find("\n", span_end)
+        end = len(text) if line_end < 0 else text.find("\n", line_end + 1)
+        end = len(text) if end < 0 else end
+        if regions and start <= regions[-1][1]:
+            regions[-1] = (regions[-1][0], max(end, regions[-1][1]))
+        else:
+            regions.append((start, end))
+    return regions
 
 
 def _replaced(text: str, claims: Iterable[Claim]) -> str:

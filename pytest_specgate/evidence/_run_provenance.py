@@ -17,7 +17,6 @@ Paths are written relative to what they are found in (``<repo>/``, ``<site-packa
 
 from __future__ import annotations
 
-import base64
 import hashlib
 import json
 import os
@@ -262,7 +261,7 @@ def specgate_files(dist: metadata.Distribution | None, package_dir: Path,
     site_root = next((root for root in locations.site if _within(package_dir, root)), None)
     if ours and site_root is not None:
         mismatched = sorted(name for name, digest in ours.items()
-                            if digest and _record_digest(site_root / name) != digest)
+                            if locations.matches_record(str(site_root / name), digest) is False)
         return {"distribution": SPECGATE_DISTRIBUTION, "version": version, "install": "distribution",
                 "location": locations.label(package_dir), "mismatched": mismatched}
     if locations.repo is not None and _within(package_dir, locations.repo):
@@ -292,15 +291,6 @@ def _record_hashes(dist: metadata.Distribution | None) -> dict[str, str]:
         if len(fields) >= 2:
             hashes[fields[0]] = fields[1]
     return hashes
-
-
-def _record_digest(path: Path) -> str | None:
-    """A file's digest as RECORD writes it: ``sha256=`` + urlsafe base64 without padding."""
-    try:
-        digest = hashlib.sha256(path.read_bytes()).digest()
-    except OSError:
-        return None
-    return "sha256=" + base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
 def plugin_facts(distinfo: Iterable[tuple[object, object]]) -> list[dict[str, JsonValue]]:

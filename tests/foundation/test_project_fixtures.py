@@ -79,9 +79,15 @@ def test_a_built_install_and_the_pytest_console_script_find_the_projects_fixture
     fresh venv; its dependencies come from this interpreter's site-packages through a .pth line
     after the venv's own, and ``pytest`` is the console script pip writes."""
     wheels, venv, project = tmp_path / "wheels", tmp_path / "venv", tmp_path / "adopter"
+    # Built from a copy: setuptools writes build/ and *.egg-info beside the sources it builds.
+    source = tmp_path / "source"
+    shutil.copytree(REPO / "pytest_specgate", source / "pytest_specgate",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "-w", str(wheels), str(REPO)],
+         "--disable-pip-version-check", "-w", str(wheels), str(source)],
         capture_output=True, text=True, timeout=300, check=False)
     assert built.returncode == 0, built.stderr[-3000:]
     (wheel,) = wheels.glob("pytest_specgate-*.whl")

@@ -374,7 +374,10 @@ def _format_2_record(bundle: Bundle, ac_id: str) -> AcRecord:
     run = _run_facts(bundle).get(str(line[RUN_KEY]))
     if run is None:
         raise BundleError(f"{where}: names run facts {line[RUN_KEY]!r}, which {RUN_FACTS_NAME} does not hold")
-    record = typed[ac_id] = AcRecord.built(join_record(line, run))
+    try:
+        record = typed[ac_id] = AcRecord.built(join_record(line, run))
+    except IndexError as error:
+        raise BundleError(f"{where}: {error}") from None
     return record
 
 

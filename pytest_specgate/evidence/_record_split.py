@@ -8,6 +8,10 @@ back, a line and its run's facts are exactly the ``specgate.evidence/v3`` record
 stored, so the gate, merge, render, compare and signature checks read one record view whatever
 the format.
 
+Words a run repeats in every AC's record (its not-qualifying reasons about the host, the source
+or the run provenance, and the host line) are stored once per run too, in the run's ``texts``: a
+line names them by their index there.
+
 A merged bundle holds records of several runs (an M4's and an M1's): ``run.json`` keys each
 run's facts by run id, and a line names its key. The census is stored whole per run; an AC's
 share of it (its own tests) is recomputed on joining. A line keeps its share itself only where
@@ -32,6 +36,8 @@ HOST_RUN_WIDE_FIELDS = ("facts", "provenance")
 """Fields of a record's ``host`` that are the run's (its ``summary`` stays with the AC: a test's
 hardware verdict may word it)."""
 CENSUS_FRAME_FIELDS = ("testpaths", "errors", "problem")
+TEXTS = "texts"
+"""The run's field listing the words its lines name by index (reasons, host lines)."""
 
 
 def record_line_name(ac_id: str) -> str:
@@ -62,10 +68,14 @@ def _run_wide(document: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
     return wide
 
 
-def _own(document: Mapping[str, JsonValue], key: str) -> dict[str, JsonValue]:
+def _own(document: Mapping[str, JsonValue], key: str, texts: dict[str, int]) -> dict[str, JsonValue]:
+    """The AC's own fields; its reasons and host line as indexes into ``texts`` (grown here)."""
     left_out = {"schema", "host", "completeness", *RUN_WIDE_FIELDS}
     own: dict[str, JsonValue] = {name: value for name, value in document.items() if name not in left_out}
-    own["host"] = {"summary": document["host"]["summary"]}
+    own["not_qualifying_reasons"] = [
+        texts.setdefault(reason, len(texts)) for reason in document["not_qualifying_reasons"]
+    ]
+    own["host"] = {"summary": texts.setdefault(document["host"]["summary"], len(texts))}
     own["completeness"] = {
         name: value
         for name, value in document["completeness"].items()
@@ -84,6 +94,7 @@ def run_facts_document(runs: Mapping[str, Mapping[str, JsonValue]]) -> dict[str,
 class _RunSlot:
     facts: dict[str, JsonValue]
     carriers: dict[str, str] = field(default_factory=dict)
+    texts: dict[str, int] = field(default_factory=dict)
 
 
 def _slot_key(slots: dict[str, _RunSlot], run_id: str, wide: Mapping[str, JsonValue]) -> str:
@@ -108,7 +119,7 @@ def split_records(documents: Iterable[Mapping[str, JsonValue]]) -> SplitRecords:
         run = document["run"]
         key = _slot_key(slots, str(run["id"]) if isinstance(run, Mapping) else "run", wide)
         slot = slots.setdefault(key, _RunSlot(wide))
-        own = _own(document, key)
+        own = _own(document, key, slot.texts)
         ac_id = str(document["ac"]["id"])
         collection = document["completeness"].get("collection")
         if isinstance(collection, Mapping) and not _carried(slot.carriers, ac_id, collection["tests"]):
@@ -116,10 +127,10 @@ def split_records(documents: Iterable[Mapping[str, JsonValue]]) -> SplitRecords:
         lines.append((ac_id, own))
     runs: dict[str, Mapping[str, JsonValue]] = {}
     for key, slot in sorted(slots.items()):
-        facts = slot.facts
+        facts = {**slot.facts, TEXTS: list(slot.texts)}
         census = facts.get("census")
         if isinstance(census, Mapping):
-            facts = {**facts, "census": {**census, "carriers": dict(sorted(slot.carriers.items()))}}
+            facts["census"] = {**census, "carriers": dict(sorted(slot.carriers.items()))}
         runs[key] = facts
     return SplitRecords(runs=runs, lines=lines)
 
@@ -145,6 +156,13 @@ class RunFacts:
                 grouped.setdefault(str(ac_id), []).append(str(nodeid))
         self._tests_by_ac = {ac_id: sorted(nodeids) for ac_id, nodeids in grouped.items()}
 
+    def text(self, index: JsonValue, where: str) -> str:
+        """The run's text a line names by ``index`` (:class:`IndexError` naming ``where`` if none)."""
+        texts = self.facts[TEXTS]
+        if not isinstance(index, int) or not isinstance(texts, list) or not 0 <= index < len(texts):
+            raise IndexError(f"{where}: names text {index!r}, which its run's facts do not hold")
+        return str(texts[index])
+
     def census_share(self, ac_id: str) -> JsonValue:
         census = self.facts["census"]
         if not isinstance(census, Mapping):
@@ -155,14 +173,18 @@ class RunFacts:
 
 
 def join_record(line: Mapping[str, JsonValue], run: RunFacts) -> dict[str, JsonValue]:
-    """The ``specgate.evidence/v3`` record a format-2 line and its run's facts stand for."""
+    """The ``specgate.evidence/v3`` record a format-2 line and its run's facts stand for
+    (:class:`IndexError` where the line names a text the run does not hold)."""
     facts = run.facts
     document: dict[str, JsonValue] = {name: value for name, value in line.items() if name != RUN_KEY}
     document["schema"] = SCHEMA_ID
     for name in RUN_WIDE_FIELDS:
         if name in facts:
             document[name] = facts[name]
-    document["host"] = {**facts["host"], **line["host"]}
+    document["not_qualifying_reasons"] = [
+        run.text(index, "not_qualifying_reasons") for index in line["not_qualifying_reasons"]
+    ]
+    document["host"] = {**facts["host"], "summary": run.text(line["host"]["summary"], "host.summary")}
     completeness = {**line["completeness"], "selection": facts["selection"]}
     if "collection" not in completeness and "census" in facts:
         completeness["collection"] = run.census_share(str(line["ac"]["id"]))

@@ -52,16 +52,18 @@ RUN_WIDE_FIELDS = ("policy", "source", "versions", "run", "run_provenance")
 
 @cache
 def record_line_schema() -> Mapping[str, JsonValue]:
-    """A format-2 record line's schema, cut from the record schema: the AC's own fields, the
-    host's summary, completeness without the run's selection (with the AC's census share only
-    where the line keeps it itself), and the key of its run's facts."""
+    """A format-2 record line's schema, cut from the record schema: the AC's own fields (its
+    reasons and host line as indexes into its run's ``texts``), completeness without the run's
+    selection (with the AC's census share only where the line keeps it itself), and the key of
+    its run's facts."""
     record = evidence_schema()
     properties = dict(record["properties"])
     for name in ("schema", *RUN_WIDE_FIELDS):
         properties.pop(name)
+    index = {"type": "integer", "minimum": 0}
+    properties["not_qualifying_reasons"] = {"type": "array", "items": index}
     host = record["properties"]["host"]
-    properties["host"] = {**host, "required": ["summary"],
-                          "properties": {"summary": host["properties"]["summary"]}}
+    properties["host"] = {**host, "required": ["summary"], "properties": {"summary": index}}
     completeness = record["properties"]["completeness"]
     properties["completeness"] = {
         **completeness,
@@ -79,7 +81,8 @@ def record_line_schema() -> Mapping[str, JsonValue]:
 @cache
 def run_facts_schema() -> Mapping[str, JsonValue]:
     """The schema of one run's facts in a format-2 ``run.json``: the record schema's run-wide
-    fields, the host's facts and provenance, the selection and the whole census."""
+    fields, the host's facts and provenance, the selection, the whole census and the texts its
+    lines name by index."""
     record = evidence_schema()
     properties = {name: record["properties"][name] for name in RUN_WIDE_FIELDS}
     host = record["properties"]["host"]
@@ -96,7 +99,8 @@ def run_facts_schema() -> Mapping[str, JsonValue]:
             **census_frame, "carriers": {"type": "object", "additionalProperties": {"type": "string"}}
         },
     }
-    required = [name for name in record["required"] if name in properties] + ["host", "selection"]
+    properties["texts"] = {"type": "array", "items": {"type": "string"}}
+    required = [name for name in record["required"] if name in properties] + ["host", "selection", "texts"]
     return {"$schema": record["$schema"], "$defs": record["$defs"], "type": "object",
             "additionalProperties": False, "required": required, "properties": properties}
 

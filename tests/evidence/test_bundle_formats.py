@@ -254,3 +254,26 @@ def test_a_line_moved_to_another_ac_is_refused(git_repo: GitRepo) -> None:
     assert verify_bundle(bundle) == []
     with pytest.raises(BundleError, match=r"records.jsonl#AC-10: the line is the record of AC-11"):
         read_records(bundle)
+
+
+def test_a_line_naming_a_text_its_run_does_not_hold_is_refused(git_repo: GitRepo) -> None:
+    """Reasons and host lines are indexes into the run's ``texts``: one past its end is one
+    line naming the record, never a traceback."""
+    from pytest_specgate.evidence._bundle import BundleError, FileEntry, file_entry, manifest_document
+
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    records = written.path / "records.jsonl"
+    first, second = records.read_bytes().splitlines(keepends=True)
+    assert b'"host":{"summary":0}' in first
+    first = first.replace(b'"host":{"summary":0}', b'"host":{"summary":99}')
+    records.write_bytes(first + second)
+    manifest = json.loads((written.path / "manifest.json").read_text())
+    files = {name: FileEntry(**entry) for name, entry in manifest["files"].items()}
+    files["records.jsonl"] = file_entry(first + second)
+    lines = {"AC-10": file_entry(first), "AC-11": file_entry(second)}
+    rewritten = manifest_document(manifest["run_id"], files, manifest["specgate"], lines)
+    (written.path / "manifest.json").write_text(pretty_json(rewritten))
+    bundle = load_bundle(written.path)
+    assert verify_bundle(bundle) == []
+    with pytest.raises(BundleError, match=r"records.jsonl#AC-10: host.summary: names text 99, which its run"):
+        read_records(bundle)

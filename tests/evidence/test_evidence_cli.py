@@ -10,10 +10,10 @@ from evidence_testkit import (
     TEST_ENV,
     GitRepo,
     SyntheticRun,
+    ac_record,
     cli,
     git,
     qualifying_bundle,
-    record_line,
 )
 
 from pytest_specgate.evidence import WrittenBundle, load_bundle, parse_pr_body, verify_bundle
@@ -84,14 +84,17 @@ def test_merge_combines_hosts_and_the_gate_accepts_the_merged_bundle(
     assert statement["subject"] == [{"name": "source", "digest": {"gitCommit": git_repo.commit}}]
     receipt = json.loads((merged / "receipt.json").read_text())
     assert (receipt["status"], receipt["verdict"], receipt["tests_finished"]) == ("merged", "QUALIFIED", 2)
-    assert record_line(merged, "AC-10") == record_line(m4.path, "AC-10")
-    assert record_line(merged, "AC-11") == record_line(m1.path, "AC-11")
+    assert ac_record(merged, "AC-10") == ac_record(m4.path, "AC-10")
+    assert ac_record(merged, "AC-11") == ac_record(m1.path, "AC-11")
     runs = json.loads((merged / "run.json").read_text())["runs"]
     assert sorted(runs) == sorted((m4.path.name, m1.path.name))
     for run, kept in ((m4, "AC-10"), (m1, "AC-11")):
         source = json.loads((run.path / "run.json").read_text())["runs"][run.path.name]
         carriers = {test: ac for test, ac in source["census"]["carriers"].items() if ac == kept}
-        assert runs[run.path.name] == {**source, "census": {**source["census"], "carriers": carriers}}
+        texts = runs[run.path.name]["texts"]
+        assert set(texts) <= set(source["texts"])
+        assert runs[run.path.name] == {**source, "census": {**source["census"], "carriers": carriers},
+                                       "texts": texts}
     sources = json.loads((merged / "merge.json").read_text())["sources"]
     assert sorted((s["run_id"], tuple(s["acs"])) for s in sources) == sorted(
         [(m4.path.name, ("AC-10",)), (m1.path.name, ("AC-11",))]

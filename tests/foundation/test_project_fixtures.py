@@ -16,14 +16,15 @@ import pytest
 from pytest_specgate.contracts.fixtures_dir import configured_fixtures_dir
 
 REPO = Path(__file__).resolve().parents[2]
-PAIRS = (REPO / "fixtures" / "models" / "pairs.json").read_text()
+# The adopter's own AC id, which this checkout's fixtures do not have: only its fixtures can serve it.
+PAIRS = (REPO / "fixtures" / "models" / "pairs.json").read_text().replace('"AC-10"', '"AC-77"')
 PROMPTS = (REPO / "fixtures" / "prompts" / "spec028-code-iso8601-v1.json").read_text()
 SPEC = """
 from pytest_specgate.measure import load_named_prompt_set, model_pair
 
 
 def test_pinned():
-    pair = model_pair("AC-10")
+    pair = model_pair("AC-77")
     prompts = load_named_prompt_set(pair.prompt_sets[0])
     assert pair.target.repo_id.startswith("mlx-community/") and prompts.prompts
 """

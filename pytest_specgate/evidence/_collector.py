@@ -500,7 +500,8 @@ class EvidenceCollector:
             "verdict": verdict,
             "reasons": reasons,
             "running": [
-                {"nodeid": nodeid, "ac": self._ac_by_nodeid.get(nodeid)} for nodeid in sorted(self._running)
+                {"nodeid": self.redactor.text(nodeid), "ac": self._ac_by_nodeid.get(nodeid)}
+                for nodeid in sorted(self._running)
             ],
             "tests_finished": len(self._finished),
             "started_at": self._started_at,

@@ -131,6 +131,14 @@ def record_line_bytes(own: Mapping[str, JsonValue]) -> bytes:
     return record_json(own).encode()
 
 
+def _write_built(path: Path, document: Mapping[str, JsonValue]) -> FileEntry:
+    """A file built only from parts already redacted (AC ids, digests, the records' reasons and
+    the run's ids): written as it is, with no pass through the redactor."""
+    data = pretty_json(document).encode()
+    replace_atomically(path, data)
+    return file_entry(data)
+
+
 def write_bundle(
     run_dir: Path,
     redactor: Redactor,
@@ -149,7 +157,8 @@ def write_bundle(
     ``records`` are valid ``specgate.evidence/v3`` documents whose text is redacted already: the
     collector builds them from parts redacted where their text entered the run, ``merge`` passes
     records of other bundles through :func:`redacted_record`. Nothing here redacts them again, and
-    ``evidence.md`` is rendered from them as they are. ``attachments`` are the files
+    ``evidence.md``, the statement, the receipt (``receipt_for`` hands it back redacted) and the
+    manifest are built from them as they are. ``attachments`` are the files
     :func:`write_attachment` already put in ``run_dir``; ``receipt_for(verdict, reasons)`` builds
     the receipt from the run verdict of what was written.
     """
@@ -173,11 +182,11 @@ def write_bundle(
             files[name] = file_entry(write_redacted(redactor, run_dir / name, document))
         if commit is not None:
             statement = intoto_statement(judged, record_entries, commit, job_nonce)
-            files[STATEMENT_NAME] = file_entry(write_redacted(redactor, run_dir / STATEMENT_NAME, statement))
+            files[STATEMENT_NAME] = _write_built(run_dir / STATEMENT_NAME, statement)
         verdict, reasons = run_verdict(judged)
         if receipt_for is not None:
             receipt = receipt_for(verdict, reasons)
-            files[RECEIPT_NAME] = file_entry(write_redacted(redactor, run_dir / RECEIPT_NAME, receipt))
+            files[RECEIPT_NAME] = _write_built(run_dir / RECEIPT_NAME, receipt)
         digest = bundle_digest(files, run_id, version, record_entries)
         markdown_bytes = render_markdown(
             [(record, outcome, record_entries[record.ac.id].sha256) for record, outcome in judged], digest
@@ -186,7 +195,7 @@ def write_bundle(
         files[MARKDOWN_NAME] = file_entry(markdown_bytes)
         created.result()
     manifest = manifest_document(run_id, files, version, record_entries)
-    write_redacted(redactor, run_dir / MANIFEST_NAME, manifest)
+    _write_built(run_dir / MANIFEST_NAME, manifest)
     return WrittenBundle(
         path=run_dir,
         digest=digest,

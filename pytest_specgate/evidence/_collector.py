@@ -259,33 +259,34 @@ class EvidenceCollector:
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self._running[nodeid] = None
-        self._phases.setdefault(nodeid, {})
         if nodeid in self._ac_by_nodeid:
+            self._phases.setdefault(nodeid, {})
             self._journal_start(nodeid)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self._phases.setdefault(report.nodeid, {})[report.when] = _phase(report, self.redactor)
+        """A test without an AC costs a lookup and the two sets the receipt and the interrupt
+        check read; an AC test's phase and payload are redacted here, where they enter the run."""
+        nodeid = report.nodeid
         properties = payload_of(report.user_properties)
-        newly_known = False
-        if properties is not None:
-            self._properties[report.nodeid] = properties
-            ac_id = ac_id_of(properties)
-            if ac_id is not None:
-                newly_known = report.nodeid not in self._ac_by_nodeid
-                self._ac_by_nodeid[report.nodeid] = ac_id
+        ac_id = None if properties is None else ac_id_of(properties)
+        newly_known = ac_id is not None and nodeid not in self._ac_by_nodeid
+        if ac_id is not None:
+            self._ac_by_nodeid[nodeid] = ac_id
         if report.when == "teardown":
-            self._running.pop(report.nodeid, None)
-            self._finished[report.nodeid] = None
-        # The journal only has to name running criteria: tests without an AC never write
-        # to it, and an AC test does so when it starts (or, under xdist, when its setup
-        # report first names the AC) and when it ends.
-        if report.nodeid not in self._ac_by_nodeid:
+            self._running.pop(nodeid, None)
+            self._finished[nodeid] = None
+        if nodeid not in self._ac_by_nodeid:
             return
+        self._phases.setdefault(nodeid, {})[report.when] = _phase(report, self.redactor)
+        if properties is not None:
+            self._properties[nodeid] = captured_payload(properties, self.redactor)
+        # The journal only has to name running criteria: an AC test writes to it when it starts
+        # (or, under xdist, when its setup report first names the AC) and when it ends.
         if report.when == "teardown":
             with contextlib.suppress(OSError):
-                self._journal.ended(report.nodeid, len(self._finished), _now())
+                self._journal.ended(nodeid, len(self._finished), _now())
         elif report.when == "setup" and newly_known:
-            self._journal_start(report.nodeid)
+            self._journal_start(nodeid)
 
     def _journal_start(self, nodeid: str) -> None:
         """The first AC test writes the receipt (status running); every one appends its start.
@@ -470,6 +471,7 @@ class EvidenceCollector:
                 relative = attachment_path(str(item["sha256"]), str(item["name"]))
                 problem = self._copy_attachment(str(item["sha256"]), relative, written)
             if problem is not None and isinstance(item, Mapping):
+                problem = self.redactor.text(problem)
                 missing.append(f"{test.nodeid}: {item.get('name')} ({problem})")
                 item = {**item, "problem": problem}
             marked.append(item)
@@ -498,7 +500,8 @@ class EvidenceCollector:
             "verdict": verdict,
             "reasons": reasons,
             "running": [
-                {"nodeid": nodeid, "ac": self._ac_by_nodeid.get(nodeid)} for nodeid in sorted(self._running)
+                {"nodeid": self.redactor.text(nodeid), "ac": self._ac_by_nodeid.get(nodeid)}
+                for nodeid in sorted(self._running)
             ],
             "tests_finished": len(self._finished),
             "started_at": self._started_at,
@@ -512,6 +515,57 @@ class EvidenceCollector:
         receipt = self._receipt(status, NOT_QUALIFIED, [f"run in progress; running: {running}"])
         with contextlib.suppress(OSError):
             write_redacted(self.redactor, self.run_dir / RECEIPT_NAME, receipt)
+
+
+def captured_payload(payload: SpecPayload, redactor: Redactor) -> SpecPayload:
+    """An AC test's payload with its free text redacted as it enters the run, once (the
+    redactor memoises): the marker's spec, title and waiver reason, the hardware verdict's
+    words, the measurements' names, units and text values, attachment names and problems,
+    notes and engine records. Fields the record schema constrains (the AC id, the gate a
+    waiver names, the run mode, a measurement's rule, digests) are kept as they are, so a
+    redaction rule can never turn a valid record into one the gate refuses."""
+    text, value = redactor.text, redactor.value
+    ac = payload["ac"]
+    hardware = payload["hardware"]
+    return {
+        **payload,
+        "nodeid": text(payload["nodeid"]),
+        "ac": None if ac is None else {
+            name: text(item) if name in ("spec", "title", "reason") and isinstance(item, str) else item
+            for name, item in ac.items()
+        },
+        "hardware": None if hardware is None else _captured_hardware(hardware, redactor),
+        "measurements": [_captured_fields(item, ("name", "unit", "value"), redactor)
+                         for item in payload["measurements"]],
+        "attachments": [_captured_fields(item, ("name", "problem"), redactor)
+                        for item in payload["attachments"]],
+        "notes": {text(name): value(item) for name, item in payload["notes"].items()},
+        "engines": [value(engine) for engine in payload["engines"]],
+    }
+
+
+def _captured_fields(item: JsonValue, names: Sequence[str], redactor: Redactor) -> JsonValue:
+    if not isinstance(item, Mapping):
+        return redactor.value(item)
+    return {name: redactor.text(field) if name in names and isinstance(field, str) else field
+            for name, field in item.items()}
+
+
+def _captured_hardware(hardware: Mapping[str, JsonValue], redactor: Redactor) -> dict[str, JsonValue]:
+    """The verdict's reasons, summary and profile redacted; the requirement's values (its clause
+    names are the marker's keywords)."""
+    text = redactor.text
+    captured: dict[str, JsonValue] = dict(hardware)
+    for name in ("host_summary", "profile"):
+        if isinstance(captured.get(name), str):
+            captured[name] = text(str(captured[name]))
+    reasons = captured.get("reasons")
+    if isinstance(reasons, list):
+        captured["reasons"] = [text(reason) if isinstance(reason, str) else reason for reason in reasons]
+    requirement = captured.get("requirement")
+    if isinstance(requirement, Mapping):
+        captured["requirement"] = {name: redactor.value(item) for name, item in requirement.items()}
+    return captured
 
 
 def redacted_run_facts(run: RunFacts, redactor: Redactor) -> RunFacts:

@@ -33,7 +33,6 @@ from pytest_specgate.evidence._bundle import (
     MARKDOWN_NAME,
     Bundle,
     BundleError,
-    ac_file_name,
     find_bundles,
     read_ac_record,
     read_bundle_bytes,
@@ -369,7 +368,7 @@ def bundle_problems(bundle: Bundle) -> list[str]:
     except BundleError as error:
         raise GateInputError(str(error)) from None
     expected = render_markdown(
-        [(records[ac], judge(records[ac]), bundle.files[ac_file_name(ac)].sha256) for ac in sorted(records)],
+        [(records[ac], judge(records[ac]), _bound_sha256(bundle, ac)) for ac in sorted(records)],
         bundle.digest,
     )
     try:
@@ -379,6 +378,14 @@ def bundle_problems(bundle: Bundle) -> list[str]:
     if markdown != expected.encode():
         return [f"{MARKDOWN_NAME} is not what its records render (edited after writing)"]
     return []
+
+
+def _bound_sha256(bundle: Bundle, ac_id: str) -> str:
+    """The manifest's digest of a record :func:`read_records` found (so the manifest lists it)."""
+    entry = bundle.record_entry(ac_id)
+    if entry is None:
+        raise GateInputError(f"{bundle.path}: the manifest lists no record of {ac_id}")
+    return entry.sha256
 
 
 def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) -> AcJudgement:
@@ -463,13 +470,13 @@ def _bound_record(
         integrity[bundle.path] = bundle_problems(bundle)
     if integrity[bundle.path]:
         return [f"bundle {bundle.run_id}: {problem}" for problem in integrity[bundle.path]]
-    entry = bundle.files.get(ac_file_name(ac_id))
+    entry = bundle.record_entry(ac_id)
     if entry is None:
         held = ", ".join(bundle.ac_ids()) or "no AC"
         return [f"bundle {bundle.run_id} has no record for {ac_id} (it holds {held})"]
     if entry.sha256 != block.ac_sha256:
         return [
-            f"ac-sha256 {block.ac_sha256[:12]}… in the PR body does not match {ac_file_name(ac_id)} "
+            f"ac-sha256 {block.ac_sha256[:12]}… in the PR body does not match {bundle.record_name(ac_id)} "
             f"in bundle {bundle.run_id} ({entry.sha256[:12]}…)"
         ]
     try:
@@ -477,7 +484,7 @@ def _bound_record(
     except BundleError as error:
         raise GateInputError(str(error)) from None
     if record.ac.id != ac_id:
-        return [f"{ac_file_name(ac_id)} in bundle {bundle.run_id} is the record of {record.ac.id}"]
+        return [f"{bundle.record_name(ac_id)} in bundle {bundle.run_id} is the record of {record.ac.id}"]
     return bundle, record, block
 
 
@@ -488,7 +495,7 @@ def _binding_problems(
     problems = []
     if record.source.commit != commit.sha:
         problems.append(f"evidence is for commit {record.source.commit or 'unknown'}, not {commit.sha}")
-    ac_sha256 = bundle.files[ac_file_name(record.ac.id)].sha256
+    ac_sha256 = _bound_sha256(bundle, record.ac.id)
     expected = render_ac_block(record, verdict, ac_sha256, bundle.digest)
     for difference in (heading_difference(block), block_difference(block, expected)):
         if difference is not None:
@@ -496,7 +503,7 @@ def _binding_problems(
     if (record.outcome, record.qualifying) != (verdict.outcome, verdict.qualifying):
         claimed = f"{record.outcome.upper()} · {'QUALIFYING' if record.qualifying else 'NOT QUALIFYING'}"
         problems.append(
-            f"{ac_file_name(record.ac.id)} claims '{claimed}' but {verdict.policy} recomputes "
+            f"{bundle.record_name(record.ac.id)} claims '{claimed}' but {verdict.policy} recomputes "
             f"'{verdict.label}' from its facts"
         )
     problems += [

@@ -54,9 +54,11 @@ from pytest_specgate.evidence._bundle import (
     load_bundle,
     read_bundle_bytes,
     read_records,
+    record_lines,
     verify_bundle,
 )
-from pytest_specgate.evidence._jsonio import canonical_json, pretty_json, replace_atomically
+from pytest_specgate.evidence._jsonio import canonical_json, pretty_json, replace_atomically, sha256_hex
+from pytest_specgate.evidence._record_split import RECORDS_NAME, record_line_name
 from pytest_specgate.evidence._redact import Redactor
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
@@ -252,13 +254,30 @@ def statement_from_payload(payload: bytes) -> SignedStatement:
 
 def file_digests(bundle_dir: Path) -> dict[str, str]:
     """sha256 of every file the signature must cover: all but the signature itself (each read
-    through the safe reader: a symlink, FIFO or device among them is a :class:`BundleError`)."""
+    through the safe reader: a symlink, FIFO or device among them is a :class:`BundleError`),
+    and of every line of a format-2 ``records.jsonl`` (``records.jsonl#AC-10``), so a reviewer
+    can check one AC's signed record without the others."""
     digests = {}
     for name, path in files_on_disk(bundle_dir, with_manifest=True).items():
         try:
             digests[name] = digest_regular_file(path, "bundle file")[0]
         except SafeReadError as error:
             raise BundleError(str(error)) from None
+        if name == RECORDS_NAME:
+            digests.update(record_line_digests(read_bundle_bytes(path)))
+    return digests
+
+
+def record_line_digests(data: bytes) -> dict[str, str]:
+    """Each line's sha256 under the name of the AC it holds (``#line-N`` where a line names none)."""
+    digests = {}
+    for number, line in enumerate(record_lines(data), start=1):
+        try:
+            ac_id = json.loads(line)["ac"]["id"]
+        except (ValueError, TypeError, KeyError, RecursionError):
+            ac_id = None
+        name = record_line_name(ac_id) if isinstance(ac_id, str) else f"{RECORDS_NAME}#line-{number}"
+        digests[name if name not in digests else f"{RECORDS_NAME}#line-{number}"] = sha256_hex(line)
     return digests
 
 

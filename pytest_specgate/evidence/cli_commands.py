@@ -21,14 +21,13 @@ from pytest_specgate._version import __version__
 from pytest_specgate.contracts.gates import GateOrderError, parse_gate_name
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.safe_read import MAX_FILE_BYTES
-from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord
+from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord, RecordError
 from pytest_specgate.evidence._bundle import (
     MERGE_NAME,
     RECEIPT_SCHEMA_ID,
     Bundle,
     BundleError,
     FileEntry,
-    ac_file_name,
     find_bundles,
     read_bundle_bytes,
     read_records,
@@ -68,7 +67,7 @@ from pytest_specgate.evidence._trusted import (
     load_trusted_config,
     trusted_config_from_file,
 )
-from pytest_specgate.evidence._writer import write_attachment, write_bundle
+from pytest_specgate.evidence._writer import redacted_record, write_attachment, write_bundle
 
 EXIT_OK = 0
 EXIT_REJECTED = 1
@@ -95,6 +94,14 @@ def _verified_records(bundle: Bundle) -> dict[str, AcRecord]:
     if problems:
         raise BundleError(f"{bundle.path}: bundle does not match its manifest: {problems[0]}")
     return read_records(bundle)
+
+
+def _record_sha256(bundle: Bundle, ac_id: str) -> str:
+    """The digest of a record :func:`_verified_records` read, so the manifest lists it."""
+    entry = bundle.record_entry(ac_id)
+    if entry is None:
+        raise BundleError(f"{bundle.path}: the manifest lists no record of {ac_id}")
+    return entry.sha256
 
 
 def only_bundle(path: Path) -> Bundle:
@@ -140,7 +147,7 @@ def _render_json(bundle: Bundle, records: dict[str, AcRecord], markdown: str) ->
     acs: list[JsonValue] = []
     for ac_id in sorted(records):
         verdict = judge(records[ac_id])
-        ac_sha = bundle.files[ac_file_name(ac_id)].sha256
+        ac_sha = _record_sha256(bundle, ac_id)
         acs.append({
             "ac": ac_id,
             "verdict": verdict.label,
@@ -168,7 +175,7 @@ def run_render(args: argparse.Namespace) -> int:
         return _error("render", str(error))
     markdown = render_markdown(
         [
-            (records[ac_id], judge(records[ac_id]), bundle.files[ac_file_name(ac_id)].sha256)
+            (records[ac_id], judge(records[ac_id]), _record_sha256(bundle, ac_id))
             for ac_id in sorted(records)
         ],
         bundle.digest,
@@ -280,8 +287,13 @@ def run_merge(args: argparse.Namespace) -> int:
                 return _unwritable_merge(output, error)
             rows.append({**row_document, "name": name, "path": relative, "sha256": entry.sha256,
                          "size": entry.size})
-        # Records read from older bundles (v2) are written as this version's.
-        documents.append({**choice.record.document, "schema": SCHEMA_ID, "attachments": rows})
+        # Records read from older bundles (v2) are written as this version's, redacted here once.
+        where = choice.kept.record_name(choice.ac_id)
+        try:
+            documents.append(redacted_record(where, redactor, {**choice.record.document, "schema": SCHEMA_ID,
+                                                              "attachments": rows}))
+        except RecordError as error:
+            return _error("merge", str(error))
     kept = sorted({choice.kept.path: choice.kept for choice in choices}.values(), key=lambda b: b.digest)
     merge_document: JsonValue = {
         "schema": "specgate.merge/v1",

@@ -16,12 +16,13 @@ from evidence_testkit import (
     TEST_ENV,
     GitRepo,
     SyntheticRun,
+    ac_record,
     gate,
     qualifying_bundle,
     reseal_bundle,
 )
 
-from pytest_specgate.evidence import WrittenBundle, load_bundle, verify_bundle
+from pytest_specgate.evidence import BundleError, WrittenBundle, load_bundle, read_records, verify_bundle
 from pytest_specgate.evidence._gate import CommitChoice, GateInputError, resolve_commit
 from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 
@@ -43,8 +44,12 @@ def pr_body(tmp_path: Path, markdown: str, name: str = "PR.md") -> Path:
 def _args(body: Path, evidence: Path, *extra: str, commit: str | None = None) -> list[str]:
     """Gate arguments; ``--commit`` is the bundle's own commit unless ``extra`` names one."""
     if commit is None and not any(arg.startswith("--commit") for arg in extra):
-        record = next(evidence.glob("**/AC-*.json"), None)
-        commit = OTHER_COMMIT if record is None else json.loads(record.read_text())["source"]["commit"]
+        manifest = next(evidence.glob("**/manifest.json"), None)
+        try:
+            records = {} if manifest is None else read_records(load_bundle(manifest.parent))
+        except BundleError:
+            records = {}
+        commit = next((record.source.commit for record in records.values()), None) or OTHER_COMMIT
     return [
         *([f"--commit={commit}"] if commit is not None else []),
         "--pr-body",
@@ -89,7 +94,7 @@ def test_changed_byte_in_any_bundle_file_is_rejected(
     body = pr_body(tmp_path, bundle.markdown)
     names = sorted(name for name in load_bundle(bundle.path).files)
     assert len(names) == 7  # every file but manifest.json, which has its own test
-    commit = json.loads((bundle.path / "AC-10.json").read_text())["source"]["commit"]
+    commit = ac_record(bundle.path, "AC-10")["source"]["commit"]
     for name in names:
         copy = tmp_path / f"copy-{names.index(name)}"
         shutil.copytree(bundle.path, copy)
@@ -113,7 +118,7 @@ def test_changed_manifest_is_rejected(
     manifest_path.write_text(json.dumps(manifest))
     code, out, _ = gate(capsys, *_args(body, bundle.path))
     assert code == 1 and "AC-10: bundle " in out[0] and "manifest.json: " in out[0]
-    entry = manifest["files"]["AC-10.json"]
+    entry = manifest["records"]["AC-10"]
     entry["size"] += 1
     manifest_path.write_text(json.dumps(manifest))
     code, out, _ = gate(capsys, *_args(body, bundle.path))
@@ -138,7 +143,9 @@ def test_changed_digest_in_pr_body_is_rejected(
     changed = bundle.markdown[:start] + ("1" if digit != "1" else "2") + bundle.markdown[start + 1 :]
     code, out, _ = gate(capsys, *_args(pr_body(tmp_path, changed), bundle.path))
     assert code == 1 and len(out) == 1 and out[0].startswith("AC-10: ")
-    expected = "matches no --evidence bundle" if field == "bundle-sha256=" else "does not match AC-10.json"
+    expected = (
+        "matches no --evidence bundle" if field == "bundle-sha256=" else "does not match records.jsonl#AC-10"
+    )
     assert expected in out[0]
 
 
@@ -299,7 +306,7 @@ def test_duplicate_blocks_are_rejected(
             "outside GitHub Actions the gate takes HEAD of a git checkout in the current directory)",
         ),
         ("undeclared-gate", "absent.toml: the trusted config not found"),
-        ("old-schema", "written as specgate.evidence/v1 by an older specgate; this gate reads"),
+        ("old-manifest", "not a specgate manifest (specgate.manifest/v3 or specgate.manifest/v2 or"),
     ],
 )
 def test_bad_input_exits_2_naming_file_and_problem(
@@ -334,13 +341,9 @@ def test_bad_input_exits_2_naming_file_and_problem(
         extra = ["--commit", "abcdef1"]
     elif mutate == "undeclared-gate":
         extra = ["--gate=PR-B", f"--trusted-config={tmp_path / 'absent.toml'}"]
-    elif mutate == "old-schema":
-        markdown = reseal_bundle(
-            bundle.path,
-            {"AC-10": lambda record: record.update(schema="specgate.evidence/v1")},
-            rerender=False,
-        )
-        body = pr_body(tmp_path, markdown)
+    elif mutate == "old-manifest":
+        manifest = json.loads((bundle.path / "manifest.json").read_text())
+        (bundle.path / "manifest.json").write_text(json.dumps({**manifest, "schema": "specgate.manifest/v0"}))
     if mutate == "no-commit":
         # Inside Actions HEAD may be GitHub's merge commit: the gate never guesses it there.
         monkeypatch.delenv("GITHUB_SHA", raising=False)
@@ -449,7 +452,7 @@ def test_a_record_edited_to_qualify_and_resealed_is_rejected_by_the_recomputatio
     assert (code, out) == (
         1,
         [
-            "AC-10: AC-10.json claims 'PASSED · QUALIFYING' but specgate.policy/1 recomputes "
+            "AC-10: records.jsonl#AC-10 claims 'PASSED · QUALIFYING' but specgate.policy/1 recomputes "
             "'PASSED · NOT QUALIFYING' from its facts",
             f"AC-10: not qualifying under specgate.policy/1: {mock}",
         ],

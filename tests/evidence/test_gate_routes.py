@@ -236,7 +236,7 @@ def test_a_plugin_written_record_edited_to_qualify_and_resealed_is_rejected(
     code, lines = _gate(pytester, capsys, commit)
     assert code == 1
     assert lines[1] == (
-        "AC-1: AC-1.json claims 'PASSED · QUALIFYING' but specgate.policy/1 recomputes "
+        "AC-1: records.jsonl#AC-1 claims 'PASSED · QUALIFYING' but specgate.policy/1 recomputes "
         "'INCOMPLETE · NOT QUALIFYING' from its facts"
     )
     assert lines[2] == "AC-1: outcome is incomplete, not passed"

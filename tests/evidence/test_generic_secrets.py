@@ -370,7 +370,7 @@ def test_the_corpus_planted_everywhere_leaks_nowhere_on_disk_or_terminal(
     stored = _every_byte_written(written)
     contents = {where: data.decode("utf-8", "replace") for where, data in stored.items()}
     contents["terminal"] = terminal
-    assert any(where.endswith("AC-2.json") for where in contents)
+    assert any(where.endswith("records.jsonl") for where in contents)
     leaks = [
         (where, planted.vendor.vendor, core[:24])
         for where, text in contents.items()

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import os
 import shutil
 import subprocess
@@ -28,6 +27,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from pytest_specgate.evidence import load_bundle, read_records
 
 pytestmark = pytest.mark.provenance_matrix
 
@@ -212,7 +213,7 @@ def _run_spec(kit: Kit, row: str, venv: Path, argv: list[str], **env: str) -> Ou
                 {**environ, **env})
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     [bundle] = [path for path in out.iterdir() if path.is_dir()]
-    record = json.loads((bundle / "AC-10.json").read_text())
+    record = dict(read_records(load_bundle(bundle))["AC-10"].document)
     body = out / "PR.md"
     body.write_text((bundle / "evidence.md").read_text())
     head = _git(kit.repo, "rev-parse", "HEAD")

@@ -301,7 +301,8 @@ def test_the_corpus_planted_everywhere_text_is_stored_leaks_nowhere(
     result.stdout.fnmatch_lines(["specgate: signed *"])
     written = [*sorted(path for path in (pytester.path / "out").rglob("*") if path.is_file()), summary]
     names = {path.name for path in written}
-    assert {"AC-1.json", "evidence.md", "manifest.json", "receipt.json", "summary.md"} <= names, names
+    stored = {"records.jsonl", "run.json", "evidence.md", "manifest.json", "receipt.json", "summary.md"}
+    assert stored <= names, names
     assert len(k_words) >= 10 and any(name.endswith(".zip") for name in names)
     contents = _every_byte_written(written)
     assert any("!" in where for where in contents)

@@ -379,3 +379,11 @@ def test_the_corpus_planted_everywhere_leaks_nowhere_on_disk_or_terminal(
     ]
     leaks += [(where, "url password", password) for where, text in contents.items() if password[4:] in text]
     assert leaks == [], "\n".join(map(str, leaks[:40]))
+
+
+def test_a_fleet_nonce_stays_under_its_key_and_elsewhere_reads_as_a_key() -> None:
+    """The signer compares the statement's nonce, so redaction must keep it there (and only there)."""
+    nonce = "0123456789abcdef0123456789abcdef"
+    assert REDACTOR.value({"predicate": {"nonce": nonce, "note": nonce}}) == {
+        "predicate": {"nonce": nonce, "note": "<SECRET>"}
+    }

@@ -119,6 +119,7 @@ def test_random_vendor_like_tokens_with_fresh_prefixes_are_redacted() -> None:
         "TestGenericDetectorRedactsFreshPrefixes test_a_token_split_by_a_line_break_is_one_secret",
         "sorted(items, key=lambda item: item.name) token: str = None password=None",
         "bundle-sha256 2ebaf1cad1cf… and a message cut here...",
+        "_trace=<pluggy._tracing.TagTrace...7f9f0a5af6b0>, at 0x7f9f0a5af6b0",
     ],
 )
 def test_the_allowlist_keeps_what_evidence_must_show(text: str) -> None:

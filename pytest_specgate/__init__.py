@@ -1,7 +1,8 @@
 """pytest-specgate: executable acceptance criteria for LLM-serving features.
 
 Everything a spec needs is importable from here (``from pytest_specgate import run_paired``);
-docs/spec-authors.md is the guide. Names resolve on first use, so importing the package (which
+docs/spec-authors.md is the guide. What only a backend package needs is in
+``pytest_specgate.backends`` (docs/backends.md). Names resolve on first use, so importing the package (which
 pytest does to load the plugin) stays cheap: engines, numpy and matplotlib load only when a
 spec asks for them.
 """
@@ -14,13 +15,6 @@ from pytest_specgate._lazy import lazy_getattr
 from pytest_specgate._version import __version__
 
 if TYPE_CHECKING:
-    from pytest_specgate.contracts.capabilities import Capabilities as Capabilities
-    from pytest_specgate.contracts.capabilities import EngineProcess as EngineProcess
-    from pytest_specgate.contracts.capabilities import FaultInjection as FaultInjection
-    from pytest_specgate.contracts.capabilities import MissingCapability as MissingCapability
-    from pytest_specgate.contracts.capabilities import RawStatus as RawStatus
-    from pytest_specgate.contracts.capabilities import TelemetryReset as TelemetryReset
-    from pytest_specgate.contracts.capabilities import WarmSwap as WarmSwap
     from pytest_specgate.contracts.engine import ChatResult as ChatResult
     from pytest_specgate.contracts.engine import Engine as Engine
     from pytest_specgate.contracts.engine import EngineBootError as EngineBootError
@@ -28,18 +22,7 @@ if TYPE_CHECKING:
     from pytest_specgate.contracts.engine import StreamResult as StreamResult
     from pytest_specgate.contracts.engine import Telemetry as Telemetry
     from pytest_specgate.contracts.engine import acceptance_rate_of as acceptance_rate_of
-    from pytest_specgate.contracts.engine_backend import BootFunction as BootFunction
-    from pytest_specgate.contracts.engine_backend import EngineBackend as EngineBackend
     from pytest_specgate.contracts.engine_config import EngineConfig as EngineConfig
-    from pytest_specgate.contracts.engine_options import EngineOption as EngineOption
-    from pytest_specgate.contracts.engine_options import OptionType as OptionType
-    from pytest_specgate.engines.boot import ServerProcess as ServerProcess
-    from pytest_specgate.engines.boot import start_server as start_server
-    from pytest_specgate.engines.client import ClientEngine as ClientEngine
-    from pytest_specgate.engines.client import EngineHTTPError as EngineHTTPError
-    from pytest_specgate.engines.client import EngineResponseError as EngineResponseError
-    from pytest_specgate.engines.client import OpenAIClient as OpenAIClient
-    from pytest_specgate.engines.client import telemetry_from_status as telemetry_from_status
     from pytest_specgate.evidence._recorder import EvidenceRecorder as EvidenceRecorder
     from pytest_specgate.evidence._recorder import Measurement as Measurement
     from pytest_specgate.examples import host_example_names as host_example_names
@@ -75,15 +58,6 @@ _EXPORTS: dict[str, str] = {
     "Engine": "contracts.engine",
     "EngineBootError": "contracts.engine",
     "EngineConfig": "contracts.engine_config",
-    # backend kit: what a backend package implements, returns and starts its server with
-    **dict.fromkeys(("Capabilities", "EngineProcess", "FaultInjection", "MissingCapability", "RawStatus",
-                     "TelemetryReset", "WarmSwap"), "contracts.capabilities"),
-    **dict.fromkeys(("BootFunction", "EngineBackend"), "contracts.engine_backend"),
-    **dict.fromkeys(("EngineOption", "OptionType"), "contracts.engine_options"),
-    **dict.fromkeys(("ServerProcess", "start_server"), "engines.boot"),
-    **dict.fromkeys(("ClientEngine", "EngineHTTPError", "EngineResponseError", "OpenAIClient",
-                     "telemetry_from_status"),
-                    "engines.client"),
     "EngineStartupRefused": "contracts.engine",
     "StreamResult": "contracts.engine",
     "Telemetry": "contracts.engine",

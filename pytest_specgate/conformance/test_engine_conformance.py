@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from pytest_specgate import Capabilities, Engine, Telemetry
+from pytest_specgate.backends import Capabilities, Engine, Telemetry
 
 GAMMA = 3
 MAX_TOKENS = 24

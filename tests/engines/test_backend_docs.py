@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import pytest_specgate
+import pytest_specgate.backends
 from pytest_specgate.contracts.engine_options import ENDPOINT_OPTIONS, MLX_OPTIONS, MOCK_OPTIONS, VLLM_OPTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -38,7 +38,7 @@ def test_the_engines_page_lists_each_declared_option(backend: str, declared: dic
                     for option in declared.values()}
 
 
-def test_every_name_the_guide_documents_imports_from_the_package() -> None:
+def test_every_name_the_guide_documents_imports_from_the_backend_kit() -> None:
     text = (ROOT / "docs" / "backends.md").read_text(encoding="utf-8")
     named = set(re.findall(r"^### `(\w+)", text, re.MULTILINE))
     named |= set(re.findall(r"\*\*`(\w+)\(", text))
@@ -47,6 +47,6 @@ def test_every_name_the_guide_documents_imports_from_the_package() -> None:
               "RawStatus", "ServerProcess", "OptionType", "acceptance_rate_of", "telemetry_from_status"}
     assert {"EngineBackend", "EngineOption", "ChatResult", "StreamResult", "Telemetry", "Capabilities",
             "start_server", "OpenAIClient", "ClientEngine"} <= named
-    missing = sorted(name for name in named if name not in pytest_specgate.__all__)
+    missing = sorted(name for name in named if name not in pytest_specgate.backends.__all__)
     assert missing == []
-    assert all(getattr(pytest_specgate, name) is not None for name in named)
+    assert all(getattr(pytest_specgate.backends, name) is not None for name in named)

@@ -2,7 +2,9 @@
 
 ``pytest_specgate._EXPORTS`` maps each public name to its module (loaded on first use) and
 ``__all__`` is derived from it; the ``TYPE_CHECKING`` imports tell type checkers the same
-names, each re-exported as ``X as X``. This test keeps the two in step.
+names, each re-exported as ``X as X``. This test keeps the two in step, for the spec
+authors' names (``pytest_specgate``, at most 40) and for the backend kit
+(``pytest_specgate.backends``), whose own names stay out of the spec authors' list.
 """
 
 from __future__ import annotations
@@ -10,9 +12,14 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 import pytest_specgate
+import pytest_specgate.backends
 
 INIT = Path(pytest_specgate.__file__)
+BACKENDS = Path(pytest_specgate.backends.__file__)
+MAX_SPEC_AUTHOR_NAMES = 40
 
 
 def _type_checking_imports(source: str) -> dict[str, str]:
@@ -32,11 +39,32 @@ def test_type_checkers_see_exactly_the_exported_names_from_their_modules() -> No
     exports = {name: f"pytest_specgate.{module}" for name, module in pytest_specgate._EXPORTS.items()}
     assert _type_checking_imports(INIT.read_text("utf-8")) == exports
     assert sorted(pytest_specgate.__all__) == sorted(["__version__", *exports])
+    kit = pytest_specgate.backends._EXPORTS
+    assert _type_checking_imports(BACKENDS.read_text("utf-8")) == kit
+    assert sorted(pytest_specgate.backends.__all__) == sorted(kit)
 
 
-def test_every_exported_name_resolves() -> None:
-    for name in pytest_specgate.__all__:
-        assert getattr(pytest_specgate, name) is not None, name
+@pytest.mark.parametrize("module", [pytest_specgate, pytest_specgate.backends])
+def test_every_exported_name_resolves(module: object) -> None:
+    for name in module.__all__:  # type: ignore[attr-defined]
+        assert getattr(module, name) is not None, name
+
+
+def test_spec_authors_get_at_most_40_names_and_no_backend_kit() -> None:
+    assert len(pytest_specgate.__all__) <= MAX_SPEC_AUTHOR_NAMES, sorted(pytest_specgate.__all__)
+    kit_only = set(pytest_specgate.backends._KIT)
+    assert {"EngineBackend", "EngineOption", "Capabilities", "start_server", "ClientEngine"} <= kit_only
+    assert kit_only & set(pytest_specgate.__all__) == set()
+    assert kit_only <= set(pytest_specgate.backends.__all__)
+    with pytest.raises(AttributeError, match="has no attribute 'EngineBackend'"):
+        _ = pytest_specgate.EngineBackend  # type: ignore[attr-defined]
+
+
+def test_names_shared_by_specs_and_backends_are_the_same_objects() -> None:
+    shared = set(pytest_specgate.__all__) & set(pytest_specgate.backends.__all__)
+    assert {"Engine", "EngineConfig", "Telemetry"} <= shared
+    assert [name for name in sorted(shared)
+            if getattr(pytest_specgate, name) is not getattr(pytest_specgate.backends, name)] == []
 
 
 def test_a_name_missing_for_type_checkers_is_found() -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from pytest_specgate import (
+from pytest_specgate.backends import (
     Capabilities,
     ClientEngine,
     EngineBackend,

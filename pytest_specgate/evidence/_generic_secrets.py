@@ -283,11 +283,15 @@ _DIGEST_WORD_BEFORE = re.compile(r"(?i:sha\d*|digest|commit|etag|revision|rev)[ 
 
 def cut_token(match: re.Match[str]) -> bool:
     """A run at a cut, judged on what is left of it (8 characters or more); hex after a word that
-    names a digest is that digest shortened (``bundle-sha256 2ebaf1cad1cf…``), shown on purpose."""
+    names a digest is that digest shortened (``bundle-sha256 2ebaf1cad1cf…``), and hex closing a
+    cut repr is an object's address (``<TagTrace...7f9f0a5af6b0>``): both shown on purpose."""
     left = match.group(0).strip("=-_/+")
     start = match.start()
     named = _DIGEST_WORD_BEFORE.search(match.string, max(0, start - 12), start) is not None
     if named and _is_hex(left):
+        return False
+    end = match.end()
+    if _is_hex(left) and len(left) <= 16 and match.string[end : end + 1] == ">":
         return False
     pieces = [left.replace("-", ""), *_SEGMENT_SPLIT.split(left)]
     mixed_hex = any(

@@ -119,6 +119,7 @@ def test_random_vendor_like_tokens_with_fresh_prefixes_are_redacted() -> None:
         "TestGenericDetectorRedactsFreshPrefixes test_a_token_split_by_a_line_break_is_one_secret",
         "sorted(items, key=lambda item: item.name) token: str = None password=None",
         "bundle-sha256 2ebaf1cad1cf… and a message cut here...",
+        "_trace=<pluggy._tracing.TagTrace...7f9f0a5af6b0>, at 0x7f9f0a5af6b0",
     ],
 )
 def test_the_allowlist_keeps_what_evidence_must_show(text: str) -> None:
@@ -379,3 +380,11 @@ def test_the_corpus_planted_everywhere_leaks_nowhere_on_disk_or_terminal(
     ]
     leaks += [(where, "url password", password) for where, text in contents.items() if password[4:] in text]
     assert leaks == [], "\n".join(map(str, leaks[:40]))
+
+
+def test_a_fleet_nonce_stays_under_its_key_and_elsewhere_reads_as_a_key() -> None:
+    """The signer compares the statement's nonce, so redaction must keep it there (and only there)."""
+    nonce = "0123456789abcdef0123456789abcdef"
+    assert REDACTOR.value({"predicate": {"nonce": nonce, "note": nonce}}) == {
+        "predicate": {"nonce": nonce, "note": "<SECRET>"}
+    }

@@ -188,10 +188,10 @@ def _run_plugin_with_evidence(suite: GeneratedSuite) -> float:
     evidence = suite.evidence_root
     shutil.rmtree(evidence, ignore_errors=True)
     elapsed = run_command(suite.plugin_argv("tests", f"--specgate-evidence={evidence}"), suite.root)
-    records = list(evidence.glob("*/AC-*.json"))
-    if len(records) != suite.ac_count:
+    records = sum(len(path.read_bytes().splitlines()) for path in evidence.glob("*/records.jsonl"))
+    if records != suite.ac_count:
         raise RuntimeError(
-            f"plugin overhead: expected {suite.ac_count} AC records under {evidence}, found {len(records)}"
+            f"plugin overhead: expected {suite.ac_count} AC records under {evidence}, found {records}"
         )
     return elapsed
 

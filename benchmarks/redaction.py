@@ -144,3 +144,53 @@ def run(quick: bool) -> Row:
         detail=f"{len(BACKTRACKING_RUNS)} kinds of backtracking run, {len(cores)} planted secrets; "
         f"first leaks: {leaks[:3] or 'none'}",
     )
+
+
+SPEED_LIMIT_S_PER_MB = 0.15
+LINEAR_LIMIT = 4.4
+"""Issue 29's goals: 0.15 CPU s per MB of adversarial text, and 4 MB in at most 4.4 times 1 MB."""
+
+
+def ordinary_text(size: int) -> str:
+    """About ``size`` characters of real text this repository holds: its Python sources, tests and
+    docs, in a fixed order (code, prose, test ids, digests), repeated to the size."""
+    from benchmarks import REPO_ROOT
+
+    files = sorted([*REPO_ROOT.glob("pytest_specgate/**/*.py"), *REPO_ROOT.glob("docs/*.md"),
+                    *REPO_ROOT.glob("tests/measure/*.py")])
+    corpus = "\n".join(path.read_text(encoding="utf-8") for path in files)
+    return (corpus * (size // len(corpus) + 1))[:size]
+
+
+def _cpu_seconds(text: str) -> float:
+    """CPU time of one redaction of ``text`` by a fresh redactor (no memo carried over)."""
+    from pytest_specgate.evidence import LocalIdentity, build_redactor
+
+    identity = LocalIdentity(
+        user_names=("ops-user",), host_names=("bench-host",), home_dirs=("/home/ops-user",)
+    )
+    redactor = build_redactor(Path("/srv/checkouts/specgate"), ["ACME-[0-9]{6}"], {}, identity)
+    started = time.process_time()
+    redactor.text(text)
+    return time.process_time() - started
+
+
+def run_speed(quick: bool) -> Row:
+    """CPU s per MB on ordinary and on adversarial text, and the 4 MB / 1 MB ratio (adversarial),
+    measured side by side in this process."""
+    size = SIZE // 10 if quick else SIZE
+    adversarial, _ = adversarial_text(size)
+    ordinary = ordinary_text(size)
+    adversarial_4x, _ = adversarial_text(4 * size)
+    per_mb = {name: _cpu_seconds(text) / (len(text.encode()) / 1_000_000)
+              for name, text in (("ordinary", ordinary), ("adversarial", adversarial))}
+    ratio = _cpu_seconds(adversarial_4x) / _cpu_seconds(adversarial)
+    return Row(
+        benchmark=f"redaction speed: CPU s per MB ({size / 1e6:g} MB and 4x that)",
+        measured=f"ordinary {per_mb['ordinary']:.2f} s/MB, adversarial {per_mb['adversarial']:.2f} s/MB, "
+        f"4x/1x {ratio:.2f}",
+        goal=f"adversarial <= {SPEED_LIMIT_S_PER_MB} s/MB, 4x/1x <= {LINEAR_LIMIT}",
+        met=per_mb["adversarial"] <= SPEED_LIMIT_S_PER_MB and ratio <= LINEAR_LIMIT,
+        detail="ordinary: this repository's sources and docs; adversarial: the backtracking runs and "
+        "planted secrets of the redaction benchmark",
+    )

@@ -671,59 +671,68 @@ SIGNATURE_VARIANTS = (
 )
 
 
-def remanifest(bundle: Path) -> str:
-    """Rebuild statement, ``evidence.md`` and manifest from the records on disk; the new markdown."""
+def remanifest(bundle: Path, documents: list[dict[str, Any]]) -> str:
+    """Write ``documents`` as the bundle's records, then rebuild statement, ``evidence.md`` and
+    manifest around them; the new markdown."""
     from pytest_specgate.evidence._acrecord import AcRecord
     from pytest_specgate.evidence._bundle import (
         MANIFEST_NAME,
         MARKDOWN_NAME,
         STATEMENT_NAME,
-        ac_file_name,
         bundle_digest,
         file_entry,
         manifest_document,
     )
-    from pytest_specgate.evidence._jsonio import pretty_json
+    from pytest_specgate.evidence._jsonio import pretty_json, record_json
     from pytest_specgate.evidence._markdown import render_markdown
     from pytest_specgate.evidence._policy import judge
+    from pytest_specgate.evidence._record_split import (
+        RECORDS_NAME,
+        RUN_FACTS_NAME,
+        run_facts_document,
+        split_records,
+    )
     from pytest_specgate.evidence._writer import intoto_statement
 
     manifest = json.loads((bundle / MANIFEST_NAME).read_text())
-    records = [AcRecord.from_json(json.loads((bundle / f"{ac}.json").read_text()), f"{ac}.json")
-               for ac in ("AC-1", "AC-2")]
-    judged = [(record, judge(record)) for record in records]
-    names = [ac_file_name(record.ac.id) for record, _ in judged]
-    ac_files = {name: file_entry((bundle / name).read_bytes()) for name in names}
-    statement = intoto_statement(judged, ac_files, judged[0][0].source.commit or FORGED_COMMIT)
+    split = split_records(documents)
+    lines = {ac_id: record_json(own).encode() for ac_id, own in split.lines}
+    (bundle / RECORDS_NAME).write_bytes(b"".join(lines.values()))
+    (bundle / RUN_FACTS_NAME).write_text(pretty_json(run_facts_document(split.runs)))
+    records = {ac_id: file_entry(data) for ac_id, data in lines.items()}
+    typed = [AcRecord.from_json(document, str(document["ac"]["id"])) for document in documents]
+    judged = [(record, judge(record)) for record in typed]
+    statement = intoto_statement(judged, records, judged[0][0].source.commit or FORGED_COMMIT)
     (bundle / STATEMENT_NAME).write_text(pretty_json(statement))
     run_id, version = manifest["run_id"], manifest["specgate"]
     files = {name: file_entry((bundle / name).read_bytes()) for name in manifest["files"]
              if name != MARKDOWN_NAME}
     markdown = render_markdown(
-        [(record, verdict, ac_files[record.ac.id + ".json"].sha256) for record, verdict in judged],
-        bundle_digest(files, run_id, version),
+        [(record, verdict, records[record.ac.id].sha256) for record, verdict in judged],
+        bundle_digest(files, run_id, version, records),
     )
     (bundle / MARKDOWN_NAME).write_text(markdown)
     files[MARKDOWN_NAME] = file_entry(markdown.encode())
-    (bundle / MANIFEST_NAME).write_text(pretty_json(manifest_document(run_id, files, version)))
+    (bundle / MANIFEST_NAME).write_text(pretty_json(manifest_document(run_id, files, version, records)))
     return markdown
 
 
 def forged_case(base: GateCase, work: Path, field: str, edit: Callable[[dict[str, Any]], None]) -> GateCase:
     """A copy of the (diagnostic, simulated-host) base bundle, every record edited, re-manifested."""
-    from pytest_specgate.evidence._jsonio import record_json
+    from pytest_specgate.evidence import load_bundle, read_records
 
     evidence_dir = work / "evidence"
     bundle = evidence_dir / base.bundle.name
     shutil.copytree(base.bundle, bundle)
+    records = read_records(load_bundle(bundle))
+    documents = []
     for ac in base.required:
-        path = bundle / f"{ac}.json"
-        record = json.loads(path.read_text())
+        record: dict[str, Any] = json.loads(json.dumps(records[ac].document))
         _forge_qualifying(record)
         edit(record)
-        path.write_text(record_json(record))
+        documents.append(record)
     pr_body = work / "PR.md"
-    pr_body.write_text(remanifest(bundle))
+    pr_body.write_text(remanifest(bundle, documents))
     commit = FORGED_COMMIT if field == "commit" else base.commit
     return GateCase(bundle, pr_body, evidence_dir, base.required, commit, base.trusted)
 

@@ -6,7 +6,8 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 from pytest_specgate._version import __version__
@@ -114,6 +115,10 @@ def _run_hosts(args: argparse.Namespace) -> int:
 
 def _run_tiny_models(args: argparse.Namespace) -> int:
     """Build the tiny local checkpoints (``tiny:<role>``) outside pytest and print their paths."""
+    if not args.out.strip():
+        raise SpecgateInputError(
+            "--out= is empty: expected the cache folder to build into (e.g. --out=.tiny-models)"
+        )
     try:
         from pytest_specgate.fetching.tiny_models import TINY_MODEL_ROLES, tiny_model_pair
 
@@ -195,20 +200,58 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _output_redactor() -> Callable[[str], str]:
+    """The credential rules of the evidence redactor, knowing this environment's secrets: every
+    line the command prints passes them (paths and names stay, the reader needs them)."""
+    from pytest_specgate.evidence._redact import build_redactor
+
+    return build_redactor(None).secrets_only().text
+
+
+@contextmanager
+def redacted_output() -> Iterator[None]:
+    """``sys.stdout`` and ``sys.stderr`` through :func:`_output_redactor` while a command runs."""
+    from pytest_specgate.evidence._redacted_output import RedactedLines
+
+    built: list[Callable[[str], str]] = []
+
+    def shared() -> Callable[[str], str]:
+        if not built:
+            built.append(_output_redactor())
+        return built[0]
+
+    saved = sys.stdout, sys.stderr
+    sys.stdout = RedactedLines(saved[0], shared)
+    sys.stderr = RedactedLines(saved[1], shared)
+    try:
+        yield
+    finally:
+        try:
+            sys.stderr.flush()
+            sys.stdout.flush()
+        finally:
+            sys.stdout, sys.stderr = saved
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handler = args.handler
     try:
-        return int(handler(args))
-    except SpecgateInputError as error:
-        # The one place an input error becomes what the user sees: one line, exit 2.
-        print(f"specgate {args.command}: {error}", file=sys.stderr)
-        return 2
+        with redacted_output():
+            return _run(args)
     except BrokenPipeError:
         # The reader went away (`specgate hosts | head`): not a failure of ours. Point
         # stdout at devnull so the interpreter's final flush cannot raise again.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+
+
+def _run(args: argparse.Namespace) -> int:
+    try:
+        return int(args.handler(args))
+    except SpecgateInputError as error:
+        # The one place an input error becomes what the user sees: one line, exit 2.
+        print(f"specgate {args.command}: {error}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

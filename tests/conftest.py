@@ -36,6 +36,9 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{FOREIGN_HARNESS_MARKER}: in-process pytester runs see this checkout's own modules as what they "
         "are, code from outside the project under test (run provenance tests)",
     )
+    config.addinivalue_line(
+        "markers", "provenance_matrix: real pytest runs in real venvs, honest setups and hidden-code attacks "
+        "(run alone: pytest -m provenance_matrix)")
 
 
 @pytest.fixture(autouse=True)

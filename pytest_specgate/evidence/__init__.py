@@ -35,7 +35,9 @@ if TYPE_CHECKING:
         probe_source,
     )
     from pytest_specgate.evidence._gate import GateInputError, GateVerdict, PrBodyText, evaluate_gate
+    from pytest_specgate.evidence._import_watch import WatchMark, watch_imports
     from pytest_specgate.evidence._journal import read_receipt
+    from pytest_specgate.evidence._known_secrets import url_passwords
     from pytest_specgate.evidence._markdown import (
         EvidenceBlock,
         HiddenEvidence,
@@ -55,10 +57,13 @@ if TYPE_CHECKING:
     )
     from pytest_specgate.evidence._records import SelectionFacts
     from pytest_specgate.evidence._redact import LocalIdentity, Redactor, build_redactor, write_redacted
+    from pytest_specgate.evidence._redacted_output import RedactedLines, redact_writes, write_mask_commands
     from pytest_specgate.evidence._run_provenance import (
         collect_run_provenance,
         foreign_modules,
         interpreter_locations,
+        option_plugin_names,
+        run_modules,
     )
     from pytest_specgate.evidence._schema import evidence_schema, schema_problems
     from pytest_specgate.evidence._signing import (
@@ -89,6 +94,10 @@ _EXPORTS: dict[str, str] = {
     "collect_run_provenance": "_run_provenance",
     "foreign_modules": "_run_provenance",
     "interpreter_locations": "_run_provenance",
+    "option_plugin_names": "_run_provenance",
+    "run_modules": "_run_provenance",
+    "watch_imports": "_import_watch",
+    "WatchMark": "_import_watch",
     "IMPORTED_FILES_KEY": "_source",
     "SELECTION_WORKEROUTPUT": "_collector",
     "SelectionFacts": "_records",
@@ -113,6 +122,7 @@ _EXPORTS: dict[str, str] = {
     "QUALIFIED": "_writer",
     "RECEIPT_NAME": "_bundle",
     "Redactor": "_redact",
+    "RedactedLines": "_redacted_output",
     "SCHEMA_ID": "_acrecord",
     "AcRecord": "_acrecord",
     "RecordError": "_acrecord",
@@ -129,6 +139,9 @@ _EXPORTS: dict[str, str] = {
     "WrittenBundle": "_writer",
     "ac_from_marker": "pytest_specgate.selection.ac_marker",
     "build_redactor": "_redact",
+    "redact_writes": "_redacted_output",
+    "url_passwords": "_known_secrets",
+    "write_mask_commands": "_redacted_output",
     "bundle_digest": "_bundle",
     "empty_properties": "_recorder",
     "evaluate_gate": "_gate",
@@ -191,6 +204,7 @@ __all__ = [
     "PrBodyError",
     "PrBodyText",
     "RecordError",
+    "RedactedLines",
     "Redactor",
     "SelectionFacts",
     "SignedBundle",
@@ -199,6 +213,7 @@ __all__ = [
     "TrustPolicy",
     "TrustedConfig",
     "TrustedConfigError",
+    "WatchMark",
     "WrittenBundle",
     "ac_from_marker",
     "build_redactor",
@@ -217,17 +232,23 @@ __all__ = [
     "load_bundle",
     "load_signing_key",
     "load_trusted_config",
+    "option_plugin_names",
     "parse_gate_name",
     "parse_pr_body",
     "probe_source",
     "read_pr_body",
     "read_receipt",
     "read_records",
+    "redact_writes",
     "render_markdown",
+    "run_modules",
     "schema_problems",
     "sign_bundle",
     "staging_dir",
+    "url_passwords",
     "verdict_line",
     "verify_bundle",
+    "watch_imports",
+    "write_mask_commands",
     "write_redacted",
 ]

@@ -52,6 +52,7 @@ from pytest_specgate.evidence._records import (
     longrepr_message,
 )
 from pytest_specgate.evidence._redact import Redactor, append_redacted, build_redactor, write_redacted
+from pytest_specgate.evidence._run_provenance import with_worker_foreign
 from pytest_specgate.evidence._source import (
     IMPORTED_FILES_KEY,
     bind_to_head,
@@ -140,7 +141,13 @@ def prepare_evidence_dir(evidence_dir: Path, run_id: str) -> PreparedFolder:
     """The evidence folder, resolved, and this run's staging folder inside it, both created and
     proven writable before the first test: a folder that cannot hold evidence is a usage error
     naming it, not a lost bundle at the end. Staging folders of runs no longer alive go first."""
-    resolved = evidence_dir.resolve()
+    try:
+        resolved = evidence_dir.resolve()
+    except (OSError, RuntimeError) as error:  # a symlink loop: RuntimeError before Python 3.13
+        raise SpecgateInputError(
+            f"--specgate-evidence: the evidence folder {evidence_dir} cannot be resolved ({error}); "
+            "expected a folder, or a link that ends at one"
+        ) from None
     created = not resolved.exists()
     root = staging_dir(resolved, run_id).parent
     try:
@@ -223,7 +230,7 @@ class EvidenceCollector:
         self._take_run_provenance = run_provenance
         self.run_provenance: Mapping[str, JsonValue] | None = None
         """Already redacted; xdist workers' foreign modules are merged in when they finish."""
-        self._worker_foreign: dict[str, JsonValue] = {}
+        self._worker_foreign: dict[str, Mapping[str, JsonValue]] = {}
         self._rootdir = rootdir
         self._source = probe_source(rootdir, exclude=self.evidence_dir)
         self._imported: set[Path] = set()
@@ -252,33 +259,34 @@ class EvidenceCollector:
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self._running[nodeid] = None
-        self._phases.setdefault(nodeid, {})
         if nodeid in self._ac_by_nodeid:
+            self._phases.setdefault(nodeid, {})
             self._journal_start(nodeid)
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        self._phases.setdefault(report.nodeid, {})[report.when] = _phase(report, self.redactor)
+        """A test without an AC costs a lookup and the two sets the receipt and the interrupt
+        check read; an AC test's phase and payload are redacted here, where they enter the run."""
+        nodeid = report.nodeid
         properties = payload_of(report.user_properties)
-        newly_known = False
-        if properties is not None:
-            self._properties[report.nodeid] = properties
-            ac_id = ac_id_of(properties)
-            if ac_id is not None:
-                newly_known = report.nodeid not in self._ac_by_nodeid
-                self._ac_by_nodeid[report.nodeid] = ac_id
+        ac_id = None if properties is None else ac_id_of(properties)
+        newly_known = ac_id is not None and nodeid not in self._ac_by_nodeid
+        if ac_id is not None:
+            self._ac_by_nodeid[nodeid] = ac_id
         if report.when == "teardown":
-            self._running.pop(report.nodeid, None)
-            self._finished[report.nodeid] = None
-        # The journal only has to name running criteria: tests without an AC never write
-        # to it, and an AC test does so when it starts (or, under xdist, when its setup
-        # report first names the AC) and when it ends.
-        if report.nodeid not in self._ac_by_nodeid:
+            self._running.pop(nodeid, None)
+            self._finished[nodeid] = None
+        if nodeid not in self._ac_by_nodeid:
             return
+        self._phases.setdefault(nodeid, {})[report.when] = _phase(report, self.redactor)
+        if properties is not None:
+            self._properties[nodeid] = captured_payload(properties, self.redactor)
+        # The journal only has to name running criteria: an AC test writes to it when it starts
+        # (or, under xdist, when its setup report first names the AC) and when it ends.
         if report.when == "teardown":
             with contextlib.suppress(OSError):
-                self._journal.ended(report.nodeid, len(self._finished), _now())
+                self._journal.ended(nodeid, len(self._finished), _now())
         elif report.when == "setup" and newly_known:
-            self._journal_start(report.nodeid)
+            self._journal_start(nodeid)
 
     def _journal_start(self, nodeid: str) -> None:
         """The first AC test writes the receipt (status running); every one appends its start.
@@ -301,8 +309,8 @@ class EvidenceCollector:
         self._imported.update(Path(path) for path in imported if isinstance(path, str))
         foreign = output.get(FOREIGN_MODULES_KEY)
         if isinstance(foreign, Mapping):
-            self._worker_foreign.update({str(name): self.redactor.text(str(path))
-                                         for name, path in foreign.items()})
+            self._worker_foreign.update({str(name): fact for name, fact in foreign.items()
+                                         if isinstance(fact, Mapping)})
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
         if exitstatus == pytest.ExitCode.USAGE_ERROR:
@@ -424,9 +432,7 @@ class EvidenceCollector:
         provenance = self.run_provenance
         if provenance is None or not self._worker_foreign:
             return provenance
-        own = provenance.get("foreign_modules")
-        merged = {**self._worker_foreign, **(own if isinstance(own, Mapping) else {})}
-        return {**provenance, "foreign_modules": dict(sorted(merged.items()))}
+        return with_worker_foreign(provenance, self._worker_foreign, self.redactor.text)
 
     def write(self, interrupted: bool) -> WrittenBundle:
         """Copy each staged attachment into the bundle first, so that one that cannot be
@@ -465,6 +471,7 @@ class EvidenceCollector:
                 relative = attachment_path(str(item["sha256"]), str(item["name"]))
                 problem = self._copy_attachment(str(item["sha256"]), relative, written)
             if problem is not None and isinstance(item, Mapping):
+                problem = self.redactor.text(problem)
                 missing.append(f"{test.nodeid}: {item.get('name')} ({problem})")
                 item = {**item, "problem": problem}
             marked.append(item)
@@ -493,7 +500,8 @@ class EvidenceCollector:
             "verdict": verdict,
             "reasons": reasons,
             "running": [
-                {"nodeid": nodeid, "ac": self._ac_by_nodeid.get(nodeid)} for nodeid in sorted(self._running)
+                {"nodeid": self.redactor.text(nodeid), "ac": self._ac_by_nodeid.get(nodeid)}
+                for nodeid in sorted(self._running)
             ],
             "tests_finished": len(self._finished),
             "started_at": self._started_at,
@@ -507,6 +515,57 @@ class EvidenceCollector:
         receipt = self._receipt(status, NOT_QUALIFIED, [f"run in progress; running: {running}"])
         with contextlib.suppress(OSError):
             write_redacted(self.redactor, self.run_dir / RECEIPT_NAME, receipt)
+
+
+def captured_payload(payload: SpecPayload, redactor: Redactor) -> SpecPayload:
+    """An AC test's payload with its free text redacted as it enters the run, once (the
+    redactor memoises): the marker's spec, title and waiver reason, the hardware verdict's
+    words, the measurements' names, units and text values, attachment names and problems,
+    notes and engine records. Fields the record schema constrains (the AC id, the gate a
+    waiver names, the run mode, a measurement's rule, digests) are kept as they are, so a
+    redaction rule can never turn a valid record into one the gate refuses."""
+    text, value = redactor.text, redactor.value
+    ac = payload["ac"]
+    hardware = payload["hardware"]
+    return {
+        **payload,
+        "nodeid": text(payload["nodeid"]),
+        "ac": None if ac is None else {
+            name: text(item) if name in ("spec", "title", "reason") and isinstance(item, str) else item
+            for name, item in ac.items()
+        },
+        "hardware": None if hardware is None else _captured_hardware(hardware, redactor),
+        "measurements": [_captured_fields(item, ("name", "unit", "value"), redactor)
+                         for item in payload["measurements"]],
+        "attachments": [_captured_fields(item, ("name", "problem"), redactor)
+                        for item in payload["attachments"]],
+        "notes": {text(name): value(item) for name, item in payload["notes"].items()},
+        "engines": [value(engine) for engine in payload["engines"]],
+    }
+
+
+def _captured_fields(item: JsonValue, names: Sequence[str], redactor: Redactor) -> JsonValue:
+    if not isinstance(item, Mapping):
+        return redactor.value(item)
+    return {name: redactor.text(field) if name in names and isinstance(field, str) else field
+            for name, field in item.items()}
+
+
+def _captured_hardware(hardware: Mapping[str, JsonValue], redactor: Redactor) -> dict[str, JsonValue]:
+    """The verdict's reasons, summary and profile redacted; the requirement's values (its clause
+    names are the marker's keywords)."""
+    text = redactor.text
+    captured: dict[str, JsonValue] = dict(hardware)
+    for name in ("host_summary", "profile"):
+        if isinstance(captured.get(name), str):
+            captured[name] = text(str(captured[name]))
+    reasons = captured.get("reasons")
+    if isinstance(reasons, list):
+        captured["reasons"] = [text(reason) if isinstance(reason, str) else reason for reason in reasons]
+    requirement = captured.get("requirement")
+    if isinstance(requirement, Mapping):
+        captured["requirement"] = {name: redactor.value(item) for name, item in requirement.items()}
+    return captured
 
 
 def redacted_run_facts(run: RunFacts, redactor: Redactor) -> RunFacts:

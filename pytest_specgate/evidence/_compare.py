@@ -9,7 +9,8 @@ both runs' uncertainty, and counts only where that whole interval lies beyond ``
   request latencies); both are resampled (``measure.difference``).
 - ``intervals``: no samples, but a confidence interval on at least one side; the two half-widths
   add in quadrature (one side's stands in for the other's where only one is recorded).
-- ``values``: neither; the point change alone meets the tolerance.
+- ``values``: neither; a change beyond the tolerance is only "changed": with nothing to tell it
+  from noise it is never called a regression.
 
 Direction comes from the measurement's bound: ``at_least`` means higher is better, ``at_most``
 lower; a figure with no bound (or both) can change but never regress. Verdict changes (PASSED to
@@ -53,7 +54,7 @@ class Change(StrEnum):
     REGRESSION = "regression"
     IMPROVEMENT = "improvement"
     CHANGED = "changed"
-    """Beyond the tolerance, but the figure has no direction (no single bound)."""
+    """Beyond the tolerance, but the figure has no direction (no single bound) or no interval."""
     NO_CHANGE = "no change"
     ONLY_IN_BASE = "only in base"
     ONLY_IN_NEW = "only in new"
@@ -244,12 +245,13 @@ def difference(ac_id: str, base: tuple[AcRecord, Measurement], new: tuple[AcReco
 
 def classify(found: Difference, better: Better | None, tolerance: float) -> Change:
     """Regression or improvement only where the whole interval lies beyond the tolerance (beyond 0
-    for an absolute change from 0); a figure without a direction only changes."""
+    for an absolute change from 0); a figure without a direction, or without an interval to tell
+    its change from noise (basis ``values``), only changes."""
     limit = 0.0 if found.absolute else tolerance
     above, below = found.low > limit, found.high < -limit
     if not above and not below:
         return Change.NO_CHANGE
-    if better is None:
+    if better is None or found.basis == "values":
         return Change.CHANGED
     return Change.IMPROVEMENT if above == (better == "higher") else Change.REGRESSION
 

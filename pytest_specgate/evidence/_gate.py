@@ -33,7 +33,6 @@ from pytest_specgate.evidence._bundle import (
     MARKDOWN_NAME,
     Bundle,
     BundleError,
-    ac_file_name,
     find_bundles,
     read_ac_record,
     read_bundle_bytes,
@@ -44,6 +43,7 @@ from pytest_specgate.evidence._markdown import (
     EvidenceBlock,
     HiddenEvidence,
     PrBodyError,
+    grouped_reasons,
     read_pr_body,
     render_ac_block,
     render_markdown,
@@ -88,10 +88,20 @@ class AcJudgement:
     name; each blocks the AC. None when no base ref was given or no record was reached."""
     sut_changed: tuple[str, ...] = ()
     """Harness files that differ but that the trusted config names as in-process code under test."""
+    not_qualifying: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """The policy's reasons grouped as the evidence block groups them (each ``why`` once, with the
+    tests that gave it): how the gate's lines show the ``not qualifying under`` problem."""
 
     @property
     def accepted(self) -> bool:
         return not self.problems
+
+    @property
+    def not_qualifying_problem(self) -> str | None:
+        """The one problem that joins the policy's reasons (``not qualifying under POLICY: ...``)."""
+        if self.verdict is None or self.verdict.qualifying or not self.not_qualifying:
+            return None
+        return f"not qualifying under {self.verdict.policy}: {'; '.join(self.verdict.reasons)}"
 
 
 @dataclass(frozen=True)
@@ -358,7 +368,7 @@ def bundle_problems(bundle: Bundle) -> list[str]:
     except BundleError as error:
         raise GateInputError(str(error)) from None
     expected = render_markdown(
-        [(records[ac], judge(records[ac]), bundle.files[ac_file_name(ac)].sha256) for ac in sorted(records)],
+        [(records[ac], judge(records[ac]), _bound_sha256(bundle, ac)) for ac in sorted(records)],
         bundle.digest,
     )
     try:
@@ -368,6 +378,14 @@ def bundle_problems(bundle: Bundle) -> list[str]:
     if markdown != expected.encode():
         return [f"{MARKDOWN_NAME} is not what its records render (edited after writing)"]
     return []
+
+
+def _bound_sha256(bundle: Bundle, ac_id: str) -> str:
+    """The manifest's digest of a record :func:`read_records` found (so the manifest lists it)."""
+    entry = bundle.record_entry(ac_id)
+    if entry is None:
+        raise GateInputError(f"{bundle.path}: the manifest lists no record of {ac_id}")
+    return entry.sha256
 
 
 def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) -> AcJudgement:
@@ -401,14 +419,17 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
         problems.append(waiver_problem)
     if verdict.outcome != "passed":
         problems.append(f"outcome is {verdict.outcome}, not passed")
+    grouped: tuple[tuple[str, tuple[str, ...]], ...] = ()
     if not verdict.qualifying:
         problems.append(f"not qualifying under {verdict.policy}: {'; '.join(verdict.reasons)}")
+        grouped = tuple(grouped_reasons(record, verdict.reasons))
     engine = ac_definition_problems(record, trusted)
     engine += unenrolled_backends(used_backends(record.document), trusted.backends)
     if trusted.spec_paths is not None:
         engine += census_scope_reasons(record.document, trusted.spec_paths)
     problems += [f"not qualifying under the trusted config ({trusted.source}): {reason}" for reason in engine]
-    return AcJudgement(ac_id, verdict, tuple(problems), harness_changed=harness, sut_changed=sut)
+    return AcJudgement(ac_id, verdict, tuple(problems), harness_changed=harness, sut_changed=sut,
+                       not_qualifying=grouped)
 
 
 def census_scope_reasons(document: Mapping[str, object], spec_paths: Sequence[str]) -> list[str]:
@@ -449,13 +470,13 @@ def _bound_record(
         integrity[bundle.path] = bundle_problems(bundle)
     if integrity[bundle.path]:
         return [f"bundle {bundle.run_id}: {problem}" for problem in integrity[bundle.path]]
-    entry = bundle.files.get(ac_file_name(ac_id))
+    entry = bundle.record_entry(ac_id)
     if entry is None:
         held = ", ".join(bundle.ac_ids()) or "no AC"
         return [f"bundle {bundle.run_id} has no record for {ac_id} (it holds {held})"]
     if entry.sha256 != block.ac_sha256:
         return [
-            f"ac-sha256 {block.ac_sha256[:12]}… in the PR body does not match {ac_file_name(ac_id)} "
+            f"ac-sha256 {block.ac_sha256[:12]}… in the PR body does not match {bundle.record_name(ac_id)} "
             f"in bundle {bundle.run_id} ({entry.sha256[:12]}…)"
         ]
     try:
@@ -463,7 +484,7 @@ def _bound_record(
     except BundleError as error:
         raise GateInputError(str(error)) from None
     if record.ac.id != ac_id:
-        return [f"{ac_file_name(ac_id)} in bundle {bundle.run_id} is the record of {record.ac.id}"]
+        return [f"{bundle.record_name(ac_id)} in bundle {bundle.run_id} is the record of {record.ac.id}"]
     return bundle, record, block
 
 
@@ -474,7 +495,7 @@ def _binding_problems(
     problems = []
     if record.source.commit != commit.sha:
         problems.append(f"evidence is for commit {record.source.commit or 'unknown'}, not {commit.sha}")
-    ac_sha256 = bundle.files[ac_file_name(record.ac.id)].sha256
+    ac_sha256 = _bound_sha256(bundle, record.ac.id)
     expected = render_ac_block(record, verdict, ac_sha256, bundle.digest)
     for difference in (heading_difference(block), block_difference(block, expected)):
         if difference is not None:
@@ -482,7 +503,7 @@ def _binding_problems(
     if (record.outcome, record.qualifying) != (verdict.outcome, verdict.qualifying):
         claimed = f"{record.outcome.upper()} · {'QUALIFYING' if record.qualifying else 'NOT QUALIFYING'}"
         problems.append(
-            f"{ac_file_name(record.ac.id)} claims '{claimed}' but {verdict.policy} recomputes "
+            f"{bundle.record_name(record.ac.id)} claims '{claimed}' but {verdict.policy} recomputes "
             f"'{verdict.label}' from its facts"
         )
     problems += [

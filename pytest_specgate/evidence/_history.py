@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from pytest_specgate.contracts.extras import missing_extra
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.evidence._acrecord import AcRecord, Measurement
 from pytest_specgate.evidence._compare import better_direction, finite_number
@@ -182,10 +183,7 @@ def change_points(values: Sequence[float], tolerance: float) -> tuple[int, ...]:
         import numpy as np
         import ruptures
     except ImportError as error:
-        raise HistoryInputError(
-            f"change-point detection needs ruptures ({error.name or error} is missing): "
-            f"pip install 'pytest-specgate[{HISTORY_EXTRA}]'"
-        ) from None
+        raise missing_extra("change-point detection", HISTORY_EXTRA, error) from None
     series = np.asarray(values, dtype=float)
     steps = np.diff(series)
     noise = 1.4826 * float(np.median(np.abs(steps - np.median(steps)))) / math.sqrt(2)
@@ -342,10 +340,7 @@ def write_plot(series: Series, path: Path) -> Path:
         from matplotlib.backends.backend_agg import FigureCanvasAgg
         from matplotlib.figure import Figure
     except ImportError as error:
-        raise HistoryInputError(
-            f"plotting needs matplotlib ({error.name or error} is missing): "
-            f"pip install 'pytest-specgate[{HISTORY_EXTRA}]'"
-        ) from None
+        raise missing_extra("plotting", HISTORY_EXTRA, error) from None
     figure = Figure(figsize=(9, 4.8), dpi=100)
     FigureCanvasAgg(figure)
     axes = figure.add_subplot(1, 1, 1)

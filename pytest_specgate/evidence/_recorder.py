@@ -28,6 +28,7 @@ from pytest_specgate.contracts.thresholds import (
 from pytest_specgate.contracts.validation import MAX_VALUE_DEPTH, value_nesting_depth
 from pytest_specgate.evidence._acrecord import Measurement as Measurement
 from pytest_specgate.evidence._jsonio import replace_atomically, sha256_hex
+from pytest_specgate.evidence._known_secrets import MIN_KNOWN_LENGTH
 from pytest_specgate.evidence._payloads import RefusedPayload
 from pytest_specgate.evidence._records import safe_file_name
 from pytest_specgate.evidence._redact import Redactor, is_text
@@ -100,12 +101,15 @@ class EvidenceRecorder:
         staging: Path | None,
         ac_id: str | None = None,
         confidence_level: float = DEFAULT_CONFIDENCE_LEVEL,
+        announce_secret: Callable[[str], None] | None = None,
     ) -> None:
         """``redactor``: the redactor, or what builds it the first time text needs redacting
         (a test that only measures never does). ``ac_id``: the test's criterion, named first
         in its soft-check failure. ``confidence_level``: the run's setting; an estimate whose
-        interval has a lower level is a soft-check miss."""
+        interval has a lower level is a soft-check miss. ``announce_secret``: told each value
+        :meth:`secret` registers (the plugin tells the CI runner to mask it)."""
         self.nodeid = nodeid
+        self._announce_secret = announce_secret
         self.ac_id = ac_id
         self._redactor_source = redactor
         self._resolved_redactor = redactor if isinstance(redactor, Redactor) else None
@@ -273,6 +277,21 @@ class EvidenceRecorder:
     def _add(self, attachment: Attachment) -> Attachment:
         self._attachments.append(attachment)
         return attachment
+
+    def secret(self, value: str) -> None:
+        """Mask ``value`` in everything this run writes and prints from now on: evidence files,
+        the terminal, and (under GitHub Actions) the CI log; its percent-encoded, base64,
+        JSON-escaped and repr forms too. Register a credential the spec holds before using it."""
+        if not isinstance(value, str):
+            found = type(value).__name__
+            raise TypeError(f"{self.nodeid}: evidence.secret: expected a string, found {found}")
+        if len(value) < MIN_KNOWN_LENGTH:
+            raise ValueError(
+                f"{self.nodeid}: evidence.secret: a value of {len(value)} characters is too short to mask "
+                f"(expected {MIN_KNOWN_LENGTH} or more; shorter ones would shred the text)"
+            )
+        if self._redactor.register_secret(value) and self._announce_secret is not None:
+            self._announce_secret(value)
 
     def note(self, key: str, value: object) -> None:
         """Context for reviewers (model ids, weight digests, ...); facts the plugin records

@@ -33,7 +33,25 @@ from pathlib import Path
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.validation import compiled_patterns
+from pytest_specgate.evidence._generic_secrets import (
+    CUT_TOKEN,
+    ESCAPED_BREAK_TOKEN,
+    FLAG_VALUE,
+    GENERIC_TOKEN,
+    JOINED_TOKEN,
+    KEYWORD_VALUE,
+    NETRC_FIELD,
+    NETRC_LINE,
+    USER_FLAG_PASSWORD,
+    cut_token,
+    escaped_break_token,
+    generic_token,
+    joined_token,
+    keyword_value,
+    netrc_rewrite,
+)
 from pytest_specgate.evidence._jsonio import pretty_json, replace_atomically, to_jsonable
+from pytest_specgate.evidence._known_secrets import known_secret_values, mask_pattern, usable_secrets
 from pytest_specgate.evidence._payloads import container_redaction, text_form
 from pytest_specgate.evidence._secret_rules import (
     CONTEXT_FORMATS,
@@ -61,8 +79,16 @@ _PROTECTED = re.compile(
     "|".join(re.escape(token) for token in PLACEHOLDERS) + r"|\b(?:ac|bundle)-sha256=[0-9a-f]{64}\b"
 )
 """Placeholders, and the digests of a markdown digest line, which no rule may rewrite."""
-_DIGEST_KEYS = frozenset({"sha256", "bundle_sha256", "commit", "gitCommit"})
 _HEX_DIGEST = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
+_KEPT_HEX: dict[str, re.Pattern[str]] = {
+    "sha256": _HEX_DIGEST,
+    "bundle_sha256": _HEX_DIGEST,
+    "commit": _HEX_DIGEST,
+    "gitCommit": _HEX_DIGEST,
+    "nonce": re.compile(r"^[0-9a-f]{16,128}$"),
+}
+"""Keys whose hex values are kept as they are: digests, commits, and a fleet job's nonce (public
+by design: the signer compares it), which the generic detector would otherwise read as a key."""
 _BYTE_VIEWS = (
     ("utf-8", "surrogateescape"),
     ("latin-1", "strict"),
@@ -119,12 +145,6 @@ _AUTH_HEADER = re.compile(
     re.ASCII,
 )
 _URL_CREDENTIALS = re.compile(r"://([^\s/?#@\"'`<>]+)@")
-_SECRET_ASSIGNMENT = re.compile(
-    r"[tTsSpPaAcC](?i:(?<=t)oken|(?<=s)ecret|(?<=p)assw(?:or)?d|(?<=a)pi[_-]?key|(?<=a)ccess[_-]?key"
-    r"|(?<=p)rivate[_-]?key|(?<=c)redentials?)[\"']?\s*(?:=|:(?!:))\s*[\"']?([^\s\"'`,;<>]{4,})"
-)
-"""A value after a credential word and ``=`` or ``:``, but not after the ``::`` of a node id
-(``TestToken::test_a``)."""
 _EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
 _IPV4_CANDIDATE = re.compile(r"\d(?<![\d.]\d)(?<!\d\.\d)\d{0,2}(?:\.\d{1,3}){3}(?!\d|\.\d)")
 _IPV6_CANDIDATE = re.compile(
@@ -162,9 +182,12 @@ class RedactionRule:
     name: str
     pattern: re.Pattern[str]
     replacement: str
-    group: int = 0
+    group: int | str = 0
     accept: Callable[[re.Match[str]], bool] | None = None
     rewrite: Callable[[str], str] | None = None
+    needs: tuple[str, ...] = ()
+    """Literals one of which a text must hold for this rule to match in it (a cut's ``...``, a
+    placeholder, an escape): checked once per pass, at the speed of ``in``, before any search."""
 
     def claims(self, text: str, start: int, end: int) -> Iterator[tuple[Claim, int, int]]:
         """Each claim in ``text[start:end]`` with the span of the whole match that made it."""
@@ -451,6 +474,11 @@ def _context_rule(context: ContextFormat) -> RedactionRule:
 def catalogue_rules() -> list[RedactionRule]:
     """The secret formats of :mod:`._secret_rules`, token formats first (their prefixes are
     the surest sign), then their encoded forms, then the formats found by context."""
+    return token_rules() + context_rules()
+
+
+def token_rules() -> list[RedactionRule]:
+    """The catalogue's token formats and their base64 and hex forms."""
     rules = [
         RedactionRule(token.rule_id, re.compile(_token_pattern(token)), token.placeholder)
         for token in TOKEN_FORMATS
@@ -458,7 +486,42 @@ def catalogue_rules() -> list[RedactionRule]:
     literals = [literal for token in TOKEN_FORMATS for literal in token.encodable] + list(ENCODED_PREFIXES)
     encoded = "|".join(_encoded_patterns(literals))
     rules.append(RedactionRule("encoded-token", re.compile(encoded), "<SECRET>"))
-    return rules + [_context_rule(context) for context in CONTEXT_FORMATS]
+    return rules
+
+
+def context_rules() -> list[RedactionRule]:
+    """The catalogue's formats found by their shape or what surrounds them."""
+    return [_context_rule(context) for context in CONTEXT_FORMATS]
+
+
+def keyword_rules() -> list[RedactionRule]:
+    """Values named by the word before them (:mod:`._generic_secrets`): ``password=…`` in any
+    case or separator, ``.netrc`` entries, ``--token VALUE`` and ``-u user:PASS``."""
+    return [
+        RedactionRule(
+            "keyword-value", re.compile(KEYWORD_VALUE), "<SECRET>", group="kvv", accept=keyword_value
+        ),
+        RedactionRule("netrc", re.compile(NETRC_LINE), "", rewrite=netrc_rewrite,
+                      needs=("machine", "default")),
+        RedactionRule("netrc-field", re.compile(NETRC_FIELD), "<SECRET>", group=1,
+                      needs=("password", "passwd", "login", "account")),
+        RedactionRule("flag-value", re.compile(FLAG_VALUE), "<SECRET>", group=1, needs=("-",)),
+        RedactionRule("user-flag-password", re.compile(USER_FLAG_PASSWORD), "<SECRET>", group=1,
+                      needs=("-",)),
+    ]
+
+
+def generic_rules() -> list[RedactionRule]:
+    """Credentials of no vendor the catalogue names: a run that reads as generated, and a run
+    at a ``...`` cut (:mod:`._generic_secrets`)."""
+    return [
+        RedactionRule("generic-token", re.compile(GENERIC_TOKEN), "<SECRET>", accept=generic_token),
+        RedactionRule("cut-token", re.compile(CUT_TOKEN), "<SECRET>", accept=cut_token, needs=("...", "…")),
+        RedactionRule("joined-token", re.compile(JOINED_TOKEN), "<SECRET>", accept=joined_token,
+                      needs=("<SECRET>", "<TOKEN>")),
+        RedactionRule("escaped-break-token", re.compile(ESCAPED_BREAK_TOKEN), "<SECRET>",
+                      accept=escaped_break_token, needs=("\\n", "\\r", "\\t")),
+    ]
 
 
 def secret_env_values(environ: Mapping[str, str]) -> tuple[str, ...]:
@@ -482,8 +545,51 @@ class Redactor:
 
     rules: tuple[RedactionRule, ...]
     secret_literals: tuple[str, ...] = field(default=())
+    """Values known to be secret (:mod:`._known_secrets`), masked before any rule runs, in every
+    form a log spells them; :meth:`register_secret` adds more."""
+
+    @cached_property
+    def _known(self) -> _KnownSecrets:
+        return _KnownSecrets(self.secret_literals)
+
+    @property
+    def known_secrets(self) -> tuple[str, ...]:
+        """Every value this redactor masks by exact match."""
+        return tuple(self._known.values)
+
+    def register_secret(self, value: str) -> bool:
+        """Mask ``value`` (and its encoded forms) from now on, here and in every
+        :meth:`secrets_only` view; False when it is too short to mask (under 6 characters) or
+        already known. Memoised redactions are dropped: text redacted before the value was
+        known is redacted again when it is next met."""
+        if not isinstance(value, str):
+            raise TypeError(f"expected the secret as a string, found {type(value).__name__}")
+        return self._known.add(value)
+
+    def secrets_only(self) -> Redactor:
+        """This redactor's credential rules alone, sharing the values it knows (those registered
+        later too): for terminal lines and command output, where paths, user and host names stay
+        readable for the person at the terminal and only credentials must go."""
+        view = Redactor(tuple(rule for rule in self.rules if rule.name not in _IDENTITY_RULES))
+        view.__dict__["_known"] = self._known
+        return view
+
+    def _memo(self) -> None:
+        """Empty the memos when the known values changed since they were filled."""
+        generation = self._known.generation
+        if self._memo_generation[0] != generation:
+            self._memo_generation[0] = generation
+            self._short_texts.clear()
+            self._long_texts.clear()
+            self._long_held[0] = 0
+            self.__dict__.pop("_secret_bytes", None)
+
+    @cached_property
+    def _memo_generation(self) -> list[int]:
+        return [0]
 
     def text(self, text: str) -> str:
+        self._memo()
         if len(text) > _CACHED_CHARS:
             return self._long_text(text) if len(text) <= _LONG_CACHED_CHARS else self._text(text)
         cache = self._short_texts
@@ -533,13 +639,12 @@ class Redactor:
         return [0]
 
     def _text(self, text: str) -> str:
-        current = text
+        current = self._passes(text)
         for _ in range(_MAX_ROUNDS):
-            redacted = self._passes(current)
-            decoded = self._escaped_secrets(redacted)
-            if decoded == redacted:
-                return redacted
-            current = decoded
+            decoded, changed = self._escaped_secrets(current)
+            if decoded == current:
+                return current
+            current = self._passes(decoded, _lines_around(decoded, changed))
         return PLACEHOLDERS[0]
 
     def by_lines(self, text: str) -> str:
@@ -555,29 +660,51 @@ class Redactor:
         redacted = self.text(text)
         return redacted if len(redacted) <= limit else redacted[: limit - 1] + "…"
 
-    def _passes(self, text: str) -> str:
+    def _passes(self, text: str, regions: list[tuple[int, int]] | None = None) -> str:
+        """Passes until one changes nothing. The first pass reads the whole text (or ``regions``
+        of it); a later pass reads only the lines around what the pass before it replaced (a
+        placeholder can make a match only there: every pattern but a PEM block's stays within a
+        line and the one after, and a PEM block is replaced whole the first time)."""
         current = text
+        known = self._known.rule
         for _ in range(_MAX_ROUNDS):
-            if self._any_rule is not None and self._any_rule.search(current) is None:
+            if regions is None and (
+                self._any_rule is not None
+                and self._any_rule.search(current) is None
+                and (known is None or known.pattern.search(current) is None)
+            ):
                 return current
-            updated = self._pass(current)
+            updated, changed = self._pass_within(current, regions or [(0, len(current))])
             if updated == current:
                 return current
-            current = updated
+            current, regions = updated, _lines_around(updated, changed)
         return PLACEHOLDERS[0]
 
-    def _pass(self, text: str) -> str:
+    def _pass_within(
+        self, text: str, regions: list[tuple[int, int]]
+    ) -> tuple[str, list[tuple[int, int]]]:
+        """One pass over each region of ``text``: the text after it, and the spans (in it) of
+        what the pass replaced."""
+        claims: list[Claim] = []
+        for start, end in regions:
+            claims += [(start + s, start + e, r) for s, e, r in self._claims(text[start:end])]
+        return _replaced_with_spans(text, claims)
+
+    def _claims(self, text: str) -> list[Claim]:
         claims = [(span.start(), span.end(), span.group(0)) for span in _PROTECTED.finditer(text)]
+        known = self._known.rule
+        if known is not None:
+            claims = _claim(text, claims, known)
         for rule in self.rules:
             claims = _claim(text, claims, rule)
-        return _replaced(text, claims)
+        return claims
 
-    def _escaped_secrets(self, text: str) -> str:
+    def _escaped_secrets(self, text: str) -> tuple[str, list[tuple[int, int]]]:
         """Escaped words (with the word before them, for context like ``Bearer``) whose decoded
-        form holds something to redact, replaced by that form redacted."""
+        form holds something to redact, replaced by that form redacted; and where they were."""
         units = _escaped_units(text)
         if not units:
-            return text
+            return text, []
         decoded = [_unescaped(text[start:end]) for start, end in units]
         redacted = self._passes(_UNIT_SEPARATOR.join(decoded)).split(_UNIT_SEPARATOR)
         if len(redacted) != len(decoded):
@@ -587,7 +714,7 @@ class Redactor:
             for (start, end), plain, clean in zip(units, decoded, redacted, strict=True)
             if clean != plain
         ]
-        return _replaced(text, changes) if changes else text
+        return _replaced_with_spans(text, changes) if changes else (text, [])
 
     @cached_property
     def _any_rule(self) -> re.Pattern[str] | None:
@@ -612,6 +739,7 @@ class Redactor:
         Every string, key or not, goes through :meth:`text`; the memo is read here first
         because a bundle's records are mostly strings it already holds."""
         shared: dict[int, tuple[object, JsonValue]] = {}
+        self._memo()
         memo, text = self._short_texts, self.text
 
         def walk(node: object) -> JsonValue:
@@ -630,7 +758,8 @@ class Redactor:
                 redacted: dict[str, JsonValue] = {}
                 for key in sorted(items):
                     item = items[key]
-                    keep = key in _DIGEST_KEYS and isinstance(item, str) and _HEX_DIGEST.match(item)
+                    kept = _KEPT_HEX.get(key)
+                    keep = kept is not None and isinstance(item, str) and kept.match(item)
                     known = memo.get(key)
                     redacted[_unique_key(text(key) if known is None else known, redacted)] = (
                         item if keep else walk(item)
@@ -672,12 +801,13 @@ class Redactor:
     @cached_property
     def _secret_bytes(self) -> tuple[bytes, ...]:
         forms = []
-        for literal in self.secret_literals:
+        for literal in self.known_secrets:
             forms += [literal.encode(), literal.encode("utf-16-le"), literal.encode("utf-16-be")]
         return tuple(forms)
 
     def binary(self, data: bytes) -> bytes:
         """The credentials this redactor knows, in UTF-8 and UTF-16, replaced in raw bytes."""
+        self._memo()
         for literal in self._secret_bytes:
             data = data.replace(literal, b"<SECRET>")
         return data
@@ -727,12 +857,44 @@ class Redactor:
         return pretty_json(self.value(value)).encode()
 
 
+class _KnownSecrets:
+    """The values a redactor masks by exact match, the one rule masking them all, and a count of
+    changes that tells every redactor sharing them when its memos went stale."""
+
+    def __init__(self, values: Iterable[str]) -> None:
+        self.values: dict[str, None] = dict.fromkeys(usable_secrets(values))
+        self.generation = 0
+        self.rule = self._rule()
+
+    def add(self, value: str) -> bool:
+        if value in self.values or not usable_secrets([value]):
+            return False
+        self.values[value] = None
+        self.generation += 1
+        self.rule = self._rule()
+        return True
+
+    def _rule(self) -> RedactionRule | None:
+        pattern = mask_pattern(self.values)
+        return None if pattern is None else RedactionRule("known-secret", pattern, "<SECRET>")
+
+
+_IDENTITY_RULES = frozenset({
+    "email", "rootdir", "rootdir-inside", "path", "windows-profile", "home", "home-inside", "ipv4", "ipv6",
+    "host", "user", "path-identity", "cloud-internal-host",
+})
+"""Rules that hide who ran a run and where, not credentials: :meth:`Redactor.secrets_only` leaves
+them out."""
+
+
 def _claim(text: str, claims: list[Claim], rule: RedactionRule) -> list[Claim]:
     """``claims`` plus what ``rule`` claims in the text they leave free.
 
     A match that runs into an earlier claim is not dropped: the rule searches again inside
     the free gaps that match touched, as if each gap were a text of its own.
     """
+    if rule.needs and not any(literal in text for literal in rule.needs):
+        return claims
     found = list(rule.claims(text, 0, len(text)))
     if not found:
         return claims
@@ -776,6 +938,40 @@ def _without_overlaps(claims: list[Claim]) -> list[Claim]:
         if not kept or claim[0] >= kept[-1][1]:
             kept.append(claim)
     return kept
+
+
+def _replaced_with_spans(text: str, claims: Iterable[Claim]) -> tuple[str, list[tuple[int, int]]]:
+    """:func:`_replaced`, and the spans of the new text that replaced something different."""
+    pieces: list[str] = []
+    changed: list[tuple[int, int]] = []
+    position = length = 0
+    for start, end, replacement in claims:
+        kept = text[position:start]
+        pieces += [kept, replacement]
+        length += len(kept)
+        if replacement != text[start:end]:
+            changed.append((length, length + len(replacement)))
+        length += len(replacement)
+        position = end
+    pieces.append(text[position:])
+    return "".join(pieces), changed
+
+
+def _lines_around(text: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """For each span, from the start of the line before it to the end of the line after it,
+    overlapping ones merged: where a replacement can have made a new match."""
+    regions: list[tuple[int, int]] = []
+    for span_start, span_end in spans:
+        line_start = text.rfind("\n", 0, span_start) + 1
+        start = text.rfind("\n", 0, line_start - 1) + 1 if line_start > 0 else 0
+        line_end = text.find("\n", span_end)
+        end = len(text) if line_end < 0 else text.find("\n", line_end + 1)
+        end = len(text) if end < 0 else end
+        if regions and start <= regions[-1][1]:
+            regions[-1] = (regions[-1][0], max(end, regions[-1][1]))
+        else:
+            regions.append((start, end))
+    return regions
 
 
 def _replaced(text: str, claims: Iterable[Claim]) -> str:
@@ -912,23 +1108,22 @@ def build_redactor(
     """The redactor for this machine: repo paths become repo-relative, the rest placeholders."""
     env = os.environ if environ is None else environ
     who = LocalIdentity.probe(env) if identity is None else identity
-    secrets = secret_env_values(env)
+    secrets = known_secret_values(env, secret_env_values(env))
     rules: list[RedactionRule] = [
         RedactionRule("extra", pattern, "<REDACTED>") for pattern in compile_extra_patterns(extra_patterns)
     ]
-    rules += [RedactionRule("env-secret", re.compile(re.escape(value)), "<SECRET>") for value in secrets]
-    rules += catalogue_rules()
+    rules += token_rules() + keyword_rules() + context_rules()
     rules += [
         RedactionRule("bearer", _BEARER, "<TOKEN>", group=1),
         RedactionRule("auth-header", _AUTH_HEADER, "<TOKEN>", group=1),
         RedactionRule("url-credentials", _URL_CREDENTIALS, "<SECRET>", group=1),
-        RedactionRule("secret-assignment", _SECRET_ASSIGNMENT, "<SECRET>", group=1),
         RedactionRule("email", _EMAIL, "<EMAIL>"),
     ]
     for root in _root_spellings(rootdir):
         rules += _directory_rules(root, inside="", itself=".", name="rootdir")
     rules.append(RedactionRule("path", _SENSITIVE_PATH, "<PATH>"))
     rules.append(RedactionRule("windows-profile", _WINDOWS_PROFILE, "<PATH>"))
+    rules += generic_rules()
     for home in who.home_dirs:
         if home != "/":
             rules += _directory_rules(home, inside="<HOME>/", itself="<HOME>", name="home")

@@ -4,9 +4,12 @@ Source binding covers the files the run imported from the repository. Everything
 change what a run does lives elsewhere: pytest plugins from other distributions, ``-p`` through
 ``$PYTEST_ADDOPTS``/``$PYTEST_PLUGINS``, ``sitecustomize``/``usercustomize`` and ``.pth`` files
 that run at start-up, ``PYTHONPATH`` entries, conftests above the rootdir, an edited file in
-site-packages. The record names them; a module imported from neither the repository, the
-standard library nor a file an installed distribution's ``RECORD`` lists disqualifies, and so
-does an installed ``pytest_specgate`` file that no longer hashes as its ``RECORD`` says.
+site-packages, a plugin that deletes itself from ``sys.modules``. The record names them and the
+judge weighs them: every module the run imported (``sys.modules``, what the import watcher saw,
+registered and ``-p`` plugins) must resolve to an owner (``_ownership``: the repository, an
+installed distribution whose RECORD hash matches, the interpreter), a ``PYTHONPATH`` entry must
+lie inside the repository or the installation, and a start-up file that runs code must have an
+owner. Each reason names the module, where it came from and what to do.
 
 Paths are written relative to what they are found in (``<repo>/``, ``<site-packages>/``,
 ``<stdlib>/``, ``<prefix>/``) so a record names no user's home; anything else is redacted.
@@ -14,19 +17,20 @@ Paths are written relative to what they are found in (``<repo>/``, ``<site-packa
 
 from __future__ import annotations
 
-import base64
 import hashlib
+import json
 import os
+import shlex
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from importlib import metadata
+from importlib import machinery, metadata
 from pathlib import Path
-from types import ModuleType
+from types import ModuleType, SimpleNamespace
 from typing import Final
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.markers import BUILTIN_BACKEND_NAMES
+from pytest_specgate.evidence._ownership import InstalledIndex, Locations, module_owner
 
 __all__ = [
     "ENVIRONMENT_VARIABLES",
@@ -34,10 +38,13 @@ __all__ = [
     "Locations",
     "collect_run_provenance",
     "foreign_modules",
-    "installed_files",
+    "interpreter_locations",
+    "option_plugin_names",
+    "run_modules",
     "run_provenance_reasons",
     "unenrolled_backends",
     "used_backends",
+    "with_worker_foreign",
 ]
 
 ENVIRONMENT_VARIABLES: Final = ("PYTEST_ADDOPTS", "PYTEST_PLUGINS", "PYTHONPATH", "PYTHONSTARTUP")
@@ -48,71 +55,8 @@ _SHOWN: Final = 20
 """How many names one reason lists before it says how many more there are."""
 
 
-@dataclass(frozen=True)
-class Locations:
-    """Where a file may legitimately come from: the repository, the standard library, the
-    interpreter's site directories; ``owned`` maps a site-relative path to its distribution."""
-
-    repo: Path | None
-    stdlib: tuple[Path, ...]
-    site: tuple[Path, ...]
-    prefixes: tuple[Path, ...]
-    owned: Mapping[str, str]
-
-    def label(self, path: Path) -> str:
-        """``path`` relative to the first place that holds it, else the path itself."""
-        for name, roots in (("<repo>", (self.repo,) if self.repo else ()), ("<site-packages>", self.site),
-                            ("<stdlib>", self.stdlib), ("<prefix>", self.prefixes)):
-            for root in roots:
-                if _within(path, root):
-                    return f"{name}/{path.relative_to(root).as_posix()}"
-        return path.as_posix()
-
-    def owner(self, path: Path) -> str | None:
-        """The distribution whose RECORD lists ``path`` (a file in a site directory), else None."""
-        for root in self.site:
-            if _within(path, root):
-                return self.owned.get(path.relative_to(root).as_posix())
-        return None
-
-    def vetted(self, path: Path) -> bool:
-        """In the repository, in the standard library (not site-packages), or an installed file."""
-        if self.repo is not None and _within(path, self.repo):
-            return True
-        if any(_within(path, root) for root in self.site):
-            return self.owner(path) is not None
-        return any(_within(path, root) for root in self.stdlib)
-
-
 def _within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
-
-
-def installed_files(distributions: Iterable[metadata.Distribution]) -> dict[str, str]:
-    """Site-relative path -> distribution name of every file the distributions' RECORDs list.
-
-    RECORD is read as text (not ``Distribution.files``): 40,000 files in 50 ms instead of
-    seconds, which keeps this cheap enough to run on every evidence run.
-    """
-    owned: dict[str, str] = {}
-    for dist in distributions:
-        text = dist.read_text("RECORD")
-        if not text:
-            continue
-        name = _dist_name(dist)
-        for line in text.splitlines():
-            entry = line.split(",", 1)[0]
-            if entry:
-                owned[os.path.normpath(entry).replace(os.sep, "/")] = name
-    return owned
-
-
-def _dist_name(dist: metadata.Distribution) -> str:
-    """The distribution's name from its folder (``name-1.0.dist-info``), or from its metadata."""
-    folder = getattr(dist, "_path", None)
-    if isinstance(folder, Path) and folder.suffix in (".dist-info", ".egg-info"):
-        return folder.stem.split("-", 1)[0].replace("_", "-").lower()
-    return str(dist.metadata["Name"]).lower()
 
 
 def interpreter_locations(repo: Path | None) -> Locations:
@@ -122,30 +66,116 @@ def interpreter_locations(repo: Path | None) -> Locations:
 
     paths = sysconfig.get_paths()
     site_dirs = {*site.getsitepackages(), site.getusersitepackages(), paths["purelib"], paths["platlib"]}
-    stdlib = {paths["stdlib"], paths["platstdlib"]}
+    # The base interpreter's: in a venv, platstdlib would name the venv's lib/pythonX.Y.
+    base = sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_exec_prefix})
+    stdlib = {base["stdlib"], base["platstdlib"]}
+    installed = InstalledIndex.of(metadata.distributions())
+    # A folder holding installed distributions is a site directory wherever it comes from
+    # (a .pth path line, PYTHONPATH): its files must be its distributions'.
+    site_dirs |= installed.sites()
     return Locations(
         repo=repo,
-        stdlib=tuple(sorted({Path(p).resolve() for p in stdlib if p})),
+        stdlib=tuple(sorted({Path(os.path.abspath(p)) for p in stdlib if p})),
         site=tuple(sorted({Path(p).resolve() for p in site_dirs if p})),
         prefixes=tuple(sorted({Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()})),
-        owned=installed_files(metadata.distributions()),
+        installed=installed,
     )
 
 
-def _module_file(module: ModuleType | None) -> Path | None:
-    where = getattr(module, "__file__", None)
-    return Path(where).resolve() if isinstance(where, str) else None
+def run_modules(modules: Mapping[str, object], watched: Iterable[tuple[str, object]], files: Iterable[str],
+                plugins: Iterable[object], plugin_names: Iterable[str], *, worker: bool = False
+                ) -> dict[str, object]:
+    """Everything the run imported, keyed by module name: ``sys.modules``; what the import watcher
+    saw that is no longer there (``NAME (removed)``, or ``NAME (replaced)`` when another module
+    took its name); plugin modules pytest registered; each file whose code ran that no module
+    above names (``STEM (executed)``: a module deleted after ``importlib.import_module`` loaded it,
+    a file run through ``exec``); and ``-p``/``PYTEST_PLUGINS`` names found nowhere else (looked up
+    on ``sys.path`` without importing them again).
 
-
-def foreign_modules(modules: Mapping[str, ModuleType | None], locations: Locations) -> dict[str, str]:
-    """Module name -> labelled path of every imported module whose file is neither the
-    repository's, the standard library's nor listed in an installed distribution's RECORD."""
-    found = {}
-    for name, module in sorted(modules.items()):
-        path = _module_file(module)
-        if path is not None and path.is_file() and not locations.vetted(path):
-            found[name] = locations.label(path)
+    On an xdist worker ``__main__`` is execnet's bootstrap, which the controller started: left out.
+    """
+    found: dict[str, object] = {name: module for name, module in modules.items() if module is not None}
+    known = {id(module) for module in found.values()}
+    extra = [*watched, *((str(getattr(plugin, "__name__", "?")), plugin) for plugin in plugins
+                         if isinstance(plugin, ModuleType))]
+    for name, module in extra:
+        if id(module) in known:
+            continue
+        known.add(id(module))
+        found.setdefault(f"{name} (replaced)" if name in found else f"{name} (removed)", module)
+    covered = {os.path.abspath(where) for module in found.values()
+               if isinstance(where := getattr(module, "__file__", None), str)}
+    for where in files:
+        if where not in covered:
+            covered.add(where)
+            found[_free_key(found, f"{Path(where).stem} (executed)")] = SimpleNamespace(__file__=where)
+    for name in plugin_names:
+        spec = None if "." in name or name in found else machinery.PathFinder.find_spec(name)
+        if spec is not None and isinstance(spec.origin, str) and os.path.abspath(spec.origin) not in covered:
+            found[f"{name} (not imported now)"] = SimpleNamespace(__file__=spec.origin)
+    if worker and getattr(found.get("__main__"), "__file__", None) is None:
+        found.pop("__main__", None)
     return found
+
+
+def _free_key(found: Mapping[str, object], key: str) -> str:
+    count = 2
+    candidate = key
+    while candidate in found:
+        candidate, count = f"{key} #{count}", count + 1
+    return candidate
+
+
+def option_plugin_names(args: Sequence[str], environ: Mapping[str, str]) -> list[str]:
+    """Module names that ``-p`` (in ``args`` and ``$PYTEST_ADDOPTS``) and ``$PYTEST_PLUGINS`` load."""
+    words = [*args, *shlex.split(environ.get("PYTEST_ADDOPTS", ""))]
+    names = [name.strip() for name in environ.get("PYTEST_PLUGINS", "").split(",") if name.strip()]
+    for index, word in enumerate(words):
+        if word == "-p" and index + 1 < len(words):
+            names.append(words[index + 1])
+        elif word.startswith("-p") and len(word) > 2:
+            names.append(word[2:])
+    return [name for name in dict.fromkeys(names) if not name.startswith("no:")]
+
+
+def foreign_modules(modules: Mapping[str, object], locations: Locations) -> dict[str, dict[str, JsonValue]]:
+    """Module name -> where it came from, why it is foreign (``_ownership.FOREIGN_CAUSES``) and the
+    distribution concerned, for every module whose code is neither the repository's, an installed
+    distribution's (hashing as its RECORD says) nor the interpreter's."""
+    found: dict[str, dict[str, JsonValue]] = {}
+    for name, module in sorted(modules.items()):
+        owner = module_owner(name.partition(" ")[0], module, locations)
+        if owner is not None and owner.foreign:
+            found[name] = {"path": _where(module, locations), "cause": owner.cause,
+                           "distribution": owner.distribution}
+    return found
+
+
+def _where(module: object, locations: Locations) -> str:
+    where = getattr(module, "__file__", None)
+    return locations.label(Path(os.path.abspath(where))) if isinstance(where, str) else "<no file>"
+
+
+def interpreter_identity(modules: Mapping[str, object], locations: Locations) -> dict[str, JsonValue]:
+    """The interpreter a run used: version, executable, standard library, and each of its files
+    that links out of the standard library (Debian's ``sitecustomize.py`` -> ``/etc``) with the
+    sha256 of what it holds: these are the interpreter's, and the record says what they were."""
+    linked: list[dict[str, JsonValue]] = []
+    for module in modules.values():
+        where = getattr(module, "__file__", None)
+        if not isinstance(where, str) or not os.path.islink(where) or not locations.in_stdlib(Path(where)):
+            continue
+        real = Path(where).resolve()
+        if not any(_within(real, root) for root in locations.stdlib):
+            linked.append({"path": locations.label(Path(os.path.abspath(where))), "target": real.as_posix(),
+                           "sha256": _sha256(real)})
+    return {
+        "implementation": sys.implementation.name,
+        "version": ".".join(str(part) for part in sys.version_info[:3]),
+        "executable": locations.label(Path(sys.executable)),
+        "stdlib": [root.as_posix() for root in locations.stdlib],
+        "linked": sorted(linked, key=lambda fact: str(fact["path"])),
+    }
 
 
 def _sha256(path: Path) -> str | None:
@@ -156,14 +186,19 @@ def _sha256(path: Path) -> str | None:
 
 
 def _file_fact(path: Path, locations: Locations) -> dict[str, JsonValue]:
-    return {"path": locations.label(path), "sha256": _sha256(path), "distribution": locations.owner(path)}
+    """A file's label, sha256 and owner: ``distribution`` names the installed distribution whose
+    RECORD lists it with this content, ``owner`` says whose it is (None: foreign)."""
+    owner = locations.owner(str(path))
+    return {"path": locations.label(Path(os.path.abspath(path))), "sha256": _sha256(path),
+            "distribution": owner.distribution if owner.kind == "distribution" else None,
+            "owner": None if owner.foreign else owner.kind}
 
 
-def startup_files(modules: Mapping[str, ModuleType | None],
-                  locations: Locations) -> list[dict[str, JsonValue]]:
+def startup_files(modules: Mapping[str, object], locations: Locations) -> list[dict[str, JsonValue]]:
     """``sitecustomize``/``usercustomize`` as imported, and every ``.pth`` file in a site directory,
-    each with its sha256 and owning distribution (None: no installed distribution's)."""
-    found = [path for name in STARTUP_MODULES if (path := _module_file(modules.get(name))) is not None]
+    each with its sha256 and owner, and whether it runs code."""
+    found = [Path(where) for name in STARTUP_MODULES
+             if isinstance(where := getattr(modules.get(name), "__file__", None), str)]
     for root in locations.site:
         try:
             found += sorted(root.glob("*.pth"))
@@ -183,16 +218,23 @@ def _executes(path: Path) -> bool:
     return any(line.startswith(("import ", "import\t")) for line in lines)
 
 
+def _inside(path: Path, locations: Locations) -> bool:
+    """In the repository or the interpreter's own prefixes, site or standard library."""
+    return (locations.repo is not None and _within(path, locations.repo)) or any(
+        _within(path, root) for root in (*locations.prefixes, *locations.site, *locations.stdlib))
+
+
 def outside_sys_path(entries: Sequence[str], locations: Locations) -> list[str]:
     """``sys.path`` entries in neither the repository nor the interpreter's own prefixes."""
-    outside = []
-    for entry in entries:
-        path = Path(entry or ".").resolve()
-        inside = (locations.repo is not None and _within(path, locations.repo)) or any(
-            _within(path, root) for root in (*locations.prefixes, *locations.site, *locations.stdlib))
-        if not inside:
-            outside.append(locations.label(path))
+    outside = [locations.label(path) for entry in entries
+               if not _inside(path := Path(entry or ".").resolve(), locations)]
     return list(dict.fromkeys(outside))
+
+
+def pythonpath_outside(environ: Mapping[str, str], locations: Locations) -> list[str]:
+    """``$PYTHONPATH`` entries outside the repository and the interpreter's own folders."""
+    entries = [entry for entry in environ.get("PYTHONPATH", "").split(os.pathsep) if entry]
+    return outside_sys_path(entries, locations)
 
 
 def conftests_above(rootdir: Path, conftests: Iterable[Path],
@@ -209,8 +251,9 @@ def specgate_files(dist: metadata.Distribution | None, package_dir: Path,
 
     ``install`` is ``distribution`` when RECORD lists the imported package's files (each must
     hash as listed: ``mismatched`` names those that do not), ``repository`` when the package
-    lives in the repository (an editable install: RECORD has no entries for the sources, which
-    source binding covers instead), else ``elsewhere`` (its modules are then foreign).
+    lives in the repository (the project under test is pytest-specgate: source binding covers
+    its files), ``editable`` when it is an editable install of a checkout elsewhere, else
+    ``elsewhere``; ``location`` is then the folder it is imported from.
     """
     version = None if dist is None else dist.version
     recorded = _record_hashes(dist)
@@ -218,13 +261,25 @@ def specgate_files(dist: metadata.Distribution | None, package_dir: Path,
     site_root = next((root for root in locations.site if _within(package_dir, root)), None)
     if ours and site_root is not None:
         mismatched = sorted(name for name, digest in ours.items()
-                            if digest and _record_digest(site_root / name) != digest)
+                            if locations.matches_record(str(site_root / name), digest) is False)
         return {"distribution": SPECGATE_DISTRIBUTION, "version": version, "install": "distribution",
                 "location": locations.label(package_dir), "mismatched": mismatched}
-    in_repo = locations.repo is not None and _within(package_dir, locations.repo)
+    if locations.repo is not None and _within(package_dir, locations.repo):
+        return {"distribution": SPECGATE_DISTRIBUTION, "version": version, "install": "repository",
+                "location": locations.label(package_dir), "mismatched": []}
     return {"distribution": SPECGATE_DISTRIBUTION, "version": version,
-            "install": "repository" if in_repo else "elsewhere",
-            "location": locations.label(package_dir), "mismatched": []}
+            "install": "editable" if _editable(dist) else "elsewhere",
+            "location": locations.label(package_dir.parent), "mismatched": []}
+
+
+def _editable(dist: metadata.Distribution | None) -> bool:
+    """Whether pip installed ``dist`` editable (PEP 610 ``direct_url.json``: ``dir_info.editable``)."""
+    text = None if dist is None else dist.read_text("direct_url.json")
+    try:
+        info = json.loads(text or "{}").get("dir_info", {})
+    except (ValueError, AttributeError):
+        return False
+    return isinstance(info, dict) and info.get("editable") is True
 
 
 def _record_hashes(dist: metadata.Distribution | None) -> dict[str, str]:
@@ -236,15 +291,6 @@ def _record_hashes(dist: metadata.Distribution | None) -> dict[str, str]:
         if len(fields) >= 2:
             hashes[fields[0]] = fields[1]
     return hashes
-
-
-def _record_digest(path: Path) -> str | None:
-    """A file's digest as RECORD writes it: ``sha256=`` + urlsafe base64 without padding."""
-    try:
-        digest = hashlib.sha256(path.read_bytes()).digest()
-    except OSError:
-        return None
-    return "sha256=" + base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
 
 def plugin_facts(distinfo: Iterable[tuple[object, object]]) -> list[dict[str, JsonValue]]:
@@ -267,33 +313,56 @@ def collect_run_provenance(
     conftests: Iterable[Path],
     backends: Mapping[str, str | None],
     environ: Mapping[str, str],
-    modules: Mapping[str, ModuleType | None],
+    modules: Mapping[str, object],
     sys_path: Sequence[str],
     redact: Callable[[str], str],
     locations: Locations | None = None,
 ) -> dict[str, JsonValue]:
     """The record's ``run_provenance``: every fact of the module's docstring, redacted.
 
-    ``backends``: name -> providing distribution of every engine backend installed through the
-    entry-point group (the built-ins are this package's own).
+    ``modules``: everything the run imported (:func:`run_modules`). ``backends``: name ->
+    providing distribution of every engine backend installed through the entry-point group (the
+    built-ins are this package's own).
     """
     where = locations or interpreter_locations(repo)
     package_dir = Path(__file__).resolve().parents[1]
-    try:
-        dist: metadata.Distribution | None = metadata.distribution(SPECGATE_DISTRIBUTION)
-    except metadata.PackageNotFoundError:
-        dist = None
+    # The one with a RECORD: an editable install's checkout also holds an egg-info, found first
+    # when the checkout is on sys.path.
+    found = list(metadata.distributions(name=SPECGATE_DISTRIBUTION))
+    dist = next((each for each in found if each.read_text("RECORD")), found[0] if found else None)
+    foreign = foreign_modules(modules, where)
     document: dict[str, JsonValue] = {
         "plugins": plugin_facts(distinfo),
         "environment": {name: environ.get(name) for name in ENVIRONMENT_VARIABLES},
         "startup_files": startup_files(modules, where),
         "sys_path_outside": outside_sys_path(sys_path, where),
+        "pythonpath_outside": pythonpath_outside(environ, where),
         "conftests_above_rootdir": conftests_above(rootdir, conftests, where),
-        "foreign_modules": foreign_modules(modules, where),
+        "foreign_modules": {name: fact["path"] for name, fact in foreign.items()},
+        "foreign_causes": {name: _cause(fact) for name, fact in foreign.items()},
+        "interpreter": interpreter_identity(modules, where),
         "specgate": specgate_files(dist, package_dir, where),
         "backends": dict(backends),
     }
     return {key: _redacted(value, redact) for key, value in document.items()}
+
+
+def _cause(fact: Mapping[str, JsonValue]) -> JsonValue:
+    return {"cause": fact.get("cause"), "distribution": fact.get("distribution")}
+
+
+def with_worker_foreign(provenance: Mapping[str, JsonValue],
+                        worker_foreign: Mapping[str, Mapping[str, JsonValue]],
+                        redact: Callable[[str], str]) -> dict[str, JsonValue]:
+    """``provenance`` with the foreign modules xdist workers found (``foreign_modules``' facts)."""
+    own, causes = provenance.get("foreign_modules"), provenance.get("foreign_causes")
+    paths: dict[str, JsonValue] = {redact(name): redact(str(fact.get("path")))
+                                   for name, fact in worker_foreign.items()}
+    why = {redact(name): _cause(fact) for name, fact in worker_foreign.items()}
+    paths.update(own if isinstance(own, Mapping) else {})
+    why.update(causes if isinstance(causes, Mapping) else {})
+    return {**provenance, "foreign_modules": dict(sorted(paths.items())),
+            "foreign_causes": dict(sorted(why.items()))}
 
 
 def _redacted(value: JsonValue, redact: Callable[[str], str]) -> JsonValue:
@@ -311,29 +380,97 @@ def _listed(names: Sequence[str]) -> str:
     return shown + (f" and {len(names) - _SHOWN} more" if len(names) > _SHOWN else "")
 
 
+_FOREIGN_REASONS: Final = {
+    "outside": ("modules imported from outside the repository and every installed distribution",
+                "install them as a distribution, or commit them to the repository"),
+    "unrecorded": ("modules in site-packages that no installed distribution's RECORD lists",
+                   "reinstall the distribution they belong to, or delete them"),
+    "edited": ("installed files that no longer hash as their distribution's RECORD says (edited after "
+               "installing)", "reinstall: pip install --force-reinstall --no-deps {distributions}"),
+    "unhashed": ("installed files whose distribution's RECORD gives no hash to check them by",
+                 "reinstall with pip: pip install --force-reinstall --no-deps {distributions}"),
+    "not-a-file": ("modules imported from something other than a regular file (a zip archive, say)",
+                   "install them as a distribution, or commit them to the repository"),
+    "no-file": ("modules with no file (made at run time, as python -c does)",
+                "run pytest through its console script or python -m pytest"),
+    "frozen": ("frozen modules outside the standard library",
+               "run pytest with a plain Python interpreter"),
+}
+
+
+def _foreign_reasons(foreign: Mapping[str, JsonValue], causes: Mapping[str, JsonValue],
+                     skip: Callable[[str], bool]) -> list[str]:
+    """One line per cause: what, which modules (where from), and the fix."""
+    grouped: dict[str, list[tuple[str, str, str | None]]] = {}
+    for name, path in foreign.items():
+        if skip(name):
+            continue
+        fact = causes.get(name)
+        cause = fact.get("cause") if isinstance(fact, Mapping) else None
+        distribution = fact.get("distribution") if isinstance(fact, Mapping) else None
+        key = cause if isinstance(cause, str) and cause in _FOREIGN_REASONS else "outside"
+        grouped.setdefault(key, []).append((name, str(path), distribution if isinstance(distribution, str)
+                                            else None))
+    reasons = []
+    for cause, (what, fix) in _FOREIGN_REASONS.items():
+        entries = grouped.get(cause)
+        if not entries:
+            continue
+        named = [f"{name} ({path}{f', of {dist}' if dist else ''})" for name, path, dist in entries]
+        distributions = " ".join(sorted({dist for _, _, dist in entries if dist}))
+        reasons.append(f"{what}: {_listed(named)}; {fix.format(distributions=distributions)}")
+    return reasons
+
+
+def _specgate_reason(specgate: Mapping[str, JsonValue]) -> str | None:
+    """The one line for pytest-specgate itself imported from a checkout outside the project."""
+    where = specgate.get("location")
+    if specgate.get("install") == "editable":
+        return (f"pytest-specgate is installed editable from {where}; qualifying runs need a built "
+                "install (pip install pytest-specgate, or a wheel built from that checkout)")
+    if specgate.get("install") == "elsewhere":
+        return (f"pytest-specgate is imported from {where}, not from an installed distribution; "
+                "qualifying runs need a built install (pip install pytest-specgate)")
+    return None
+
+
+def _is_specgate(name: str) -> bool:
+    return name.partition(" ")[0].partition(".")[0] == "pytest_specgate"
+
+
 def run_provenance_reasons(provenance: JsonValue) -> list[str]:
     """Why a recorded ``run_provenance`` keeps the evidence from qualifying (pure; the judge's)."""
     if not isinstance(provenance, Mapping):
         return ["run provenance unknown: the record does not say what shaped the run from outside "
                 "the repository"]
     reasons = []
-    foreign = provenance.get("foreign_modules")
-    if isinstance(foreign, Mapping) and foreign:
-        named = [f"{name} ({path})" for name, path in foreign.items()]
-        reasons.append("modules imported from outside the repository and every installed distribution: "
-                       + _listed(named))
-    specgate = provenance.get("specgate")
+    specgate, foreign = provenance.get("specgate"), provenance.get("foreign_modules")
+    foreign = foreign if isinstance(foreign, Mapping) else {}
+    specgate_line = _specgate_reason(specgate) if isinstance(specgate, Mapping) else None
+    if specgate_line is not None and any(_is_specgate(name) for name in foreign):
+        reasons.append(specgate_line)
+    else:
+        specgate_line = None
+    causes = provenance.get("foreign_causes")
+    skip = _is_specgate if specgate_line is not None else (lambda name: False)
+    reasons += _foreign_reasons(foreign, causes if isinstance(causes, Mapping) else {}, skip)
     if isinstance(specgate, Mapping):
         mismatched = [str(name) for name in specgate.get("mismatched") or []]
         if mismatched:
             reasons.append("installed pytest_specgate files differ from its distribution's RECORD: "
                            + _listed(mismatched))
+    outside = provenance.get("pythonpath_outside")
+    if isinstance(outside, list) and outside:
+        reasons.append("PYTHONPATH entries outside the repository and the Python installation: "
+                       + _listed([str(entry) for entry in outside])
+                       + "; unset PYTHONPATH, or install what it provides")
     startup = provenance.get("startup_files")
     unowned = [str(entry.get("path")) for entry in (startup if isinstance(startup, list) else [])
-               if isinstance(entry, Mapping) and entry.get("distribution") is None and entry.get("executes")]
+               if isinstance(entry, Mapping) and entry.get("executes")
+               and entry.get("owner", "distribution" if entry.get("distribution") else None) is None]
     if unowned:
-        reasons.append("start-up files that run code and belong to no installed distribution: "
-                       + _listed(unowned))
+        reasons.append("start-up files that run code and belong to no installed distribution nor the "
+                       "interpreter: " + _listed(unowned) + "; remove them, or install what they belong to")
     return reasons
 
 

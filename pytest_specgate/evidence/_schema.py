@@ -36,11 +36,99 @@ def _evidence_validator() -> Validator:
 
 def schema_problems(record: JsonValue) -> list[str]:
     """Schema violations of an AC record, each with the JSON path where it happened."""
-    validator = _evidence_validator()
+    return _problems(_evidence_validator(), record)
+
+
+def _problems(validator: Validator, document: JsonValue) -> list[str]:
     return [
         f"{'/'.join(str(part) for part in error.absolute_path) or '<root>'}: {error.message}"
-        for error in sorted(validator.iter_errors(record), key=lambda e: list(map(str, e.absolute_path)))
+        for error in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))
     ]
+
+
+RUN_WIDE_FIELDS = ("policy", "source", "versions", "run", "run_provenance")
+"""The record fields a format-2 bundle stores once per run (``_record_split`` says why)."""
+
+
+@cache
+def record_line_schema() -> Mapping[str, JsonValue]:
+    """A format-2 record line's schema, cut from the record schema: the AC's own fields (its
+    reasons and host line as indexes into its run's ``texts``), completeness without the run's
+    selection (with the AC's census share only where the line keeps it itself), and the key of
+    its run's facts."""
+    record = evidence_schema()
+    properties = dict(record["properties"])
+    for name in ("schema", *RUN_WIDE_FIELDS):
+        properties.pop(name)
+    index = {"type": "integer", "minimum": 0}
+    properties["not_qualifying_reasons"] = {"type": "array", "items": index}
+    host = record["properties"]["host"]
+    properties["host"] = {**host, "required": ["summary"], "properties": {"summary": index}}
+    completeness = record["properties"]["completeness"]
+    properties["completeness"] = {
+        **completeness,
+        "required": [name for name in completeness["required"] if name != "selection"],
+        "properties": {
+            name: value for name, value in completeness["properties"].items() if name != "selection"
+        },
+    }
+    properties["run_facts"] = {"type": "string", "minLength": 1}
+    required = [name for name in record["required"] if name in properties] + ["run_facts"]
+    return {**record, "title": "a format-2 record line: one AC's own facts", "description": "",
+            "required": required, "properties": properties}
+
+
+@cache
+def run_facts_schema() -> Mapping[str, JsonValue]:
+    """The schema of one run's facts in a format-2 ``run.json``: the record schema's run-wide
+    fields, the host's facts and provenance, the selection, the whole census and the texts its
+    lines name by index."""
+    record = evidence_schema()
+    properties = {name: record["properties"][name] for name in RUN_WIDE_FIELDS}
+    host = record["properties"]["host"]
+    completeness = record["properties"]["completeness"]["properties"]
+    collection = completeness["collection"]
+    census_frame = {name: collection["properties"][name] for name in ("testpaths", "errors", "problem")}
+    properties["host"] = {**host, "required": ["facts", "provenance"],
+                          "properties": {name: host["properties"][name] for name in ("facts", "provenance")}}
+    properties["selection"] = completeness["selection"]
+    properties["census"] = {
+        "type": ["object", "null"], "additionalProperties": False,
+        "required": ["testpaths", "errors", "problem", "carriers"],
+        "properties": {
+            **census_frame, "carriers": {"type": "object", "additionalProperties": {"type": "string"}}
+        },
+    }
+    properties["texts"] = {"type": "array", "items": {"type": "string"}}
+    required = [name for name in record["required"] if name in properties] + ["host", "selection", "texts"]
+    return {"$schema": record["$schema"], "$defs": record["$defs"], "type": "object",
+            "additionalProperties": False, "required": required, "properties": properties}
+
+
+@cache
+def _line_validator() -> Validator:
+    import jsonschema
+
+    validator: Validator = jsonschema.Draft202012Validator(record_line_schema())
+    return validator
+
+
+@cache
+def _run_facts_validator() -> Validator:
+    import jsonschema
+
+    validator: Validator = jsonschema.Draft202012Validator(run_facts_schema())
+    return validator
+
+
+def record_line_problems(line: JsonValue) -> list[str]:
+    """Schema violations of a format-2 record line, each with its JSON path."""
+    return _problems(_line_validator(), line)
+
+
+def run_facts_problems(facts: JsonValue) -> list[str]:
+    """Schema violations of one run's facts in a format-2 ``run.json``."""
+    return _problems(_run_facts_validator(), facts)
 
 
 def schema_error_paths(record: JsonValue) -> list[tuple[str | int, ...]]:

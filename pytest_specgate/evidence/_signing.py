@@ -24,16 +24,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
-from cryptography.hazmat.primitives.serialization import (
-    Encoding,
-    PublicFormat,
-    load_pem_private_key,
-    load_pem_public_key,
-    load_ssh_private_key,
-    load_ssh_public_key,
-)
+from pytest_specgate.contracts.extras import missing_extra
+
+try:
+    from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+    from cryptography.hazmat.primitives.serialization import (
+        Encoding,
+        PublicFormat,
+        load_pem_private_key,
+        load_pem_public_key,
+        load_ssh_private_key,
+        load_ssh_public_key,
+    )
+except ImportError as error:  # the module is imported only where signatures are made or checked
+    raise missing_extra("signing and checking signatures", "sign", error) from None
 
 from pytest_specgate.contracts.host import HostFactsError, host_facts_from_dict
 from pytest_specgate.contracts.jsonvalue import JsonValue
@@ -41,6 +46,7 @@ from pytest_specgate.contracts.safe_read import SafeReadError, digest_regular_fi
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import (
     NONCE_FIELD,
+    PASSPHRASE_ENV,
     SIGNATURE_NAME,
     STATEMENT_NAME,
     BundleError,
@@ -48,13 +54,14 @@ from pytest_specgate.evidence._bundle import (
     load_bundle,
     read_bundle_bytes,
     read_records,
+    record_lines,
     verify_bundle,
 )
-from pytest_specgate.evidence._jsonio import canonical_json, pretty_json, replace_atomically
+from pytest_specgate.evidence._jsonio import canonical_json, pretty_json, replace_atomically, sha256_hex
+from pytest_specgate.evidence._record_split import RECORDS_NAME, record_line_name
 from pytest_specgate.evidence._redact import Redactor
 
 PAYLOAD_TYPE = "application/vnd.in-toto+json"
-PASSPHRASE_ENV = "SPECGATE_SIGN_PASSPHRASE"
 COMMIT_SUBJECT = "source"
 _OPENSSH_PRIVATE = b"-----BEGIN OPENSSH PRIVATE KEY-----"
 _ENVELOPE_FIELDS = frozenset({"payload", "payloadType", "signatures"})
@@ -247,13 +254,30 @@ def statement_from_payload(payload: bytes) -> SignedStatement:
 
 def file_digests(bundle_dir: Path) -> dict[str, str]:
     """sha256 of every file the signature must cover: all but the signature itself (each read
-    through the safe reader: a symlink, FIFO or device among them is a :class:`BundleError`)."""
+    through the safe reader: a symlink, FIFO or device among them is a :class:`BundleError`),
+    and of every line of a format-2 ``records.jsonl`` (``records.jsonl#AC-10``), so a reviewer
+    can check one AC's signed record without the others."""
     digests = {}
     for name, path in files_on_disk(bundle_dir, with_manifest=True).items():
         try:
             digests[name] = digest_regular_file(path, "bundle file")[0]
         except SafeReadError as error:
             raise BundleError(str(error)) from None
+        if name == RECORDS_NAME:
+            digests.update(record_line_digests(read_bundle_bytes(path)))
+    return digests
+
+
+def record_line_digests(data: bytes) -> dict[str, str]:
+    """Each line's sha256 under the name of the AC it holds (``#line-N`` where a line names none)."""
+    digests = {}
+    for number, line in enumerate(record_lines(data), start=1):
+        try:
+            ac_id = json.loads(line)["ac"]["id"]
+        except (ValueError, TypeError, KeyError, RecursionError):
+            ac_id = None
+        name = record_line_name(ac_id) if isinstance(ac_id, str) else f"{RECORDS_NAME}#line-{number}"
+        digests[name if name not in digests else f"{RECORDS_NAME}#line-{number}"] = sha256_hex(line)
     return digests
 
 

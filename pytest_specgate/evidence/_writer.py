@@ -1,4 +1,4 @@
-"""Writing a bundle directory: every file through the redactor, the manifest last.
+"""Writing a format-2 bundle directory: records redacted where their text entered, the manifest last.
 
 The manifest is written last, so a directory without ``manifest.json`` is an unfinished
 bundle and no gate will accept it.
@@ -20,14 +20,23 @@ from pytest_specgate.evidence._bundle import (
     RECEIPT_NAME,
     STATEMENT_NAME,
     FileEntry,
-    ac_file_name,
     bundle_digest,
     file_entry,
     manifest_document,
 )
-from pytest_specgate.evidence._jsonio import record_json, replace_atomically, write_unlisted
+from pytest_specgate.evidence._jsonio import pretty_json, record_json, replace_atomically, write_unlisted
 from pytest_specgate.evidence._markdown import render_markdown
 from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
+from pytest_specgate.evidence._record_split import (
+    RECORDS_NAME,
+    RUN_FACTS_NAME,
+    RUN_KEY,
+    RunFacts,
+    join_record,
+    record_line_name,
+    run_facts_document,
+    split_records,
+)
 from pytest_specgate.evidence._redact import Redactor, write_redacted
 from pytest_specgate.evidence._schema import schema_error_paths, schema_vocabulary
 
@@ -46,11 +55,6 @@ class WrittenBundle:
     ac_ids: tuple[str, ...]
 
 
-def _ac_id(record: Mapping[str, JsonValue]) -> str:
-    ac = record.get("ac")
-    return str(ac.get("id")) if isinstance(ac, Mapping) else "<no AC id>"
-
-
 def run_verdict(judged: Sequence[tuple[AcRecord, PolicyVerdict]]) -> tuple[str, list[str]]:
     """QUALIFIED only when there is evidence and every AC passed and qualifies under the policy."""
     if not judged:
@@ -65,10 +69,11 @@ def run_verdict(judged: Sequence[tuple[AcRecord, PolicyVerdict]]) -> tuple[str, 
 
 
 def intoto_statement(
-    judged: Sequence[tuple[AcRecord, PolicyVerdict]], ac_files: Mapping[str, FileEntry], commit: str,
+    judged: Sequence[tuple[AcRecord, PolicyVerdict]], records: Mapping[str, FileEntry], commit: str,
     job_nonce: str | None = None,
 ) -> dict[str, JsonValue]:
-    """The run as an in-toto test-result Statement about the source commit, ready to sign; a fleet
+    """The run as an in-toto test-result Statement about the source commit, ready to sign; its
+    configuration names each AC's record line by the sha256 the manifest lists for it. A fleet
     job's nonce (``--specgate-nonce``) goes in its predicate as ``nonce``."""
     passed, warned, failed = [], [], []
     for record, verdict in judged:
@@ -87,7 +92,8 @@ def intoto_statement(
             "result": result,
             "policy": POLICY_VERSION,
             "configuration": [
-                {"name": name, "digest": {"sha256": entry.sha256}} for name, entry in sorted(ac_files.items())
+                {"name": record_line_name(ac_id), "digest": {"sha256": entry.sha256}}
+                for ac_id, entry in sorted(records.items())
             ],
             "passedTests": passed,
             "warnedTests": warned,
@@ -102,28 +108,35 @@ def write_attachment(run_dir: Path, redactor: Redactor, relative: str, data: byt
     return file_entry(write_redacted(redactor, run_dir / relative, data))
 
 
-def encode_record(
-    where: str, redactor: Redactor, record: Mapping[str, JsonValue], redacted: JsonValue
-) -> tuple[bytes, AcRecord]:
-    """An AC record as it is to be written and as typed, given its form through the redactor
-    (``redacted``: ``redactor.value(record)``, or its item of ``redactor.values``).
+def redacted_record(where: str, redactor: Redactor, record: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    """A record read from another bundle, redacted by this host's redactor (``specgate merge``).
 
-    The collector builds records from parts redacted where their text entered, so the pass
-    here normally changes nothing and the record, right by construction, needs no schema
-    check. A record the pass did change is validated; if the schema refuses it, the repair of
-    ``Redactor.valid_value`` runs, so redaction can never turn a valid record into one the
-    gate refuses (validated once more after that repair). A record still invalid raises
-    :class:`RecordError` before it is written. Records are written compact, by the C encoder.
+    If the redacted record fails the schema, the repair of ``Redactor.valid_value`` runs, so
+    redaction can never turn a valid record into one the gate refuses (validated once more after
+    that repair); a record still invalid raises :class:`RecordError`.
     """
-    if redacted == record and isinstance(redacted, Mapping):
-        typed = AcRecord.built(redacted)
-    else:
-        try:
-            typed = AcRecord.from_json(redacted, where)
-        except RecordError:
-            repaired = redactor.valid_value(record, schema_error_paths, schema_vocabulary())
-            typed = AcRecord.from_json(repaired, where)
-    return record_json(typed.document).encode(), typed
+    redacted = redactor.value(record)
+    if redacted == record and isinstance(redacted, dict):
+        return redacted
+    try:
+        typed = AcRecord.from_json(redacted, where)
+    except RecordError:
+        repaired = redactor.valid_value(record, schema_error_paths, schema_vocabulary())
+        typed = AcRecord.from_json(repaired, where)
+    return dict(typed.document)
+
+
+def record_line_bytes(own: Mapping[str, JsonValue]) -> bytes:
+    """One AC's line of ``records.jsonl``: its canonical JSON (the C encoder) and a newline."""
+    return record_json(own).encode()
+
+
+def _write_built(path: Path, document: Mapping[str, JsonValue]) -> FileEntry:
+    """A file built only from parts already redacted (AC ids, digests, the records' reasons and
+    the run's ids): written as it is, with no pass through the redactor."""
+    data = pretty_json(document).encode()
+    replace_atomically(path, data)
+    return file_entry(data)
 
 
 def write_bundle(
@@ -138,50 +151,51 @@ def write_bundle(
     extra_documents: Mapping[str, JsonValue] | None = None,
     job_nonce: str | None = None,
 ) -> WrittenBundle:
-    """Write AC files, statement, receipt, ``evidence.md`` and then the manifest.
+    """Write a format-2 bundle: ``records.jsonl`` and ``run.json``, statement, receipt,
+    ``evidence.md`` and then the manifest.
 
-    ``attachments`` are the files :func:`write_attachment` already put in ``run_dir``;
-    ``receipt_for(verdict, reasons)`` builds the receipt from the run verdict of what was written.
+    ``records`` are valid ``specgate.evidence/v3`` documents whose text is redacted already: the
+    collector builds them from parts redacted where their text entered the run, ``merge`` passes
+    records of other bundles through :func:`redacted_record`. Nothing here redacts them again, and
+    ``evidence.md``, the statement, the receipt (``receipt_for`` hands it back redacted) and the
+    manifest are built from them as they are. ``attachments`` are the files
+    :func:`write_attachment` already put in ``run_dir``; ``receipt_for(verdict, reasons)`` builds
+    the receipt from the run verdict of what was written.
     """
     files: dict[str, FileEntry] = dict(sorted(attachments.items()))
-    ac_files: dict[str, FileEntry] = {}
-    typed: dict[str, AcRecord] = {}
-    # The AC files are created by a thread beside this one (creating a file costs more than
-    # encoding its record); every one of them is done before the manifest, still written last.
+    split = split_records(records)
+    runs = {key: RunFacts(facts) for key, facts in split.runs.items()}
+    lines = {ac_id: record_line_bytes(own) for ac_id, own in split.lines}
+    record_entries = {ac_id: file_entry(data) for ac_id, data in lines.items()}
+    records_data = b"".join(lines.values())
+    # The records file is created by a thread beside this one while the records are judged;
+    # it is done before the manifest, still written last.
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="specgate-evidence") as creator:
-        created = []
-        ordered = sorted(records, key=_ac_id)
-        for record, redacted in zip(ordered, redactor.values(ordered), strict=True):
-            name = ac_file_name(_ac_id(record))
-            data, typed[name] = encode_record(name, redactor, record, redacted)
-            created.append(creator.submit(write_unlisted, run_dir / name, data))
-            ac_files[name] = file_entry(data)
-        files.update(ac_files)
-        # What is judged and rendered is what was written: the redacted record, validated once.
-        judged = [(typed[name], judge(typed[name])) for name in sorted(typed)]
+        created = creator.submit(write_unlisted, run_dir / RECORDS_NAME, records_data)
+        files[RECORDS_NAME] = file_entry(records_data)
+        run_facts = pretty_json(run_facts_document(split.runs)).encode()
+        write_unlisted(run_dir / RUN_FACTS_NAME, run_facts)
+        files[RUN_FACTS_NAME] = file_entry(run_facts)
+        typed = [AcRecord.built(join_record(own, runs[str(own[RUN_KEY])])) for _, own in split.lines]
+        judged = [(record, judge(record)) for record in typed]
         for name, document in sorted((extra_documents or {}).items()):
             files[name] = file_entry(write_redacted(redactor, run_dir / name, document))
         if commit is not None:
-            statement = intoto_statement(judged, ac_files, commit, job_nonce)
-            files[STATEMENT_NAME] = file_entry(write_redacted(redactor, run_dir / STATEMENT_NAME, statement))
+            statement = intoto_statement(judged, record_entries, commit, job_nonce)
+            files[STATEMENT_NAME] = _write_built(run_dir / STATEMENT_NAME, statement)
         verdict, reasons = run_verdict(judged)
         if receipt_for is not None:
             receipt = receipt_for(verdict, reasons)
-            files[RECEIPT_NAME] = file_entry(write_redacted(redactor, run_dir / RECEIPT_NAME, receipt))
-        digest = bundle_digest(files, run_id, version)
-        rendered = render_markdown(
-            [(record, outcome, ac_files[ac_file_name(record.ac.id)].sha256) for record, outcome in judged],
-            digest,
-        )
-        # By lines: the gate refuses an evidence.md that is not exactly what its records
-        # render, so this pass is a last guard that normally changes nothing; a line at a time,
-        # a line repeated in every AC block costs a memo lookup.
-        markdown_bytes = redactor.by_lines(rendered).encode()
+            files[RECEIPT_NAME] = _write_built(run_dir / RECEIPT_NAME, receipt)
+        digest = bundle_digest(files, run_id, version, record_entries)
+        markdown_bytes = render_markdown(
+            [(record, outcome, record_entries[record.ac.id].sha256) for record, outcome in judged], digest
+        ).encode()
         replace_atomically(run_dir / MARKDOWN_NAME, markdown_bytes)
         files[MARKDOWN_NAME] = file_entry(markdown_bytes)
-    for done in created:
-        done.result()
-    write_redacted(redactor, run_dir / MANIFEST_NAME, manifest_document(run_id, files, version))
+        created.result()
+    manifest = manifest_document(run_id, files, version, record_entries)
+    _write_built(run_dir / MANIFEST_NAME, manifest)
     return WrittenBundle(
         path=run_dir,
         digest=digest,

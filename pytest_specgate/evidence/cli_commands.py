@@ -21,14 +21,13 @@ from pytest_specgate._version import __version__
 from pytest_specgate.contracts.gates import GateOrderError, parse_gate_name
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.safe_read import MAX_FILE_BYTES
-from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord
+from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord, RecordError
 from pytest_specgate.evidence._bundle import (
     MERGE_NAME,
     RECEIPT_SCHEMA_ID,
     Bundle,
     BundleError,
     FileEntry,
-    ac_file_name,
     find_bundles,
     read_bundle_bytes,
     read_records,
@@ -37,6 +36,7 @@ from pytest_specgate.evidence._bundle import (
 from pytest_specgate.evidence._gate import (
     AUTHORITATIVE,
     GATE_RESULT_SCHEMA_ID,
+    AcJudgement,
     GateInputError,
     GateVerdict,
     SignatureRule,
@@ -67,7 +67,7 @@ from pytest_specgate.evidence._trusted import (
     load_trusted_config,
     trusted_config_from_file,
 )
-from pytest_specgate.evidence._writer import write_attachment, write_bundle
+from pytest_specgate.evidence._writer import redacted_record, write_attachment, write_bundle
 
 EXIT_OK = 0
 EXIT_REJECTED = 1
@@ -96,6 +96,14 @@ def _verified_records(bundle: Bundle) -> dict[str, AcRecord]:
     return read_records(bundle)
 
 
+def _record_sha256(bundle: Bundle, ac_id: str) -> str:
+    """The digest of a record :func:`_verified_records` read, so the manifest lists it."""
+    entry = bundle.record_entry(ac_id)
+    if entry is None:
+        raise BundleError(f"{bundle.path}: the manifest lists no record of {ac_id}")
+    return entry.sha256
+
+
 def only_bundle(path: Path) -> Bundle:
     """The one bundle at ``path`` (a bundle, or an evidence dir holding exactly one)."""
     bundles = find_bundles(path)
@@ -117,12 +125,16 @@ def claimed_signers(bundle: Bundle) -> str:
 
     Claimed, not verified: only the gate, with the trust policy's public keys, can verify them.
     """
+    from pytest_specgate.contracts.extras import MissingExtraError
     from pytest_specgate.evidence._bundle import SIGNATURE_NAME
-    from pytest_specgate.evidence._signing import EnvelopeError, envelope_from_bytes
 
     path = bundle.path / SIGNATURE_NAME
     if not path.is_file():
         return NOT_SIGNED
+    try:
+        from pytest_specgate.evidence._signing import EnvelopeError, envelope_from_bytes
+    except MissingExtraError as error:
+        return f"signed; its key ids are not read here: {error}"
     try:
         envelope = envelope_from_bytes(path.read_bytes())
     except (OSError, EnvelopeError) as error:
@@ -135,7 +147,7 @@ def _render_json(bundle: Bundle, records: dict[str, AcRecord], markdown: str) ->
     acs: list[JsonValue] = []
     for ac_id in sorted(records):
         verdict = judge(records[ac_id])
-        ac_sha = bundle.files[ac_file_name(ac_id)].sha256
+        ac_sha = _record_sha256(bundle, ac_id)
         acs.append({
             "ac": ac_id,
             "verdict": verdict.label,
@@ -163,7 +175,7 @@ def run_render(args: argparse.Namespace) -> int:
         return _error("render", str(error))
     markdown = render_markdown(
         [
-            (records[ac_id], judge(records[ac_id]), bundle.files[ac_file_name(ac_id)].sha256)
+            (records[ac_id], judge(records[ac_id]), _record_sha256(bundle, ac_id))
             for ac_id in sorted(records)
         ],
         bundle.digest,
@@ -275,8 +287,13 @@ def run_merge(args: argparse.Namespace) -> int:
                 return _unwritable_merge(output, error)
             rows.append({**row_document, "name": name, "path": relative, "sha256": entry.sha256,
                          "size": entry.size})
-        # Records read from older bundles (v2) are written as this version's.
-        documents.append({**choice.record.document, "schema": SCHEMA_ID, "attachments": rows})
+        # Records read from older bundles (v2) are written as this version's, redacted here once.
+        where = choice.kept.record_name(choice.ac_id)
+        try:
+            documents.append(redacted_record(where, redactor, {**choice.record.document, "schema": SCHEMA_ID,
+                                                              "attachments": rows}))
+        except RecordError as error:
+            return _error("merge", str(error))
     kept = sorted({choice.kept.path: choice.kept for choice in choices}.values(), key=lambda b: b.digest)
     merge_document: JsonValue = {
         "schema": "specgate.merge/v1",
@@ -335,7 +352,7 @@ def run_merge(args: argparse.Namespace) -> int:
 
 
 def configure_sign_parser(parser: argparse.ArgumentParser) -> None:
-    from pytest_specgate.evidence._signing import PASSPHRASE_ENV
+    from pytest_specgate.evidence._bundle import PASSPHRASE_ENV
 
     parser.description = (
         "Sign a bundle: its in-toto Statement, with the commit and every file as subjects, goes into "
@@ -508,16 +525,23 @@ def _add_pyproject_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--pyproject",
         type=Path,
-        default=Path("pyproject.toml"),
-        help="the project's pyproject.toml declaring [tool.specgate] gates (default: ./pyproject.toml)",
+        default=None,
+        help="the project's pyproject.toml declaring [tool.specgate] gates (default: ./pyproject.toml); "
+        "a file named here is read even without --gate, so a file that cannot be read is an error",
     )
 
 
 def _print_gate_lines(verdict: GateVerdict) -> None:
     commit = verdict.commit
     print(f"specgate gate: policy {verdict.policy}; commit {commit.sha} (from {commit.source})")
-    for problem in verdict.problems:
+    for problem in verdict.run_problems:
         print(problem)
+    for judgement in verdict.judgements:
+        for problem in judgement.problems:
+            if problem == judgement.not_qualifying_problem:
+                print("\n".join(not_qualifying_lines(judgement)))
+            else:
+                print(f"{judgement.ac_id}: {problem}")
     for judgement in verdict.judgements:
         if judgement.harness_changed is not None:
             sut = [f"{path} (system under test)" for path in judgement.sut_changed]
@@ -526,6 +550,22 @@ def _print_gate_lines(verdict: GateVerdict) -> None:
             print(f"{judgement.ac_id}: harness files changed since {verdict.base_commit}: {listed}")
     if not verdict.problems:
         print(f"specgate gate: accepted {', '.join(verdict.accepted)}")
+
+
+def not_qualifying_lines(judgement: AcJudgement) -> list[str]:
+    """One line per reason the policy gives, each once, as the evidence block groups them:
+    ``AC: not qualifying under POLICY: TEST: WHY`` for one test, ``WHY (N tests: ...)`` for a
+    reason several tests gave, ``WHY`` for one about the whole AC; not one joined line."""
+    assert judgement.verdict is not None
+    prefix = f"{judgement.ac_id}: not qualifying under {judgement.verdict.policy}: "
+    lines = []
+    for why, tests in judgement.not_qualifying:
+        if len(tests) == 1:
+            lines.append(f"{prefix}{tests[0]}: {why}")
+        else:
+            named = f" ({len(tests)} tests: {', '.join(tests)})" if tests else ""
+            lines.append(f"{prefix}{why}{named}")
+    return lines
 
 
 def run_gate(args: argparse.Namespace) -> int:
@@ -568,7 +608,9 @@ def configure_waivers_parser(parser: argparse.ArgumentParser) -> None:
 
 def run_waivers(args: argparse.Namespace) -> int:
     try:
-        config = UNTRUSTED if args.gate is None else trusted_config_from_file(args.pyproject, "--pyproject")
+        pyproject = Path("pyproject.toml") if args.pyproject is None else args.pyproject
+        named = args.gate is not None or args.pyproject is not None
+        config = trusted_config_from_file(pyproject, "--pyproject") if named else UNTRUSTED
         gate = resolve_gate(args.gate, config)
         bundles = load_all_bundles(args.bundles)
         waivers: dict[tuple[str, str, str], list[str]] = {}

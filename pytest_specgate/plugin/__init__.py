@@ -16,6 +16,12 @@ host probes, engines and evidence load in the hook that first needs them.
 
 from __future__ import annotations
 
+from pytest_specgate.evidence import watch_imports
+
+# First: every module imported from here on is seen, so run provenance judges one that later
+# leaves sys.modules too.
+watch_imports()
+
 # Each before any module that imports it: pytest warns of a plugin module already imported
 # when it was imported without assertion rewriting (an editable install).
 pytest_plugins = [

@@ -17,6 +17,7 @@ from pytest_specgate.plugin.hookspecs import SpecgateHookSpecs
 from pytest_specgate.plugin.host_facts import session_host_facts, session_host_provenance
 from pytest_specgate.plugin.stash import (
     COLLECTOR_KEY,
+    IMPORT_MARK_KEY,
     PROJECT_KEY,
     REDACTOR_KEY,
     RUN_COLLECTION_KEY,
@@ -42,6 +43,14 @@ def signing_key(path: Path) -> SigningKey:
         raise SpecgateInputError(f"--specgate-sign-key: {exc}") from None
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Where this run's share of what the import watcher saw starts."""
+    from pytest_specgate.evidence import watch_imports
+
+    config.stash[IMPORT_MARK_KEY] = watch_imports().mark()
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session) -> None:
     """Sign the bundle the evidence collector has just written (controller only); on an xdist
@@ -57,7 +66,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         from pytest_specgate.evidence import FOREIGN_MODULES_KEY, foreign_modules, interpreter_locations
 
         locations = interpreter_locations(git_top(config.rootpath.resolve()))
-        workeroutput[FOREIGN_MODULES_KEY] = foreign_modules(sys.modules, locations)
+        workeroutput[FOREIGN_MODULES_KEY] = foreign_modules(_imported_modules(config, worker=True), locations)
     key = config.stash.get(SIGNING_KEY, None)
     collector = config.stash.get(COLLECTOR_KEY, None)
     if key is None or collector is None or collector.bundle is None:
@@ -118,10 +127,19 @@ def _run_provenance(config: pytest.Config) -> dict[str, Any]:
         backends={entry.name: None if entry.dist is None else entry.dist.name
                   for entry in metadata.entry_points(group=ENTRY_POINT_GROUP)},
         environ=os.environ,
-        modules=sys.modules,
+        modules=_imported_modules(config, worker=False),
         sys_path=sys.path,
         redact=collector.redactor.text,
     )
+
+
+def _imported_modules(config: pytest.Config, *, worker: bool) -> dict[str, object]:
+    from pytest_specgate.evidence import option_plugin_names, run_modules, watch_imports
+
+    mark = config.stash.get(IMPORT_MARK_KEY, None)
+    watched, files = watch_imports().since(mark) if mark is not None else ([], [])
+    return run_modules(sys.modules, watched, files, config.pluginmanager.get_plugins(),
+                       option_plugin_names(config.invocation_params.args, os.environ), worker=worker)
 
 
 def _conftest_files(config: pytest.Config) -> list[Path]:

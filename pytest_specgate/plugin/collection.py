@@ -13,8 +13,6 @@ import pytest
 
 from pytest_specgate.contracts import markers as marker_docs
 from pytest_specgate.contracts.errors import SpecgateInputError
-from pytest_specgate.contracts.gates import undeclared_gate_problem
-from pytest_specgate.contracts.runmode import RunAction, RunDecision, RunMode, decide_run
 from pytest_specgate.plugin.host_facts import session_host_facts
 from pytest_specgate.plugin.options import input_errors_stop_the_run
 from pytest_specgate.plugin.stash import (
@@ -33,6 +31,7 @@ from pytest_specgate.plugin.stash import (
 if TYPE_CHECKING:
     from pytest_specgate.contracts.acceptance import AcceptanceCriterion
     from pytest_specgate.contracts.hardware import HardwareVerdict
+    from pytest_specgate.contracts.runmode import RunDecision
     from pytest_specgate.engines.config import EngineChoice
     from pytest_specgate.selection.collection import SpecPlan
     from pytest_specgate.selection.settings import ProjectSettings, SpecgateSettings
@@ -40,6 +39,7 @@ if TYPE_CHECKING:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    from pytest_specgate.contracts.runmode import RunAction, RunDecision, RunMode
     from pytest_specgate.selection.collection import SpecPlan
 
     # On an xdist worker a UsageError would crash the worker, not stop the run: there
@@ -108,6 +108,7 @@ def _closest_markers(item: pytest.Item) -> dict[str, pytest.Mark]:
 def _prepare_item(item: pytest.Item, config: pytest.Config, plan: SpecPlan) -> float | None:
     """Validate a test's markers, store its AC, hardware verdict and run decision, and return
     its declared cost (None when it declares none)."""
+    from pytest_specgate.contracts.runmode import decide_run
     from pytest_specgate.selection.collection import declared_cost
 
     settings = config.stash[SETTINGS_KEY].run
@@ -163,6 +164,8 @@ def _check_waiver_declared(criterion: AcceptanceCriterion, nodeid: str,
     """A waiver must move the AC to one of the project's declared merge gates."""
     if criterion.waived_to is None:
         return
+    from pytest_specgate.contracts.gates import undeclared_gate_problem
+
     problem = undeclared_gate_problem(criterion.waived_to, project.gates, project.declared_in)
     if problem is not None:
         raise SpecgateInputError(f"{nodeid}: @pytest.mark.ac(waived_to={criterion.waived_to!r}): {problem}")

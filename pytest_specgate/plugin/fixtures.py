@@ -27,6 +27,7 @@ from pytest_specgate.plugin.stash import (
     RECORDER_KEY,
     SETTINGS_KEY,
 )
+from pytest_specgate.plugin.terminal import announce_masks
 from pytest_specgate.plugin.used_engines import memory_ledger
 
 if TYPE_CHECKING:
@@ -64,7 +65,8 @@ def evidence(request: pytest.FixtureRequest) -> Iterator[EvidenceRecorder]:
     recorder = EvidenceRecorder(request.node.nodeid, lambda: session_redactor(config),
                                 _staging_dir(config),
                                 ac_id=criterion.id if criterion is not None else None,
-                                confidence_level=config.stash[SETTINGS_KEY].confidence_level)
+                                confidence_level=config.stash[SETTINGS_KEY].confidence_level,
+                                announce_secret=lambda value: announce_masks(config, [value]))
     request.node.stash[RECORDER_KEY] = recorder
     yield recorder
     recorder.fail_on_new_misses()
@@ -129,11 +131,24 @@ def engine_config(request: pytest.FixtureRequest, tiny_model_cache: Path) -> Eng
         config = config.with_options(python=settings.vllm_python)
     if settings.engine_options:
         config = config.with_options(**dict(settings.engine_options))
+    _register_engine_secrets(request.config, config)
     compose = config.backend == "vllm" and config.option("mode") == "compose"
     if compose and config.option("host_facts") is None:
         # Compose eligibility judges the host the session's markers were judged against.
         config = config.with_options(host_facts=str(request.getfixturevalue("specgate_host_facts_file")))
     return config
+
+
+def _register_engine_secrets(pytestconfig: pytest.Config, config: EngineConfig) -> None:
+    """An engine's ``api_key`` and the password of its URL are secrets this run knows: masked
+    in evidence and on the terminal, and announced to the CI runner."""
+    from pytest_specgate.evidence import url_passwords
+
+    api_key, url = config.option("api_key"), config.option("url")
+    values = [api_key] if isinstance(api_key, str) else []
+    values += url_passwords(url) if isinstance(url, str) else []
+    redactor = session_redactor(pytestconfig)
+    announce_masks(pytestconfig, [value for value in values if redactor.register_secret(value)])
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_specgate.contracts.engine import EngineBootError, boot_failure_text
-from pytest_specgate.contracts.payload import SPEC_PROPERTY, spec_payload
 from pytest_specgate.contracts.progress import reporting_progress
 from pytest_specgate.plugin.bundle import session_redactor
 from pytest_specgate.plugin.stash import (
@@ -43,8 +41,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     report = yield
-    if report.failed and call.excinfo is not None and call.excinfo.errisinstance(EngineBootError):
-        report.longrepr = boot_failure_text(item.nodeid, call.excinfo.value)
+    if report.failed and call.excinfo is not None:
+        from pytest_specgate.contracts.engine import EngineBootError, boot_failure_text
+
+        if call.excinfo.errisinstance(EngineBootError):
+            report.longrepr = boot_failure_text(item.nodeid, call.excinfo.value)
     decision = item.stash.get(DECISION_KEY, None)
     if decision is not None and decision.skips and report.skipped and isinstance(report.longrepr, tuple):
         # Point the skip at the spec, as pytest's skipping plugin does for skip markers.
@@ -65,6 +66,8 @@ def _attach_payload(item: pytest.Item, decision: RunDecision | None, report: pyt
     engines = engine_entries(item)
     if criterion is None and verdict is None and recorder is None and not engines:
         return
+    from pytest_specgate.contracts.payload import SPEC_PROPERTY, spec_payload
+
     redact = session_redactor(item.config).value
     payload = spec_payload(
         item.nodeid,

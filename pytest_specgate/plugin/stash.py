@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         SelectionFacts,
         SignedBundle,
         SigningKey,
+        WatchMark,
     )
     from pytest_specgate.plugin.census import RunCollection
     from pytest_specgate.selection.collection import SpecPlan
@@ -52,3 +53,5 @@ RUN_COLLECTION_KEY: Final[pytest.StashKey[RunCollection]] = pytest.StashKey()
 CURRENT_ITEM_KEY: Final[pytest.StashKey[pytest.Item]] = pytest.StashKey()
 ITEM_ENGINES_KEY: Final[pytest.StashKey[list[tuple[Engine, dict[str, Any]]]]] = pytest.StashKey()
 MEMORY_LEDGER_KEY: Final[pytest.StashKey[MemoryLedger]] = pytest.StashKey()
+IMPORT_MARK_KEY: Final[pytest.StashKey[WatchMark]] = pytest.StashKey()
+"""Where this run's imports start in the import watcher (``evidence.watch_imports``)."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_specgate.contracts.payload import mismatched_hardware_runs, unbundled_evidence
+from pytest_specgate.plugin.bundle import session_redactor
 from pytest_specgate.plugin.host_facts import session_host_facts, session_host_provenance
 from pytest_specgate.plugin.options import input_errors_stop_the_run
 from pytest_specgate.plugin.pytest_adapter import output_uncaptured, resume_file_line
@@ -26,7 +26,7 @@ from pytest_specgate.plugin.stash import SETTINGS_KEY, SIGNED_KEY
 if TYPE_CHECKING:
     from pytest_specgate.contracts.progress import ProgressFactory, StepProgress
 
-__all__ = ["LINE_INTERVAL_S", "TerminalLines", "progress_factory"]
+__all__ = ["LINE_INTERVAL_S", "TerminalLines", "announce_masks", "progress_factory"]
 
 LINE_INTERVAL_S = 5.0
 """At most one progress line per step this often (a 5-minute window writes about 60)."""
@@ -117,6 +117,36 @@ def progress_factory(item: pytest.Item) -> ProgressFactory | None:
     return factory
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Every text pytest's terminal writer prints passes the session redactor's credential rules
+    (paths and names stay readable): failures, ``-l`` locals, skip reasons, test ids, specgate's
+    own lines and engine errors (an endpoint URL with a password)."""
+    if hasattr(config, "workerinput") or config.pluginmanager.get_plugin("terminalreporter") is None:
+        return
+    from pytest_specgate.evidence import redact_writes
+
+    redact_writes(config.get_terminal_writer(), lambda: session_redactor(config).secrets_only().text)
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Under GitHub Actions, register the values this run knows are secret with the runner
+    (``::add-mask::``), so the CI log hides them wherever they appear."""
+    config = session.config
+    if os.environ.get("GITHUB_ACTIONS") == "true" and not hasattr(config, "workerinput"):
+        announce_masks(config, session_redactor(config).known_secrets)
+
+
+def announce_masks(config: pytest.Config, values: tuple[str, ...] | list[str]) -> None:
+    """``::add-mask::`` for ``values`` on the real standard output, past capture and past the
+    terminal's redaction (a redacted mask command would mask nothing); nothing outside GitHub
+    Actions."""
+    from pytest_specgate.evidence import write_mask_commands
+
+    with output_uncaptured(config):
+        write_mask_commands(sys.stdout, values, os.environ)
+
+
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     settings = config.stash[SETTINGS_KEY]
     if not (settings.run.required or settings.run.diagnostic or settings.host_facts_file):
@@ -137,6 +167,8 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
                                     f"({len(statement.files)} files, commit {statement.commit})")
     if not config.stash[SETTINGS_KEY].wants_payload:
         return
+    from pytest_specgate.contracts.payload import mismatched_hardware_runs, unbundled_evidence
+
     reports = [report for reports in terminalreporter.stats.values() for report in reports]
     if config.stash[SETTINGS_KEY].evidence_dir is not None:
         unbundled = unbundled_evidence(reports)

@@ -166,6 +166,9 @@ def specgate_table(pyproject: Path | None) -> dict[str, Any]:
         return {}
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+    except UnicodeDecodeError as exc:
+        found = f"{exc.reason} at byte {exc.start}"
+        raise RequirementError(f"{pyproject}: cannot read: not UTF-8 text ({found})") from None
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise RequirementError(f"{pyproject}: cannot read: {exc}") from exc
     table = data.get("tool", {}).get("specgate", {})

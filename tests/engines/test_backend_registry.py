@@ -21,6 +21,7 @@ from pytest_specgate.engines.backends import (
     backends_from_entry_points,
     boot_function,
 )
+from pytest_specgate.evidence import find_bundles, read_records
 
 
 def _entry(name: str, value: str) -> metadata.EntryPoint:
@@ -166,7 +167,6 @@ def test_a_backend_whose_engine_calls_itself_mlx_is_recorded_by_its_registry_nam
 ) -> None:
     """Issue #28: an unenrolled entry-point backend whose engines report ``backend = "mlx"`` is
     recorded as what booted it (``echo``), and the mismatch keeps its evidence from qualifying."""
-    import json
 
     says_mlx = ECHO_BACKEND.replace('backend = "echo"', 'backend = "mlx"').encode()
     wheel = build_wheel(tmp_path, "specgate-echo", "1.0", {"specgate_echo.py": says_mlx},
@@ -188,8 +188,8 @@ def test_canary(engine):
 """)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--specgate-evidence=out")
     result.assert_outcomes(passed=1)
-    (record_path,) = (pytester.path / "out").glob("*/AC-10.json")
-    record = json.loads(record_path.read_text())
+    (bundle,) = find_bundles(pytester.path / "out")
+    record = read_records(bundle)["AC-10"].document
     [entry] = record["tests"][0]["engines"]
     assert (entry["backend"], entry["reported_backend"]) == ("echo", "mlx")
     assert ("test_echo.py::test_canary: the engine booted by the 'echo' backend reports itself as 'mlx': an "

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import signal
 import sys
 from pathlib import Path
@@ -136,6 +137,9 @@ def test_cli_refuses_a_capacity_shortfall(capsys: pytest.CaptureFixture[str]) ->
     ("argv", "message"),
     [
         (("--alpha", "2"), "alpha must be within [0, 1]"),
+        (("--target-step-ms", "1e308"), "target_step_ms must be within [0, 60000] ms (a minute per step)"),
+        (("--draft-step-ms", "inf"), "draft_step_ms must be within [0, 60000] ms"),
+        (("--target-step-ms", "nan"), "target_step_ms must be within [0, 60000] ms"),
         (("--fault", "meteor"), "unknown mock fault 'meteor'"),
         (("--option", "eos_one_in"), "--option expects KEY=JSON"),
         (("--option", "eos_one_in={"), "--option eos_one_in: not valid JSON"),
@@ -185,3 +189,33 @@ def test_cli_serves_on_the_port_with_its_flags_and_stops_cleanly(tmp_path: Path)
     assert status["gated_features"] == []
     assert 1 <= answer["usage"]["completion_tokens"] <= 7
     assert code == -signal.SIGTERM, "uvicorn shuts down on SIGTERM and re-raises it; -9 would mean it hung"
+
+
+def test_sigterm_stops_the_server_promptly_with_a_request_waiting_on_the_longest_step(
+    tmp_path: Path,
+) -> None:
+    """The longest step the range allows (a minute) leaves a request waiting; the first SIGTERM
+    still stops the server (uvicorn's one-second grace), not the SIGKILL after it."""
+    import threading
+    import time
+
+    port = free_loopback_port()
+    argv = [sys.executable, "-m", "pytest_specgate.engines.mock", "--port", str(port),
+            "--target-step-ms", "60000"]
+    process = ManagedProcess().start(argv, None, tmp_path / "cli.log")
+
+    def ask() -> None:
+        with contextlib.suppress(httpx.HTTPError):
+            httpx.post(f"http://127.0.0.1:{port}/v1/chat/completions",
+                       json={"messages": user("slow"), "max_tokens": 4, **GREEDY}, timeout=30)
+
+    try:
+        wait_for_health(f"http://127.0.0.1:{port}/health", 30, process)
+        asking = threading.Thread(target=ask, daemon=True)
+        asking.start()
+        time.sleep(0.5)
+    finally:
+        started = time.monotonic()
+        code = process.terminate(grace_s=5.0)
+        stopped_s = time.monotonic() - started
+    assert code == -signal.SIGTERM and stopped_s < 5.0, (code, stopped_s)

@@ -57,6 +57,15 @@ def test_a_release_byte_means_the_parent_let_go() -> None:
         os.close(read_end)
 
 
+def test_a_release_byte_after_other_bytes_still_lets_go() -> None:
+    """The lifeline is read a byte at a time: only the release byte counts, wherever it comes."""
+    read_end = _pipe_holding(b"x" + reaper.RELEASE, close=True)
+    try:
+        assert reaper.wait_for_parent(read_end) is False
+    finally:
+        os.close(read_end)
+
+
 @pytest.mark.parametrize("data", [b"", b"x", b"xy"])
 def test_end_of_file_means_the_parent_is_gone_whatever_came_before(data: bytes) -> None:
     read_end = _pipe_holding(data, close=True)

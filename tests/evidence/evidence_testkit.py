@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import subprocess
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,8 +32,20 @@ from pytest_specgate.evidence import (
     read_records,
     render_markdown,
 )
-from pytest_specgate.evidence._bundle import FileEntry, file_entry, manifest_document
+from pytest_specgate.evidence._bundle import (
+    FileEntry,
+    file_entry,
+    load_bundle,
+    manifest_document,
+    read_ac_record,
+)
 from pytest_specgate.evidence._jsonio import pretty_json, record_json
+from pytest_specgate.evidence._record_split import (
+    RECORDS_NAME,
+    RUN_FACTS_NAME,
+    run_facts_document,
+    split_records,
+)
 from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 
 PLANTED_HF_TOKEN = "hf_PlantedTokenValue0123456789abcdefXYZ"
@@ -117,19 +129,29 @@ CLEAN_RUN_PROVENANCE: Mapping[str, Any] = {
 """What a run from a clean checkout with pytest-specgate installed from a wheel records."""
 
 
-def reasons_besides_this_checkout(record: Mapping[str, Any]) -> list[str]:
-    """A subprocess run's reasons, less the one naming this checkout's pytest_specgate as foreign.
+CHECKOUT = Path(__file__).resolve().parents[2]
 
-    A pytest run in a subprocess imports the plugin from this checkout (``$PYTHONPATH``), outside
-    the project under test and any distribution: rightly foreign there. The in-process runs have
-    ``tests/conftest.py`` set it aside; a subprocess run can only leave out that one reason,
-    and only when nothing but the plugin was foreign.
+
+def reasons_besides_this_checkout(record: Mapping[str, Any]) -> list[str]:
+    """A subprocess run's reasons, less those naming this checkout's pytest_specgate as foreign.
+
+    A pytest run in a subprocess imports the plugin from this checkout (installed editable, or
+    through ``$PYTHONPATH``), outside the project under test and any built install: rightly
+    foreign there. The in-process runs have ``tests/conftest.py`` set it aside; a subprocess run
+    can only leave out the reasons about it (the one-line editable reason, the module list, a
+    ``PYTHONPATH`` naming only the checkout), and only when nothing but the plugin was foreign.
     """
-    foreign = record["run_provenance"]["foreign_modules"]
-    if not all(name == "pytest_specgate" or name.startswith("pytest_specgate.") for name in foreign):
+    provenance = record["run_provenance"]
+    if not all(name.partition(" ")[0].partition(".")[0] == "pytest_specgate"
+               for name in provenance["foreign_modules"]):
         return list(record["not_qualifying_reasons"])
+    about_the_checkout = ("modules imported from outside the repository and every installed",
+                          "pytest-specgate is installed editable from ", "pytest-specgate is imported from ")
+    only_checkout_on_path = all(Path(entry).resolve() == CHECKOUT
+                                for entry in provenance.get("pythonpath_outside", []))
     return [reason for reason in record["not_qualifying_reasons"]
-            if not reason.startswith("modules imported from outside the repository and every installed")]
+            if not reason.startswith(about_the_checkout)
+            and not (only_checkout_on_path and reason.startswith("PYTHONPATH entries outside"))]
 
 
 class SyntheticRun:
@@ -293,6 +315,24 @@ def gate(capsys: pytest.CaptureFixture[str], *arguments: str) -> tuple[int, list
     return code, lines, captured.err
 
 
+def ac_record(bundle: Path, ac_id: str) -> dict[str, Any]:
+    """One AC's record as the judge reads it (a format-2 line with its run's facts joined in),
+    as plain JSON a test may edit without touching another AC's."""
+    document = read_ac_record(load_bundle(bundle), ac_id).document
+    copied: dict[str, Any] = json.loads(json.dumps(document))
+    return copied
+
+
+def write_records(bundle: Path, documents: Iterable[Mapping[str, Any]]) -> dict[str, FileEntry]:
+    """Write ``records.jsonl`` and ``run.json`` of these records, as the writer splits them;
+    returns each record line's entry."""
+    split = split_records(documents)
+    lines = {ac_id: record_json(own).encode() for ac_id, own in split.lines}
+    (bundle / RECORDS_NAME).write_bytes(b"".join(lines.values()))
+    (bundle / RUN_FACTS_NAME).write_text(pretty_json(run_facts_document(split.runs)))
+    return {ac_id: file_entry(data) for ac_id, data in lines.items()}
+
+
 def reseal_bundle(
     bundle: Path, edits: Mapping[str, Callable[[dict[str, Any]], None]], *, rerender: bool = True
 ) -> str:
@@ -301,36 +341,64 @@ def reseal_bundle(
     the policy recomputes); otherwise the old markdown is kept with only its digests swapped.
     Returns the new evidence.md, ready to paste into a PR body."""
     manifest = json.loads((bundle / MANIFEST_NAME).read_text())
-    for ac_id, edit in edits.items():
-        path = bundle / f"{ac_id}.json"
-        record = json.loads(path.read_text())
-        edit(record)
-        path.write_text(record_json(record))
+    records: dict[str, FileEntry] | None = None
+    if "records" in manifest:
+        documents = {ac_id: ac_record(bundle, ac_id) for ac_id in sorted(manifest["records"])}
+        for ac_id, edit in edits.items():
+            edit(documents[ac_id])
+        records = write_records(bundle, documents.values())
+    else:  # format 1: one file per AC
+        for ac_id, edit in edits.items():
+            record = ac_record(bundle, ac_id)
+            edit(record)
+            (bundle / f"{ac_id}.json").write_text(record_json(record))
     files = {
         name: file_entry((bundle / name).read_bytes()) for name in manifest["files"] if name != MARKDOWN_NAME
     }
-    digest = bundle_digest(files, manifest["run_id"], manifest["specgate"])
+    digest = bundle_digest(files, manifest["run_id"], manifest["specgate"], records)
+    unchecked = load_bundle_unchecked(bundle, files, manifest, records)
     old_markdown = (bundle / MARKDOWN_NAME).read_text()
     if rerender:
-        records = read_records(load_bundle_unchecked(bundle, files, manifest))
+        typed = read_records(unchecked)
         markdown = render_markdown(
-            [(records[ac], judge(records[ac]), files[f"{ac}.json"].sha256) for ac in sorted(records)], digest
+            [(typed[ac], judge(typed[ac]), _sha256(unchecked, ac)) for ac in sorted(typed)], digest
         )
     else:
         markdown = old_markdown.replace(manifest["bundle_sha256"], digest)
-        for name, entry in files.items():
-            markdown = markdown.replace(manifest["files"][name]["sha256"], entry.sha256)
+        for ac_id in unchecked.ac_ids():
+            old = manifest["records"][ac_id] if records is not None else manifest["files"][f"{ac_id}.json"]
+            markdown = markdown.replace(old["sha256"], _sha256(unchecked, ac_id))
     (bundle / MARKDOWN_NAME).write_text(markdown)
     files[MARKDOWN_NAME] = file_entry(markdown.encode())
-    (bundle / MANIFEST_NAME).write_text(
-        pretty_json(manifest_document(manifest["run_id"], files, manifest["specgate"]))
-    )
+    if records is None:
+        document = {**manifest_document(manifest["run_id"], files, manifest["specgate"], {}),
+                    "schema": manifest["schema"], "bundle_sha256": bundle_digest(files, manifest["run_id"],
+                                                                                 manifest["specgate"])}
+        del document["records"]
+    else:
+        document = manifest_document(manifest["run_id"], files, manifest["specgate"], records)
+    (bundle / MANIFEST_NAME).write_text(pretty_json(document))
     return markdown
 
 
+def _sha256(bundle: Bundle, ac_id: str) -> str:
+    entry = bundle.record_entry(ac_id)
+    assert entry is not None, ac_id
+    return entry.sha256
+
+
 def load_bundle_unchecked(
-    bundle: Path, files: Mapping[str, FileEntry], manifest: Mapping[str, Any]
+    bundle: Path, files: Mapping[str, FileEntry], manifest: Mapping[str, Any],
+    records: Mapping[str, FileEntry] | None = None,
 ) -> Bundle:
-    """The bundle as the forger's rebuilt file list describes it (before the manifest is rewritten)."""
-    digest = bundle_digest(files, manifest["run_id"], manifest["specgate"])
-    return Bundle(path=bundle, run_id=manifest["run_id"], files=files, digest=digest, stated_digest=digest)
+    """The bundle as the forger's rebuilt file list describes it (before the manifest is rewritten);
+    ``records``: a format-2 bundle's record lines (None: format 1)."""
+    digest = bundle_digest(files, manifest["run_id"], manifest["specgate"], records)
+    return Bundle(path=bundle, run_id=manifest["run_id"], files=files, digest=digest, stated_digest=digest,
+                  records=records)
+
+
+def record_line(bundle: Path, ac_id: str) -> bytes:
+    """The AC's line of a format-2 bundle's ``records.jsonl``, as its manifest orders them."""
+    order = sorted(json.loads((bundle / MANIFEST_NAME).read_text())["records"])
+    return (bundle / RECORDS_NAME).read_bytes().splitlines(keepends=True)[order.index(ac_id)]

@@ -6,12 +6,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-from evidence_testkit import git
+from evidence_testkit import ac_record, git
 
 from pytest_specgate.evidence import find_bundles, schema_problems, verify_bundle
 from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
@@ -40,7 +39,7 @@ def commit_project(pytester: pytest.Pytester, **files: str) -> str:
 def only_record(directory: Path, ac_id: str = "AC-10") -> tuple[Path, dict[str, Any]]:
     bundles = find_bundles(directory)
     assert len(bundles) == 1 and verify_bundle(bundles[0]) == []
-    record: dict[str, Any] = json.loads((bundles[0].path / f"{ac_id}.json").read_text())
+    record: dict[str, Any] = ac_record(bundles[0].path, ac_id)
     assert schema_problems(record) == []
     return bundles[0].path, record
 
@@ -65,8 +64,9 @@ def run_passing(pytester: pytest.Pytester, *options: str) -> tuple[Path, dict[st
 
 
 def gate_rejection(bundle: Path, commit: str, capsys: pytest.CaptureFixture[str]) -> str:
-    """The gate's one ``AC-10: not qualifying: ...`` line for ``bundle`` (it must exit 1)."""
+    """The gate's ``AC-10: not qualifying: ...`` lines for ``bundle``, one per reason (it must exit 1)."""
     code, lines = gate_lines(bundle, commit, capsys)
     assert code == 1, lines
-    [line] = [line for line in lines if line.startswith("AC-10: not qualifying under specgate.policy/1: ")]
-    return line.replace(" under specgate.policy/1", "")
+    found = [line for line in lines if line.startswith("AC-10: not qualifying under specgate.policy/1: ")]
+    assert found, lines
+    return "\n".join(line.replace(" under specgate.policy/1", "") for line in found)

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import platform
 
 import pytest
-from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun
+from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun, ac_record
 
 from pytest_specgate.evidence import AcRecord, judge
 from pytest_specgate.selection.boot_session import boot_session_id
@@ -31,7 +30,7 @@ def test_a_reboot_during_the_run_disqualifies_every_ac(git_repo: GitRepo) -> Non
     run.run_test("t.py::b", AC11)
     path = run.finish().path
     for ac in ("AC-10", "AC-11"):
-        record = json.loads((path / f"{ac}.json").read_text())
+        record = ac_record(path, ac)
         session = record["run"]["boot_session"]
         assert session["start"] == session["end"]
         assert not any("rebooted" in reason for reason in judge(AcRecord.from_json(record, ac)).reasons)

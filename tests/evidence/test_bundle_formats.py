@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from evidence_testkit import TEST_ENV, GitRepo, cli, gate, qualifying_bundle
+from evidence_testkit import TEST_ENV, GitRepo, ac_record, cli, gate, qualifying_bundle, record_line
 from test_evidence_signing import load_policy, pem_key, write_policy
 
 from pytest_specgate.evidence import build_redactor, judge, load_bundle, read_records, verify_bundle
@@ -62,12 +62,12 @@ def _gate_args(bundle: Path, body: Path, trusted: Path | None = None) -> list[st
 def test_records_are_written_compact_and_every_other_file_indented(git_repo: GitRepo) -> None:
     written = qualifying_bundle(git_repo.path, TEST_ENV)
     for ac in ("AC-10", "AC-11"):
-        data = (written.path / f"{ac}.json").read_text()
-        record = json.loads(data)
-        assert record["schema"] == "specgate.evidence/v3"
-        assert data == canonical_json(record) + "\n" and data.count("\n") == 1
+        data = record_line(written.path, ac).decode()
+        line = json.loads(data)
+        assert line["ac"]["id"] == ac and line["run_facts"] == written.path.name
+        assert data == canonical_json(line) + "\n" and data.count("\n") == 1
     manifest = (written.path / "manifest.json").read_text()
-    assert json.loads(manifest)["schema"] == "specgate.manifest/v2"
+    assert json.loads(manifest)["schema"] == "specgate.manifest/v3"
     assert manifest == pretty_json(json.loads(manifest))
     for name in ("receipt.json", "statement.intoto.json"):
         text = (written.path / name).read_text()
@@ -115,9 +115,8 @@ def test_merge_reads_the_previous_format_and_writes_the_new_one(
                                                    f"bundle-sha256 {load_bundle(merged).digest})\n")
     for ac in ("AC-10", "AC-11"):
         old = json.loads((legacy / f"{ac}.json").read_text())
-        data = (merged / f"{ac}.json").read_text()
-        assert data == canonical_json({**old, "schema": "specgate.evidence/v3"}) + "\n"
-    assert json.loads((merged / "manifest.json").read_text())["schema"] == "specgate.manifest/v2"
+        assert ac_record(merged, ac) == {**old, "schema": "specgate.evidence/v3"}
+    assert json.loads((merged / "manifest.json").read_text())["schema"] == "specgate.manifest/v3"
     code, lines, _ = gate(capsys, *_gate_args(merged, tmp_path / "PR.md"))
     assert code == 1 and any(line.startswith("AC-10: not qualifying") and NO_CENSUS in line for line in lines)
 
@@ -137,3 +136,144 @@ def test_a_signature_over_a_bundle_of_the_previous_format_verifies_under_a_trust
     trust = judge_bundle(legacy, policy, NOW)
     assert trust.problem is None and trust.commit == LEGACY_COMMIT
     assert [signer.name for signer in trust.signers] == ["desk-m4"]
+
+
+FORMAT_1 = Path(__file__).parent / "legacy_bundles" / "format-1"
+"""A format-1 bundle (manifest v2, one compact ``specgate.evidence/v3`` file per AC) written by
+main e65fb4e's writer from ``qualifying_bundle``: both ACs pass and qualify."""
+FORMAT_1_COMMIT = "68091b431b8343a1c7aa6b67fe0110719674d9ba"
+
+
+@pytest.fixture
+def format_1(tmp_path: Path) -> Path:
+    copy = tmp_path / "evidence" / FORMAT_1.name
+    shutil.copytree(FORMAT_1, copy)
+    return copy
+
+
+def _format_1_gate(bundle: Path, body: Path) -> list[str]:
+    body.write_text("## Summary\n\n" + (bundle / "evidence.md").read_text())
+    return [f"--commit={FORMAT_1_COMMIT}", f"--pr-body={body}", f"--evidence={bundle}",
+            "--require=AC-10", "--require=AC-11"]
+
+
+def test_a_format_1_bundle_of_main_verifies_and_the_gate_accepts_it(
+    format_1: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bundle = load_bundle(format_1)
+    assert bundle.records is None and verify_bundle(bundle) == []
+    assert bundle.record_name("AC-10") == "AC-10.json"
+    records = read_records(bundle)
+    assert [judge(records[ac]).label for ac in ("AC-10", "AC-11")] == ["PASSED · QUALIFYING"] * 2
+    code, lines, _ = gate(capsys, *_format_1_gate(format_1, tmp_path / "PR.md"))
+    assert (code, lines) == (0, ["specgate gate: accepted AC-10, AC-11"])
+
+
+def test_a_format_1_record_edited_after_writing_is_still_caught(
+    format_1: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = format_1 / "AC-10.json"
+    path.write_text(path.read_text().replace('"value":1.52', '"value":1.92'))
+    code, lines, _ = gate(capsys, *_format_1_gate(format_1, tmp_path / "PR.md"))
+    assert code == 1 and "AC-10.json: sha256" in lines[0]
+
+
+def test_render_prints_a_format_1_bundle_as_its_writer_did(
+    format_1: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = cli(capsys, configure_render_parser, run_render, str(format_1))
+    assert (code, err) == (0, "") and out == (format_1 / "evidence.md").read_text()
+
+
+def test_merge_turns_a_format_1_bundle_into_format_2_holding_the_same_records(
+    format_1: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    merged = tmp_path / "merged"
+    code, _, err = cli(capsys, configure_merge_parser, run_merge, str(format_1), f"--out={merged}")
+    assert (code, err) == (0, "")
+    bundle = load_bundle(merged)
+    assert sorted(bundle.records or {}) == ["AC-10", "AC-11"] and verify_bundle(bundle) == []
+    for ac in ("AC-10", "AC-11"):
+        assert ac_record(merged, ac) == json.loads((format_1 / f"{ac}.json").read_text())
+    runs = json.loads((merged / "run.json").read_text())["runs"]
+    assert list(runs) == [json.loads((format_1 / "manifest.json").read_text())["run_id"]]
+    code, lines, _ = gate(capsys, *_format_1_gate(merged, tmp_path / "PR.md"))
+    assert (code, lines) == (0, ["specgate gate: accepted AC-10, AC-11"])
+
+
+def test_a_format_1_bundle_of_main_is_signed_and_its_signature_verifies(
+    format_1: Path, tmp_path: Path
+) -> None:
+    keys = tmp_path / "keys"
+    keys.mkdir()
+    desk = pem_key(keys, "desk-m4")
+    policy = load_policy(write_policy(tmp_path, {"desk-m4": (desk, ["m4-16gb"])})).trust
+    assert policy is not None
+    signed = sign_bundle(format_1, load_signing_key(desk.path, {}), build_redactor(None))
+    assert "AC-10.json" in signed.statement.files
+    assert not any("#" in name for name in signed.statement.files)
+    trust = judge_bundle(format_1, policy, NOW)
+    assert trust.problem is None and trust.commit == FORMAT_1_COMMIT
+
+
+def test_a_line_changed_with_only_the_file_entry_resealed_is_named(git_repo: GitRepo) -> None:
+    """The manifest lists every line's digest besides the file's: rewriting the file's entry
+    around an edited line still leaves the line's own entry to name it."""
+    from pytest_specgate.evidence._bundle import FileEntry, file_entry, manifest_document
+
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    records = written.path / "records.jsonl"
+    data = records.read_bytes().replace(b'"value":1.52', b'"value":1.92', 1)
+    records.write_bytes(data)
+    manifest = json.loads((written.path / "manifest.json").read_text())
+    files = {name: FileEntry(**entry) for name, entry in manifest["files"].items()}
+    files["records.jsonl"] = file_entry(data)
+    lines = {ac: FileEntry(**entry) for ac, entry in manifest["records"].items()}
+    rewritten = manifest_document(manifest["run_id"], files, manifest["specgate"], lines)
+    (written.path / "manifest.json").write_text(pretty_json(rewritten))
+    problems = verify_bundle(load_bundle(written.path))
+    assert len(problems) == 1 and problems[0].startswith("records.jsonl#AC-10: sha256 "), problems
+
+
+def test_a_line_moved_to_another_ac_is_refused(git_repo: GitRepo) -> None:
+    """Lines are in AC order under the manifest's digests: swapping two lines (and their entries)
+    makes each line the record of the other AC, which the reader refuses."""
+    from pytest_specgate.evidence._bundle import BundleError, FileEntry, file_entry, manifest_document
+
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    records = written.path / "records.jsonl"
+    first, second = records.read_bytes().splitlines(keepends=True)
+    records.write_bytes(second + first)
+    manifest = json.loads((written.path / "manifest.json").read_text())
+    files = {name: FileEntry(**entry) for name, entry in manifest["files"].items()}
+    files["records.jsonl"] = file_entry(second + first)
+    lines = {"AC-10": file_entry(second), "AC-11": file_entry(first)}
+    rewritten = manifest_document(manifest["run_id"], files, manifest["specgate"], lines)
+    (written.path / "manifest.json").write_text(pretty_json(rewritten))
+    bundle = load_bundle(written.path)
+    assert verify_bundle(bundle) == []
+    with pytest.raises(BundleError, match=r"records.jsonl#AC-10: the line is the record of AC-11"):
+        read_records(bundle)
+
+
+def test_a_line_naming_a_text_its_run_does_not_hold_is_refused(git_repo: GitRepo) -> None:
+    """Reasons and host lines are indexes into the run's ``texts``: one past its end is one
+    line naming the record, never a traceback."""
+    from pytest_specgate.evidence._bundle import BundleError, FileEntry, file_entry, manifest_document
+
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    records = written.path / "records.jsonl"
+    first, second = records.read_bytes().splitlines(keepends=True)
+    assert b'"host":{"summary":0}' in first
+    first = first.replace(b'"host":{"summary":0}', b'"host":{"summary":99}')
+    records.write_bytes(first + second)
+    manifest = json.loads((written.path / "manifest.json").read_text())
+    files = {name: FileEntry(**entry) for name, entry in manifest["files"].items()}
+    files["records.jsonl"] = file_entry(first + second)
+    lines = {"AC-10": file_entry(first), "AC-11": file_entry(second)}
+    rewritten = manifest_document(manifest["run_id"], files, manifest["specgate"], lines)
+    (written.path / "manifest.json").write_text(pretty_json(rewritten))
+    bundle = load_bundle(written.path)
+    assert verify_bundle(bundle) == []
+    with pytest.raises(BundleError, match=r"records.jsonl#AC-10: host.summary: names text 99, which its run"):
+        read_records(bundle)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from evidence_testkit import ac_record
 
 
 def test_engine_is_noted_and_mock_evidence_does_not_qualify(pytester: pytest.Pytester) -> None:
@@ -24,8 +24,8 @@ def test_engine_is_noted_and_mock_evidence_does_not_qualify(pytester: pytest.Pyt
     evidence_dir = pytester.path / "out"
     result = pytester.runpytest(f"--specgate-evidence={evidence_dir}", "--specgate-allow-dirty")
     result.assert_outcomes(passed=1)
-    (record_path,) = evidence_dir.glob("*/FR-1.json")
-    record = json.loads(record_path.read_text())
+    (bundle,) = [path.parent for path in evidence_dir.glob("*/manifest.json")]
+    record = ac_record(bundle, "FR-1")
     engines = record["tests"][0]["engines"]
     assert [e["backend"] for e in engines] == ["mock", "mock"]
     assert "draft=specgate-mock-draft" in engines[0]["config"]
@@ -51,7 +51,7 @@ def test_specs_without_engines_can_qualify(pytester: pytest.Pytester) -> None:
     )
     evidence_dir = pytester.path / "out"
     pytester.runpytest(f"--specgate-evidence={evidence_dir}", "--specgate-allow-dirty")
-    record = json.loads(next(Path(evidence_dir).glob("*/FR-2.json")).read_text())
+    record = ac_record(next(Path(evidence_dir).glob("*/manifest.json")).parent, "FR-2")
     assert not any("mock engine" in reason for reason in record["not_qualifying_reasons"])
 
 
@@ -67,7 +67,7 @@ def test_a_duration_scale_makes_every_record_non_qualifying(pytester: pytest.Pyt
     )
     evidence_dir = pytester.path / "out"
     pytester.runpytest(f"--specgate-evidence={evidence_dir}", "--specgate-duration-scale=0.5")
-    record = json.loads(next(Path(evidence_dir).glob("*/FR-3.json")).read_text())
+    record = ac_record(next(Path(evidence_dir).glob("*/manifest.json")).parent, "FR-3")
     assert record["qualifying"] is False
     reason = "--specgate-duration-scale 0.5 is not 1: durations were shortened"
     assert reason in record["not_qualifying_reasons"]

@@ -41,18 +41,21 @@ def test_a_deeply_nested_record_is_one_line_naming_it(
     git_repo: GitRepo, capsys: pytest.CaptureFixture[str]
 ) -> None:
     bundle = qualifying_bundle(git_repo.path, TEST_ENV).path
-    record = _deep_json(DEEP).encode()
-    (bundle / "AC-10.json").write_bytes(record)
+    record = _deep_json(DEEP).encode() + b"\n"
+    lines = (bundle / "records.jsonl").read_bytes().splitlines(keepends=True)
+    (bundle / "records.jsonl").write_bytes(record + lines[1])
     old = json.loads((bundle / "manifest.json").read_text())
     files = {name: FileEntry(**entry) for name, entry in old["files"].items()}
-    files["AC-10.json"] = file_entry(record)
-    manifest = manifest_document(old["run_id"], files, old["specgate"])
+    files["records.jsonl"] = file_entry(record + lines[1])
+    records = {ac_id: FileEntry(**entry) for ac_id, entry in old["records"].items()}
+    records["AC-10"] = file_entry(record)
+    manifest = manifest_document(old["run_id"], files, old["specgate"], records)
     (bundle / "manifest.json").write_text(pretty_json(manifest))
 
     code, err = _run(capsys, "render", str(bundle))
 
     assert code == 2
-    assert f"{bundle / 'AC-10.json'}: JSON nested deeper than 100 levels" in err
+    assert f"{bundle / 'records.jsonl'}#AC-10: JSON nested deeper than 100 levels" in err
     assert len(err.splitlines()) == 1
 
 

@@ -12,6 +12,7 @@ from evidence_testkit import (
     TEST_ENV,
     GitRepo,
     SyntheticRun,
+    ac_record,
     git,
     qualifying_bundle,
 )
@@ -38,11 +39,11 @@ def test_bundle_layout_manifest_and_schema(git_repo: GitRepo) -> None:
     written = qualifying_bundle(git_repo.path, TEST_ENV)
     names = sorted(p.relative_to(written.path).as_posix() for p in written.path.rglob("*") if p.is_file())
     assert [n for n in names if not n.startswith("attachments/")] == [
-        "AC-10.json",
-        "AC-11.json",
         "evidence.md",
         "manifest.json",
         "receipt.json",
+        "records.jsonl",
+        "run.json",
         "statement.intoto.json",
     ]
     assert len([n for n in names if n.startswith("attachments/")]) == 2
@@ -52,6 +53,11 @@ def test_bundle_layout_manifest_and_schema(git_repo: GitRepo) -> None:
             data = (written.path / name).read_bytes()
             assert manifest["files"][name] == {"sha256": sha256_hex(data), "size": len(data)}
     assert set(manifest["files"]) == set(names) - {MANIFEST_NAME}
+    lines = (written.path / "records.jsonl").read_bytes().splitlines(keepends=True)
+    assert manifest["records"] == {
+        "AC-10": {"sha256": sha256_hex(lines[0]), "size": len(lines[0])},
+        "AC-11": {"sha256": sha256_hex(lines[1]), "size": len(lines[1])},
+    }
     assert verify_bundle(load_bundle(written.path)) == []
     assert load_bundle(written.path).digest == written.digest == manifest["bundle_sha256"]
     assert not (git_repo.path / "out" / ".staging").exists()
@@ -63,13 +69,13 @@ def test_every_ac_file_validates_against_the_packaged_schema(git_repo: GitRepo) 
     jsonschema.Draft202012Validator.check_schema(schema)
     for ac_id in ("AC-10", "AC-11"):
         jsonschema.validate(
-            _json(written.path / f"{ac_id}.json"), schema, cls=jsonschema.Draft202012Validator
+            ac_record(written.path, ac_id), schema, cls=jsonschema.Draft202012Validator
         )
 
 
 def test_ac_record_carries_the_issue_fields(git_repo: GitRepo) -> None:
     written = qualifying_bundle(git_repo.path, TEST_ENV)
-    record = _json(written.path / "AC-10.json")
+    record = ac_record(written.path, "AC-10")
     assert record["ac"] == {"id": "AC-10", "spec": "SPEC-028", "title": "16 GB M4 performance canary"}
     assert record["outcome"] == "passed" and record["qualifying"] is True
     assert [t["nodeid"] for t in record["tests"]] == [
@@ -108,10 +114,10 @@ def test_ac_record_carries_the_issue_fields(git_repo: GitRepo) -> None:
 def test_markdown_blocks_bind_each_ac_file_and_the_bundle(git_repo: GitRepo) -> None:
     written = qualifying_bundle(git_repo.path, TEST_ENV)
     blocks = parse_pr_body(written.markdown, "evidence.md")
-    files = load_bundle(written.path).files
+    lines = (written.path / "records.jsonl").read_bytes().splitlines(keepends=True)
     assert [(b.ac_id, b.ac_sha256, b.bundle_sha256) for b in blocks] == [
-        ("AC-10", files["AC-10.json"].sha256, written.digest),
-        ("AC-11", files["AC-11.json"].sha256, written.digest),
+        ("AC-10", sha256_hex(lines[0]), written.digest),
+        ("AC-11", sha256_hex(lines[1]), written.digest),
     ]
     assert "**Verdict: PASSED · QUALIFYING**" in written.markdown
     assert "| median_speedup | 1.52 x | ≥ 1.4 | pass |" in written.markdown
@@ -147,10 +153,10 @@ def test_interrupted_run_leaves_a_not_qualified_receipt_naming_the_running_test(
     after = _json(receipt_path)
     assert after["verdict"] == NOT_QUALIFIED and after["status"] == "interrupted"
     assert after["running"] == during["running"]
-    record = _json(written.path / "AC-10.json")
+    record = ac_record(written.path, "AC-10")
     assert record["outcome"] == "incomplete" and record["qualifying"] is False
     assert "the run was interrupted before it finished" in record["not_qualifying_reasons"]
-    assert _json(written.path / "AC-11.json")["qualifying"] is False
+    assert ac_record(written.path, "AC-11")["qualifying"] is False
 
 
 def test_receipt_exists_from_the_first_ac_test_on(git_repo: GitRepo) -> None:
@@ -185,7 +191,7 @@ def test_waiver_failure_and_skip_reach_record_and_markdown(git_repo: GitRepo) ->
         recorder=recorder,
     )
     written = run.finish()
-    ac10, ac11 = _json(written.path / "AC-10.json"), _json(written.path / "AC-11.json")
+    ac10, ac11 = ac_record(written.path, "AC-10"), ac_record(written.path, "AC-11")
     assert ac10["outcome"] == "failed" and ac10["measurements"][0]["passed"] is False
     assert ac11["outcome"] == "skipped" and ac11["waiver"] == {
         "to": "PR-C",
@@ -203,14 +209,14 @@ def test_dirty_tree_and_missing_git_disqualify(git_repo: GitRepo, tmp_path: Path
     dirty = qualifying_bundle(git_repo.path, TEST_ENV)
     assert (
         "working tree has uncommitted changes (--specgate-allow-dirty not given)"
-        in _json(dirty.path / "AC-10.json")["not_qualifying_reasons"]
+        in ac_record(dirty.path, "AC-10")["not_qualifying_reasons"]
     )
     allowed = qualifying_bundle(git_repo.path, TEST_ENV, allow_dirty=True)
-    assert _json(allowed.path / "AC-10.json")["qualifying"] is True
+    assert ac_record(allowed.path, "AC-10")["qualifying"] is True
     plain = tmp_path / "plain"
     plain.mkdir()
     no_git = qualifying_bundle(plain, TEST_ENV)
-    reasons = _json(no_git.path / "AC-10.json")["not_qualifying_reasons"]
+    reasons = ac_record(no_git.path, "AC-10")["not_qualifying_reasons"]
     assert reasons[0].startswith("source commit unknown: no git commit for")
     assert not (no_git.path / "statement.intoto.json").exists()
 
@@ -220,7 +226,7 @@ def test_evidence_dir_inside_the_repo_does_not_make_it_dirty(git_repo: GitRepo) 
     git(git_repo.path, "commit", "-qam", "stop ignoring out/")
     qualifying_bundle(git_repo.path, TEST_ENV)
     second = qualifying_bundle(git_repo.path, TEST_ENV)
-    assert _json(second.path / "AC-10.json")["source"]["dirty"] is False
+    assert ac_record(second.path, "AC-10")["source"]["dirty"] is False
 
 
 def test_step_summary_gets_the_same_markdown(git_repo: GitRepo, tmp_path: Path) -> None:
@@ -261,5 +267,5 @@ def test_read_records_returns_what_was_written(git_repo: GitRepo) -> None:
     written = qualifying_bundle(git_repo.path, TEST_ENV)
     records = read_records(load_bundle(written.path))
     assert sorted(records) == ["AC-10", "AC-11"]
-    assert records["AC-11"].document == _json(written.path / "AC-11.json")
+    assert records["AC-11"].document == ac_record(written.path, "AC-11")
     assert records["AC-11"].ac.title == "8 GB M1 small-air canary" and records["AC-11"].qualifying

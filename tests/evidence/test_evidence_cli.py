@@ -4,7 +4,17 @@ import json
 from pathlib import Path
 
 import pytest
-from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun, cli, git, qualifying_bundle
+from evidence_testkit import (
+    AC10,
+    AC11,
+    TEST_ENV,
+    GitRepo,
+    SyntheticRun,
+    ac_record,
+    cli,
+    git,
+    qualifying_bundle,
+)
 
 from pytest_specgate.evidence import WrittenBundle, load_bundle, parse_pr_body, verify_bundle
 from pytest_specgate.evidence.cli_commands import (
@@ -46,9 +56,9 @@ def test_render_refuses_a_tampered_or_ambiguous_bundle(
     qualifying_bundle(git_repo.path, TEST_ENV)
     code, _, err = cli(capsys, configure_render_parser, run_render, str(git_repo.path / "out"))
     assert code == 2 and "expected one bundle, found 2" in err
-    (written.path / "AC-10.json").write_text("{}")
+    (written.path / "records.jsonl").write_text("{}")
     code, _, err = cli(capsys, configure_render_parser, run_render, str(written.path))
-    assert code == 2 and "bundle does not match its manifest: AC-10.json: sha256" in err
+    assert code == 2 and "bundle does not match its manifest: records.jsonl: sha256" in err
 
 
 def test_merge_combines_hosts_and_the_gate_accepts_the_merged_bundle(
@@ -74,8 +84,17 @@ def test_merge_combines_hosts_and_the_gate_accepts_the_merged_bundle(
     assert statement["subject"] == [{"name": "source", "digest": {"gitCommit": git_repo.commit}}]
     receipt = json.loads((merged / "receipt.json").read_text())
     assert (receipt["status"], receipt["verdict"], receipt["tests_finished"]) == ("merged", "QUALIFIED", 2)
-    assert (merged / "AC-10.json").read_bytes() == (m4.path / "AC-10.json").read_bytes()
-    assert (merged / "AC-11.json").read_bytes() == (m1.path / "AC-11.json").read_bytes()
+    assert ac_record(merged, "AC-10") == ac_record(m4.path, "AC-10")
+    assert ac_record(merged, "AC-11") == ac_record(m1.path, "AC-11")
+    runs = json.loads((merged / "run.json").read_text())["runs"]
+    assert sorted(runs) == sorted((m4.path.name, m1.path.name))
+    for run, kept in ((m4, "AC-10"), (m1, "AC-11")):
+        source = json.loads((run.path / "run.json").read_text())["runs"][run.path.name]
+        carriers = {test: ac for test, ac in source["census"]["carriers"].items() if ac == kept}
+        texts = runs[run.path.name]["texts"]
+        assert set(texts) <= set(source["texts"])
+        assert runs[run.path.name] == {**source, "census": {**source["census"], "carriers": carriers},
+                                       "texts": texts}
     sources = json.loads((merged / "merge.json").read_text())["sources"]
     assert sorted((s["run_id"], tuple(s["acs"])) for s in sources) == sorted(
         [(m4.path.name, ("AC-10",)), (m1.path.name, ("AC-11",))]

@@ -127,26 +127,32 @@ def test_samples_on_one_side_only_fall_back_to_intervals() -> None:
     assert (change.change, change.difference.basis) == (Change.NO_CHANGE, "intervals")
 
 
-def test_without_an_interval_the_tolerance_decides() -> None:
+def test_without_an_interval_a_change_beyond_the_tolerance_is_only_changed() -> None:
     assert _change(_record(1.9), _record(1.85)).change is Change.NO_CHANGE
+    # Nothing tells this drop from noise: reported, never a regression.
     change = _change(_record(1.9), _record(1.7))
-    assert (change.change, change.difference.basis) == (Change.REGRESSION, "values")
+    assert (change.change, change.fails, change.difference.basis) == (Change.CHANGED, False, "values")
     assert _change(_record(1.9), _record(1.7), tolerance=0.2).change is Change.NO_CHANGE
 
 
 def test_the_bound_gives_the_direction_and_a_figure_without_one_only_changes() -> None:
-    assert _change(_record(1.5), _record(1.9)).change is Change.IMPROVEMENT
-    lower = _change(_record(10.0, at_least=None, at_most=20.0), _record(12.0, at_least=None, at_most=20.0))
+    assert _change(_record(1.5, interval=(1.45, 1.55)), _record(1.9)).change is Change.IMPROVEMENT
+    lower = _change(_record(10.0, at_least=None, at_most=20.0, interval=(9.9, 10.1)),
+                    _record(12.0, at_least=None, at_most=20.0))
     assert lower.change is Change.REGRESSION
-    assert _change(_record(10.0, at_least=None, at_most=20.0),
+    assert _change(_record(10.0, at_least=None, at_most=20.0, interval=(9.9, 10.1)),
                    _record(8.0, at_least=None, at_most=20.0)).change is Change.IMPROVEMENT
-    unbound = _change(_record(100.0, at_least=None), _record(300.0, at_least=None))
+    unbound = _change(_record(100.0, at_least=None, interval=(99.0, 101.0)), _record(300.0, at_least=None))
     assert (unbound.change, unbound.fails) == (Change.CHANGED, False)
 
 
 def test_a_change_from_zero_is_judged_absolutely() -> None:
-    change = _change(_record(0.0, at_least=None, at_most=0.0), _record(2.0, at_least=None, at_most=0.0))
+    change = _change(_record(0.0, at_least=None, at_most=0.0, interval=(0.0, 0.5)),
+                     _record(2.0, at_least=None, at_most=0.0))
     assert (change.change, change.difference.absolute, change.ratio) == (Change.REGRESSION, True, None)
+    # Without an interval, reported but not failed (its verdict change fails the comparison).
+    plain = _change(_record(0.0, at_least=None, at_most=0.0), _record(2.0, at_least=None, at_most=0.0))
+    assert plain.change is Change.CHANGED
     assert _change(_record(0.0, at_least=None, at_most=0.0),
                    _record(0.0, at_least=None, at_most=0.0)).change is Change.NO_CHANGE
 
@@ -311,11 +317,12 @@ def test_the_action_puts_the_comparison_with_the_base_bundle_in_the_step_summary
     base, new = tmp_path / "base", tmp_path / "new"
     shutil.copytree(LEGACY, base)
     shutil.copytree(LEGACY, new)
-    reseal_bundle(new, {"AC-10": lambda record: record["measurements"][0].update(value=1.0)})
+    reseal_bundle(new, {"AC-10": lambda record: record["measurements"][0].update(
+        value=1.0, ci_low=0.95, ci_high=1.05, confidence_level=0.95, decide="point")})
     summary = tmp_path / "summary.md"
     reported = _compare_step(base, new, summary, "false")
     assert reported.returncode == 0, reported.stderr
-    row = ("| AC-10 | `test_speedup` | median_speedup | 1.52 x | 1 x | -34.2% (-34.2% to -34.2%; values) "
+    row = ("| AC-10 | `test_speedup` | median_speedup | 1.52 x | 1 x | -34.2% (-38.9% to -29.6%; intervals) "
            "| **REGRESSION** |")
     assert row in summary.read_text()
     assert reported.stdout.splitlines()[-1] == (

@@ -53,6 +53,18 @@ def test_an_evidence_folder_that_cannot_be_created_is_a_usage_error_naming_it(
     result.stdout.no_fnmatch_line("*test_attach*")
 
 
+def test_an_evidence_folder_that_is_a_symlink_loop_is_one_line_and_exit_4(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_specs=ONE_ATTACHMENT.replace("NAME", "'server.log'"))
+    (pytester.path / "loop").symlink_to("loop")
+    result = pytester.runpytest_subprocess("--specgate-evidence=loop", "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(
+        ["ERROR: --specgate-evidence: the evidence folder */loop cannot be resolved (*loop*); "
+         "expected a folder, or a link that ends at one"]
+    )
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
 def test_a_symlinked_evidence_folder_is_resolved_and_leaves_the_tree_clean(
     pytester: pytest.Pytester, tmp_path: Path
 ) -> None:

@@ -16,12 +16,13 @@ from evidence_testkit import (
     TEST_ENV,
     GitRepo,
     SyntheticRun,
+    ac_record,
     gate,
     qualifying_bundle,
     reseal_bundle,
 )
 
-from pytest_specgate.evidence import WrittenBundle, load_bundle, verify_bundle
+from pytest_specgate.evidence import BundleError, WrittenBundle, load_bundle, read_records, verify_bundle
 from pytest_specgate.evidence._gate import CommitChoice, GateInputError, resolve_commit
 from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 
@@ -43,8 +44,12 @@ def pr_body(tmp_path: Path, markdown: str, name: str = "PR.md") -> Path:
 def _args(body: Path, evidence: Path, *extra: str, commit: str | None = None) -> list[str]:
     """Gate arguments; ``--commit`` is the bundle's own commit unless ``extra`` names one."""
     if commit is None and not any(arg.startswith("--commit") for arg in extra):
-        record = next(evidence.glob("**/AC-*.json"), None)
-        commit = OTHER_COMMIT if record is None else json.loads(record.read_text())["source"]["commit"]
+        manifest = next(evidence.glob("**/manifest.json"), None)
+        try:
+            records = {} if manifest is None else read_records(load_bundle(manifest.parent))
+        except BundleError:
+            records = {}
+        commit = next((record.source.commit for record in records.values()), None) or OTHER_COMMIT
     return [
         *([f"--commit={commit}"] if commit is not None else []),
         "--pr-body",
@@ -89,7 +94,7 @@ def test_changed_byte_in_any_bundle_file_is_rejected(
     body = pr_body(tmp_path, bundle.markdown)
     names = sorted(name for name in load_bundle(bundle.path).files)
     assert len(names) == 7  # every file but manifest.json, which has its own test
-    commit = json.loads((bundle.path / "AC-10.json").read_text())["source"]["commit"]
+    commit = ac_record(bundle.path, "AC-10")["source"]["commit"]
     for name in names:
         copy = tmp_path / f"copy-{names.index(name)}"
         shutil.copytree(bundle.path, copy)
@@ -113,7 +118,7 @@ def test_changed_manifest_is_rejected(
     manifest_path.write_text(json.dumps(manifest))
     code, out, _ = gate(capsys, *_args(body, bundle.path))
     assert code == 1 and "AC-10: bundle " in out[0] and "manifest.json: " in out[0]
-    entry = manifest["files"]["AC-10.json"]
+    entry = manifest["records"]["AC-10"]
     entry["size"] += 1
     manifest_path.write_text(json.dumps(manifest))
     code, out, _ = gate(capsys, *_args(body, bundle.path))
@@ -138,7 +143,9 @@ def test_changed_digest_in_pr_body_is_rejected(
     changed = bundle.markdown[:start] + ("1" if digit != "1" else "2") + bundle.markdown[start + 1 :]
     code, out, _ = gate(capsys, *_args(pr_body(tmp_path, changed), bundle.path))
     assert code == 1 and len(out) == 1 and out[0].startswith("AC-10: ")
-    expected = "matches no --evidence bundle" if field == "bundle-sha256=" else "does not match AC-10.json"
+    expected = (
+        "matches no --evidence bundle" if field == "bundle-sha256=" else "does not match records.jsonl#AC-10"
+    )
     assert expected in out[0]
 
 
@@ -188,8 +195,10 @@ def test_failed_threshold_is_rejected(
     assert code == 1
     assert out == [
         "AC-10: outcome is failed, not passed",
-        "AC-10: not qualifying under specgate.policy/1: acceptance/test_ac10.py::test_speedup: failed: "
-        "below; acceptance/test_ac10.py::test_speedup: median_speedup = 1.1 x is below at_least=1.4",
+        # One line per reason (not one long joined line).
+        "AC-10: not qualifying under specgate.policy/1: acceptance/test_ac10.py::test_speedup: failed: below",
+        "AC-10: not qualifying under specgate.policy/1: acceptance/test_ac10.py::test_speedup: "
+        "median_speedup = 1.1 x is below at_least=1.4",
     ]
 
 
@@ -297,7 +306,7 @@ def test_duplicate_blocks_are_rejected(
             "outside GitHub Actions the gate takes HEAD of a git checkout in the current directory)",
         ),
         ("undeclared-gate", "absent.toml: the trusted config not found"),
-        ("old-schema", "written as specgate.evidence/v1 by an older specgate; this gate reads"),
+        ("old-manifest", "not a specgate manifest (specgate.manifest/v3 or specgate.manifest/v2 or"),
     ],
 )
 def test_bad_input_exits_2_naming_file_and_problem(
@@ -332,13 +341,9 @@ def test_bad_input_exits_2_naming_file_and_problem(
         extra = ["--commit", "abcdef1"]
     elif mutate == "undeclared-gate":
         extra = ["--gate=PR-B", f"--trusted-config={tmp_path / 'absent.toml'}"]
-    elif mutate == "old-schema":
-        markdown = reseal_bundle(
-            bundle.path,
-            {"AC-10": lambda record: record.update(schema="specgate.evidence/v1")},
-            rerender=False,
-        )
-        body = pr_body(tmp_path, markdown)
+    elif mutate == "old-manifest":
+        manifest = json.loads((bundle.path / "manifest.json").read_text())
+        (bundle.path / "manifest.json").write_text(json.dumps({**manifest, "schema": "specgate.manifest/v0"}))
     if mutate == "no-commit":
         # Inside Actions HEAD may be GitHub's merge commit: the gate never guesses it there.
         monkeypatch.delenv("GITHUB_SHA", raising=False)
@@ -447,7 +452,7 @@ def test_a_record_edited_to_qualify_and_resealed_is_rejected_by_the_recomputatio
     assert (code, out) == (
         1,
         [
-            "AC-10: AC-10.json claims 'PASSED · QUALIFYING' but specgate.policy/1 recomputes "
+            "AC-10: records.jsonl#AC-10 claims 'PASSED · QUALIFYING' but specgate.policy/1 recomputes "
             "'PASSED · NOT QUALIFYING' from its facts",
             f"AC-10: not qualifying under specgate.policy/1: {mock}",
         ],
@@ -512,3 +517,26 @@ def test_a_pull_request_event_without_a_head_sha_is_one_line_never_the_merge_com
         f"{tmp_path / 'event.json'}: no pull_request.head.sha in the pull_request event payload: "
         "pass --commit=<the PR head sha>"
     )
+
+
+def test_not_qualifying_reasons_print_one_per_line_grouped_as_the_block_groups_them() -> None:
+    from pytest_specgate.evidence._gate import AcJudgement
+    from pytest_specgate.evidence._policy import PolicyVerdict
+    from pytest_specgate.evidence.cli_commands import not_qualifying_lines
+
+    mock = "ran on the built-in mock engine (m), a simulation: only a real engine's evidence qualifies"
+    reasons = ("diagnostic run: evidence from --specgate-diagnostic never qualifies",
+               *(f"t.py::test_{n}: {mock}" for n in "abc"), "t.py::test_a: failed: below")
+    grouped = (("diagnostic run: evidence from --specgate-diagnostic never qualifies", ()),
+               (mock, ("t.py::test_a", "t.py::test_b", "t.py::test_c")),
+               ("failed: below", ("t.py::test_a",)))
+    verdict = PolicyVerdict(qualifying=False, reasons=reasons, outcome="failed", mode="diagnostic",
+                            waiver=None)
+    judgement = AcJudgement("AC-10", verdict, ("x",), not_qualifying=grouped)
+    prefix = "AC-10: not qualifying under specgate.policy/1: "
+    assert not_qualifying_lines(judgement) == [
+        f"{prefix}diagnostic run: evidence from --specgate-diagnostic never qualifies",
+        f"{prefix}{mock} (3 tests: t.py::test_a, t.py::test_b, t.py::test_c)",
+        f"{prefix}t.py::test_a: failed: below",
+    ]
+    assert judgement.not_qualifying_problem == f"not qualifying under specgate.policy/1: {'; '.join(reasons)}"

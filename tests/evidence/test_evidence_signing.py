@@ -193,7 +193,8 @@ def test_signed_by_the_enrolled_key_is_accepted_and_the_check_names_no_problem(s
     envelope = envelope_from_bytes((setup.bundle.path / SIGNATURE_NAME).read_bytes())
     statement = json.loads(envelope.payload)
     names = {subject["name"] for subject in statement["subject"]}
-    assert {"source", "manifest.json", "evidence.md", "AC-10.json", "statement.intoto.json"} <= names
+    assert {"source", "manifest.json", "evidence.md", "records.jsonl", "run.json", "statement.intoto.json",
+            "records.jsonl#AC-10", "records.jsonl#AC-11"} <= names
     assert statement["subject"][0]["digest"] == {"gitCommit": setup.repo.commit}
     assert statement["predicateType"] == "https://in-toto.io/attestation/test-result/v0.1"
     assert envelope.payload_type == "application/vnd.in-toto+json"
@@ -250,7 +251,7 @@ def test_signed_by_a_key_enrolled_for_another_profile_is_rejected(setup: Setup) 
 
 
 def forge(setup: Setup, edit: Any) -> None:
-    """Edit AC-10.json, then recompute manifest, evidence.md and the PR body with the package's helpers."""
+    """Edit AC-10's record, then recompute manifest, evidence.md and the PR body with the package."""
     setup.pr_body.write_text(reseal_bundle(setup.bundle.path, {"AC-10": edit}))
 
 
@@ -267,9 +268,33 @@ def test_forged_and_remanifested_bundle_passes_unkeyed_checks_but_not_the_policy
     assert len(problems) == 2
     assert problems[0].startswith(
         f"AC-10: hardware profile m4-16gb: the statement signed by desk-m4 ({keyid(setup, setup.desk_m4)}) "
-        "does not match this bundle: AC-10.json: sha256 "
+        "does not match this bundle: evidence.md: sha256 "
     )
-    assert "evidence.md: sha256" in problems[0] and "manifest.json: sha256" in problems[0]
+    assert "records.jsonl: sha256" in problems[0] and problems[0].count("(and 1 more)") == 1
+    assert "manifest.json: sha256" in problems[0]
+
+
+def test_one_ac_record_is_checked_against_the_signature_on_its_own(setup: Setup) -> None:
+    """A reviewer holding the signed statement checks one AC's line alone: its sha256 is the
+    signed subject ``records.jsonl#AC-10``, the manifest's entry and the PR body's ac-sha256; an
+    edit to another AC's line names that line and leaves AC-10's subject matching."""
+    from evidence_testkit import record_line
+
+    from pytest_specgate.evidence._jsonio import sha256_hex
+    from pytest_specgate.evidence._signing import file_digests, statement_from_payload, subject_mismatches
+
+    sign(setup.bundle.path, setup.desk_m4)
+    envelope = envelope_from_bytes((setup.bundle.path / SIGNATURE_NAME).read_bytes())
+    statement = statement_from_payload(envelope.payload)
+    line = record_line(setup.bundle.path, "AC-10")
+    manifest = json.loads((setup.bundle.path / "manifest.json").read_text())
+    signed = statement.files["records.jsonl#AC-10"]
+    assert signed == sha256_hex(line) == manifest["records"]["AC-10"]["sha256"]
+    assert f"ac-sha256={sha256_hex(line)}" in setup.bundle.markdown
+    records = setup.bundle.path / "records.jsonl"
+    records.write_bytes(records.read_bytes().replace(b'"title":"8 GB M1', b'"title":"9 GB M1', 1))
+    mismatches = subject_mismatches(statement, file_digests(setup.bundle.path))
+    assert [problem.split(":")[0] for problem in mismatches] == ["records.jsonl", "records.jsonl#AC-11"]
 
 
 def test_removing_the_hardware_and_the_signature_does_not_get_around_the_policy(setup: Setup) -> None:

@@ -15,7 +15,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
-from evidence_testkit import git
+from evidence_testkit import ac_record, git
 
 from pytest_specgate.cli import main
 from pytest_specgate.evidence import find_bundles, verify_bundle
@@ -90,7 +90,7 @@ def test_three_hosts_merge_and_the_action_gates_each_ac(
         kept = fleet_bundles[profile].name
         pattern = f"{ac}: kept run {kept} (passed, *) over run * (skipped, *), run * (skipped, *): *"
         assert any(fnmatch.fnmatchcase(line, pattern) for line in out), (pattern, out)
-        record = json.loads((merged / f"{ac}.json").read_text())
+        record = ac_record(merged, ac)
         assert record["run"]["id"] == kept
     (bundle,) = find_bundles(merged)
     assert verify_bundle(bundle) == []

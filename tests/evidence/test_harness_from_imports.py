@@ -14,7 +14,7 @@ import json
 import pytest
 from evidence_testkit import git
 
-from pytest_specgate.evidence import find_bundles
+from pytest_specgate.evidence import find_bundles, read_records
 from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 
 PYPROJECT = """\
@@ -58,7 +58,7 @@ def _pr_gate(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], base
     head = git(pytester.path, "rev-parse", "HEAD")
     pytester.runpytest("--specgate-evidence=out", "-p", "no:cacheprovider")
     (bundle,) = find_bundles(pytester.path / "out")
-    record = json.loads((bundle.path / "AC-1.json").read_text())
+    record = read_records(bundle)["AC-1"].document
     assert "helpers/figures.py" in record["source"]["imported_files"], record["source"]
     assert "acceptance/test_ac1.py" in record["source"]["imported_files"]
     body = pytester.path / "PR.md"

@@ -115,8 +115,9 @@ def test_bad_input_is_one_line(git_repo: GitRepo, tmp_path: Path, capsys: pytest
 def test_without_ruptures_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
 
-    from pytest_specgate.evidence._history import HistoryInputError
+    from pytest_specgate.contracts.extras import MissingExtraError
 
     monkeypatch.setitem(sys.modules, "ruptures", None)
-    with pytest.raises(HistoryInputError, match=r"pip install 'pytest-specgate\[history\]'"):
+    with pytest.raises(MissingExtraError, match=r"^change-point detection needs ruptures \(not installed\): "
+                       r"pip install 'pytest-specgate\[history\]'$"):
         change_points([1.0, 1.0, 1.0, 2.0, 2.0, 2.0], 0.05)

@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
-from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun, gate
+from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun, ac_record, gate
 
 from pytest_specgate.contracts.thresholds import three_way_verdict
 from pytest_specgate.evidence import AcRecord, EvidenceRecorder, judge
@@ -70,7 +70,7 @@ def test_bound_at_its_own_median_is_inconclusive_and_the_gate_refuses_it(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, markdown = _bundle_with(git_repo, None)
-    record = json.loads((path / "AC-10.json").read_text())
+    record = ac_record(path, "AC-10")
     row = record["measurements"][0]
     assert (row["decide"], row["verdict"], row["passed"]) == ("interval", "inconclusive", False)
     assert row["ci_low"] < row["value"] == row["at_least"] < row["ci_high"]
@@ -94,7 +94,7 @@ def test_gate_json_names_the_inconclusive_outcome_with_interval_and_bound(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path, markdown = _bundle_with(git_repo, None)
-    commit = json.loads((path / "AC-10.json").read_text())["source"]["commit"]
+    commit = ac_record(path, "AC-10")["source"]["commit"]
     body = tmp_path / "PR.md"
     body.write_text(markdown)
     parser = argparse.ArgumentParser(prog="specgate gate")
@@ -110,7 +110,7 @@ def test_gate_json_names_the_inconclusive_outcome_with_interval_and_bound(
 
 def test_point_rule_is_recorded_and_shown(git_repo: GitRepo) -> None:
     path, markdown = _bundle_with(git_repo, "point")
-    record = json.loads((path / "AC-10.json").read_text())
+    record = ac_record(path, "AC-10")
     row = record["measurements"][0]
     assert (row["decide"], row["verdict"]) == ("point", "passed")
     assert record["outcome"] == "passed"
@@ -124,7 +124,7 @@ def test_an_inconclusive_figure_beside_another_failure_stays_failed(git_repo: Gi
     recorder.measure("median_speedup", estimate, "x", at_least=estimate.median)
     run.run_test("acceptance/test_ac10.py::test_speedup", AC10, recorder=recorder, outcome="failed",
                  message="AssertionError: the server crashed")
-    record = json.loads((run.finish().path / "AC-10.json").read_text())
+    record = ac_record(run.finish().path, "AC-10")
     assert record["outcome"] == "failed"
 
 
@@ -133,7 +133,7 @@ def test_an_interval_below_the_qualifying_level_never_qualifies(git_repo: GitRep
     recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
     recorder.measure("median_speedup", median_speedup(SPEEDUPS, confidence_level=0.5), "x", at_least=1.0)
     run.run_test("acceptance/test_ac10.py::test_speedup", AC10, recorder=recorder)
-    record = json.loads((run.finish().path / "AC-10.json").read_text())
+    record = ac_record(run.finish().path, "AC-10")
     assert any("at confidence level 0.5, below the 0.95 that qualifies" in why
                for why in record["not_qualifying_reasons"])
 
@@ -167,8 +167,8 @@ def test_through_the_plugin_the_test_and_its_ac_are_inconclusive(pytester: pytes
                                  "measurement median_speedup = 1.41 x has an interval * that straddles "
                                  "at_least=1.41*"])
     (bundle,) = find_bundles(pytester.path / "out")
-    ac10 = json.loads((bundle.path / "AC-10.json").read_text())
-    ac11 = json.loads((bundle.path / "AC-11.json").read_text())
+    ac10 = ac_record(bundle.path, "AC-10")
+    ac11 = ac_record(bundle.path, "AC-11")
     assert ac10["outcome"] == "inconclusive"
     assert ac10["measurements"][0]["confidence_level"] == 0.99
     assert (ac11["outcome"], ac11["measurements"][0]["decide"]) == ("passed", "point")
@@ -203,5 +203,5 @@ def test_a_test_reported_passed_with_an_undecided_figure_is_inconclusive(git_rep
     estimate = median_speedup(SPEEDUPS)
     recorder.measure("median_speedup", estimate, "x", at_least=estimate.median)
     run.run_test("acceptance/test_ac10.py::test_speedup", AC10, recorder=recorder)  # claims passed
-    record = json.loads((run.finish().path / "AC-10.json").read_text())
+    record = ac_record(run.finish().path, "AC-10")
     assert (record["tests"][0]["outcome"], record["outcome"]) == ("passed", "inconclusive")

@@ -12,9 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evidence_testkit import git
+from evidence_testkit import ac_record, git
 
-from pytest_specgate.evidence import find_bundles, read_receipt, schema_problems, verify_bundle
+from pytest_specgate.evidence import (
+    find_bundles,
+    load_bundle,
+    read_receipt,
+    read_records,
+    schema_problems,
+    verify_bundle,
+)
 
 SPECS = """
 import pytest
@@ -81,7 +88,7 @@ def _only_bundle(directory: Path) -> Path:
 
 
 def _record(bundle: Path, ac_id: str) -> dict[str, Any]:
-    record: dict[str, Any] = json.loads((bundle / f"{ac_id}.json").read_text())
+    record: dict[str, Any] = ac_record(bundle, ac_id)
     assert schema_problems(record) == []
     return record
 
@@ -98,13 +105,11 @@ def test_bundle_for_passing_failing_skipped_and_waived_acs(pytester: pytest.Pyte
     result.assert_outcomes(passed=5, failed=1, skipped=1)
     result.stdout.fnmatch_lines(["*specgate evidence: *out* (NOT QUALIFIED, 4 AC)*"])
     bundle = _only_bundle(pytester.path / "out")
-    assert sorted(p.name for p in bundle.glob("*.json")) == [
-        "AC-1.json",
-        "AC-2.json",
-        "AC-3.json",
-        "AC-4.json",
+    assert sorted(p.name for p in bundle.glob("*.json*")) == [
         "manifest.json",
         "receipt.json",
+        "records.jsonl",
+        "run.json",
         "statement.intoto.json",
     ]
     passing = _record(bundle, "AC-1")
@@ -214,7 +219,11 @@ def _content(bundle: Path) -> dict[str, Any]:
     content: dict[str, Any] = {}
     for path in sorted(bundle.rglob("*")):
         relative = path.relative_to(bundle).as_posix()
-        if relative in ("manifest.json", "evidence.md") or not path.is_file():
+        if relative in ("manifest.json", "evidence.md", "run.json") or not path.is_file():
+            continue  # the run's facts are compared joined into each record
+        if relative == "records.jsonl":
+            records = read_records(load_bundle(bundle))
+            content[relative] = {ac: _normalized(dict(record.document)) for ac, record in records.items()}
             continue
         content[relative] = (
             _normalized(json.loads(path.read_text()))
@@ -238,7 +247,7 @@ def test_xdist_bundle_has_the_same_content_as_a_serial_one(pytester: pytest.Pyte
     serial_content = _content(_only_bundle(pytester.path / "serial"))
     parallel_content = _content(_only_bundle(pytester.path / "parallel"))
     assert sorted(serial_content) == sorted(parallel_content)
-    assert len(serial_content) == 7  # four AC files, receipt, statement, one attachment
+    assert len(serial_content) == 4  # the records, receipt, statement, one attachment
     assert serial_content == parallel_content
 
 

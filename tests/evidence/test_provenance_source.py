@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
-from evidence_testkit import git
+from evidence_testkit import ac_record, git
 from provenance_testkit import commit_project, gate_rejection, only_record, run_passing
 
 from pytest_specgate.evidence._source import tree_changes
@@ -63,14 +62,14 @@ def test_evidence_folder_at_the_root_hides_no_change(pytester: pytest.Pytester) 
     commit_project(pytester, **{"README.md": "specs\n"})
     for _ in range(2):  # the second run finds the first run's bundle in the tree: not a change
         pytester.runpytest("--specgate-evidence=.", "-p", "no:cacheprovider").assert_outcomes(passed=1)
-    records = [json.loads(path.read_text()) for path in sorted(pytester.path.glob("*/AC-10.json"))]
+    records = [ac_record(path.parent, "AC-10") for path in sorted(pytester.path.glob("*/records.jsonl"))]
     assert len(records) == 2
     assert [record["not_qualifying_reasons"] for record in records] == [[], []]
-    before = set(pytester.path.glob("*/AC-10.json"))
+    before = set(pytester.path.glob("*/records.jsonl"))
     (pytester.path / "README.md").write_text("edited\n")
     pytester.runpytest("--specgate-evidence=.", "-p", "no:cacheprovider").assert_outcomes(passed=1)
-    [newest] = set(pytester.path.glob("*/AC-10.json")) - before
-    record = json.loads(newest.read_text())
+    [newest] = set(pytester.path.glob("*/records.jsonl")) - before
+    record = ac_record(newest.parent, "AC-10")
     assert record["source"]["dirty"] is True and record["source"]["changed_files"] == []
     assert record["not_qualifying_reasons"] == [
         "working tree has uncommitted changes (--specgate-allow-dirty not given)"]

@@ -187,8 +187,8 @@ SHA256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
         "model Qwen/Qwen2.5-0.5B-Instruct draft mlx-community/Llama-3.2-1B-Instruct-4bit",
         "uuid 123e4567-e89b-12d3-a456-426614174000 at 2026-12-03T17:00:00Z",
         "tokenizer_sha256: " + SHA256,
-        "tokens_per_s: 123.5 path: /usr/lib/python3.11/site-packages keyword: AbCdEf0123456789Zz",
-        "author: Jane Doe, design: AbCdEf0123456789Zz",
+        "tokens_per_s: 123.5 path: /usr/lib/python3.11/site-packages keyword: a1b2c3d4e5f6",
+        "author: Jane Doe, design: a1b2c3d4e5f6",
         "auth_method: oauth2-client-credentials",
     ],
 )
@@ -301,7 +301,8 @@ def test_the_corpus_planted_everywhere_text_is_stored_leaks_nowhere(
     result.stdout.fnmatch_lines(["specgate: signed *"])
     written = [*sorted(path for path in (pytester.path / "out").rglob("*") if path.is_file()), summary]
     names = {path.name for path in written}
-    assert {"AC-1.json", "evidence.md", "manifest.json", "receipt.json", "summary.md"} <= names, names
+    stored = {"records.jsonl", "run.json", "evidence.md", "manifest.json", "receipt.json", "summary.md"}
+    assert stored <= names, names
     assert len(k_words) >= 10 and any(name.endswith(".zip") for name in names)
     contents = _every_byte_written(written)
     assert any("!" in where for where in contents)

@@ -21,9 +21,9 @@ from evidence_testkit import (
 )
 from provenance_testkit import commit_project, gate_rejection, only_record, run_passing
 
+from pytest_specgate.evidence._ownership import InstalledIndex, Locations
 from pytest_specgate.evidence._run_provenance import (
     ENVIRONMENT_VARIABLES,
-    Locations,
     foreign_modules,
     run_provenance_reasons,
     specgate_files,
@@ -148,11 +148,9 @@ def _site(tmp_path: Path, files: dict[str, bytes], recorded: dict[str, bytes]) -
     return site, info
 
 
-def _locations(site: Path, repo: Path | None = None) -> Locations:
-    from pytest_specgate.evidence._run_provenance import installed_files
-
-    owned = installed_files([metadata.PathDistribution(path) for path in site.glob("*.dist-info")])
-    return Locations(repo=repo, stdlib=(), site=(site,), prefixes=(), owned=owned)
+def _locations(site: Path, repo: Path | None = None, stdlib: tuple[Path, ...] = ()) -> Locations:
+    installed = InstalledIndex.of([metadata.PathDistribution(path) for path in site.glob("*.dist-info")])
+    return Locations(repo=repo, stdlib=stdlib, site=(site,), prefixes=(), installed=installed)
 
 
 def test_an_edited_installed_plugin_file_differs_from_its_record(tmp_path: Path) -> None:
@@ -176,6 +174,25 @@ def test_an_editable_install_must_live_in_the_repository(tmp_path: Path) -> None
     elsewhere = specgate_files(metadata.PathDistribution(info), tmp_path / "clone" / "pytest_specgate",
                                _locations(site, repo))
     assert elsewhere["install"] == "elsewhere"
+    (info / "direct_url.json").write_text('{"url": "file:///clone", "dir_info": {"editable": true}}')
+    editable = specgate_files(metadata.PathDistribution(info), tmp_path / "clone" / "pytest_specgate",
+                              _locations(site, repo))
+    assert (editable["install"], editable["location"]) == ("editable", (tmp_path / "clone").as_posix())
+
+
+def test_pytest_specgate_installed_editable_elsewhere_is_one_line_that_says_what_to_do() -> None:
+    specgate = {**CLEAN_RUN_PROVENANCE["specgate"], "install": "editable", "location": "/src/specgate"}
+    foreign = {f"pytest_specgate.{name}": f"/src/specgate/pytest_specgate/{name}.py"
+               for name in ("plugin", "evidence", "cli")}
+    reasons = run_provenance_reasons({**CLEAN_RUN_PROVENANCE, "specgate": specgate,
+                                      "foreign_modules": {**foreign, "helper": "/opt/helper.py"}})
+    assert reasons == [
+        "pytest-specgate is installed editable from /src/specgate; qualifying runs need a built install "
+        "(pip install pytest-specgate, or a wheel built from that checkout)",
+        "modules imported from outside the repository and every installed distribution: helper "
+        "(/opt/helper.py); install them as a distribution, or commit them to the repository"]
+    # none of its modules foreign (the project under test is pytest-specgate): nothing to say
+    assert run_provenance_reasons({**CLEAN_RUN_PROVENANCE, "specgate": specgate}) == []
 
 
 def test_a_module_in_site_packages_that_no_record_lists_is_foreign(tmp_path: Path) -> None:
@@ -187,9 +204,11 @@ def test_a_module_in_site_packages_that_no_record_lists_is_foreign(tmp_path: Pat
                for name, path in (("pytest_specgate", "pytest_specgate/__init__.py"),
                                   ("sitecustomize", "sitecustomize.py"))}
     where = _locations(site)
-    assert foreign_modules(modules, where) == {"sitecustomize": "<site-packages>/sitecustomize.py"}  # type: ignore[arg-type]
-    [startup] = startup_files(modules, where)  # type: ignore[arg-type]
+    assert foreign_modules(modules, where) == {"sitecustomize": {
+        "path": "<site-packages>/sitecustomize.py", "cause": "unrecorded", "distribution": None}}
+    [startup] = startup_files(modules, where)
     assert startup["path"] == "<site-packages>/sitecustomize.py" and startup["distribution"] is None
+    assert startup["owner"] is None
 
 
 def test_a_pth_file_that_runs_code_and_belongs_to_no_distribution_disqualifies(tmp_path: Path) -> None:
@@ -199,7 +218,8 @@ def test_a_pth_file_that_runs_code_and_belongs_to_no_distribution_disqualifies(t
     assert [(entry["path"], entry["executes"]) for entry in files] == [
         ("<site-packages>/evil.pth", True), ("<site-packages>/paths.pth", False)]
     assert run_provenance_reasons({**CLEAN_RUN_PROVENANCE, "startup_files": files}) == [
-        "start-up files that run code and belong to no installed distribution: <site-packages>/evil.pth"]
+        "start-up files that run code and belong to no installed distribution nor the interpreter: "
+        "<site-packages>/evil.pth; remove them, or install what they belong to"]
 
 
 def test_a_record_without_run_provenance_does_not_qualify() -> None:

@@ -251,3 +251,26 @@ def test_the_limit_admits_its_own_size_and_refuses_one_byte_more(
     with pytest.raises(SafeReadError, match=f"over.bin: the attachment holds {limit + 1} bytes; "
                                             f"specgate reads at most {limit} bytes of it"):
         reader(over, "the attachment", limit=limit)
+
+
+def test_a_refusal_without_a_name_for_the_file_calls_it_the_file(tmp_path: Path) -> None:
+    big = tmp_path / "big.bin"
+    big.write_bytes(b"a" * 11)
+    for reader in (digest_regular_file, read_regular_file):
+        with pytest.raises(SafeReadError, match=r"big.bin: the file holds 11 bytes; specgate reads at most"):
+            reader(big, limit=10)
+
+
+@pytest.mark.skipif(not Path("/proc/self/maps").is_file(), reason="needs /proc (st_size 0, text inside)")
+@pytest.mark.parametrize("reader", [digest_regular_file, read_regular_file])
+def test_a_file_longer_than_its_size_said_is_refused_once_its_chunks_pass_the_limit(
+    reader: Callable[..., object]
+) -> None:
+    """fstat says 0 bytes (as for a file still growing) and the kernel hands the text out a page
+    at a time: the bytes of every chunk read are counted against the limit, not the last one's."""
+    maps = Path("/proc/self/maps")
+    page = 4096
+    assert len(read_regular_file(maps, limit=1 << 24)) > 2 * page
+    with pytest.raises(SafeReadError, match="/proc/self/maps: the map holds more bytes than that; "
+                                            f"specgate reads at most {page} bytes of it"):
+        reader(maps, "the map", limit=page)

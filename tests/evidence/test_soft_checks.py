@@ -6,10 +6,10 @@ bundle), and evidence from a test without an ``ac`` marker must not vanish witho
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
+from evidence_testkit import ac_record
 
 from pytest_specgate.contracts.payload import (
     SPEC_PROPERTY,
@@ -48,7 +48,7 @@ def test_miss_then_error(evidence):
 
 def _record(evidence_dir: Path, ac_id: str) -> dict[str, object]:
     (bundle,) = find_bundles(evidence_dir)
-    loaded: dict[str, object] = json.loads((bundle.path / f"{ac_id}.json").read_text())
+    loaded: dict[str, object] = ac_record(bundle.path, ac_id)
     return loaded
 
 

@@ -8,10 +8,10 @@ plugin end to end with the figures a user reads.
 
 from __future__ import annotations
 
-import json
 import math
 
 import pytest
+from evidence_testkit import ac_record
 
 from pytest_specgate.contracts.thresholds import threshold_verdict
 from pytest_specgate.evidence import find_bundles
@@ -74,7 +74,7 @@ def test_the_plugin_passes_a_figure_at_its_bound_and_fails_one_beyond(pytester: 
          "at_most=7.5"])
     (bundle,) = find_bundles(pytester.path / "out")
     passed = {
-        ac: json.loads((bundle.path / f"{ac}.json").read_text())["measurements"][0]["passed"]
+        ac: ac_record(bundle.path, ac)["measurements"][0]["passed"]
         for ac in ("AC-1", "AC-2", "AC-3", "AC-4")
     }
     assert passed == {"AC-1": True, "AC-2": False, "AC-3": True, "AC-4": False}

@@ -25,7 +25,7 @@ from pytest_specgate.evidence._bundle import (
 )
 from pytest_specgate.evidence._jsonio import pretty_json
 
-RECORD = "AC-10.json"
+RECORD = "records.jsonl"
 
 
 def _truncated(record: bytes) -> bytes:
@@ -60,17 +60,25 @@ BAD_RECORDS: dict[str, tuple[Callable[[bytes], bytes], str]] = {
     "deep": (_deep, "JSON nested deeper than 100 levels"),
     "not-utf8": (_not_utf8, "expected UTF-8 text, found byte 0xe9"),
     "huge": (_huge, f"specgate reads at most {MAX_DOCUMENT_BYTES} bytes"),
-    "schema": (_schema_breach, "not a valid specgate.evidence/v3 record"),
+    "schema": (_schema_breach, "not a valid record line"),
 }
 
 
-def reseal_with(bundle: Path, name: str, data: bytes) -> None:
-    """Write ``data`` as ``name`` and rebuild the manifest around it, as the bundle's author could."""
-    (bundle / name).write_bytes(data)
+def reseal_line(bundle: Path, ac_id: str, spoil: Callable[[bytes], bytes]) -> None:
+    """Spoil the AC's line of ``records.jsonl`` and rebuild the manifest around it (the file's
+    entry and the line's), as the bundle's author could."""
     old = json.loads((bundle / MANIFEST_NAME).read_text())
+    lines = (bundle / RECORD).read_bytes().splitlines(keepends=True)
+    index = sorted(old["records"]).index(ac_id)
+    lines[index] = spoil(lines[index].rstrip(b"\n")) + b"\n"
+    data = b"".join(lines)
+    (bundle / RECORD).write_bytes(data)
     files = {path: FileEntry(**entry) for path, entry in old["files"].items()}
-    files[name] = file_entry(data)
-    (bundle / MANIFEST_NAME).write_text(pretty_json(manifest_document(old["run_id"], files, old["specgate"])))
+    files[RECORD] = file_entry(data)
+    records = {ac: FileEntry(**entry) for ac, entry in old["records"].items()}
+    records[ac_id] = file_entry(lines[index])
+    manifest = manifest_document(old["run_id"], files, old["specgate"], records)
+    (bundle / MANIFEST_NAME).write_text(pretty_json(manifest))
 
 
 def _key(directory: Path) -> Path:
@@ -102,7 +110,7 @@ def test_a_resealed_invalid_record_is_refused_in_one_line(
 ) -> None:
     bundle = qualifying_bundle(git_repo.path, TEST_ENV).path
     spoil, says = BAD_RECORDS[bad]
-    reseal_with(bundle, RECORD, spoil((bundle / RECORD).read_bytes()))
+    reseal_line(bundle, "AC-10", spoil)
 
     code, out, err = _run(capsys, COMMANDS[command](bundle, tmp_path))
 
@@ -144,7 +152,8 @@ def test_a_record_symlinked_from_outside_is_refused(
     code, out, err = _run(capsys, COMMANDS[command](bundle, tmp_path))
 
     assert code == 2, out + err
-    assert err.count("\n") == 1 and f"{RECORD}: bundle file is a symbolic link" in err, err
+    refused = f"{RECORD} (a symlink)" if command == "sign" else f"{RECORD}: bundle file is a symbolic link"
+    assert err.count("\n") == 1 and refused in err, err
 
 
 def test_a_merge_that_cannot_be_written_leaves_no_output(

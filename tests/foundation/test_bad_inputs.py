@@ -182,6 +182,48 @@ def test_hosts_with_a_missing_pyproject_exits_2(capsys: pytest.CaptureFixture[st
         2, f"specgate hosts: --pyproject={missing}: no such file\n")
 
 
+BINARY_GARBAGE = b"\x00\xff\xfe\x80 not toml \xc3\x28"
+
+
+def test_hosts_with_a_binary_pyproject_is_one_line_naming_it(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    garbage = tmp_path / "garbage.toml"
+    garbage.write_bytes(BINARY_GARBAGE)
+
+    assert _cli(capsys, "hosts", f"--pyproject={garbage}") == (
+        2, f"specgate hosts: {garbage}: cannot read: not UTF-8 text (invalid start byte at byte 1)\n")
+
+
+def test_waivers_with_a_binary_pyproject_is_an_error_not_ignored(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    garbage = tmp_path / "garbage.toml"
+    garbage.write_bytes(BINARY_GARBAGE)
+    (tmp_path / "bundle").mkdir()
+
+    code, err = _cli(capsys, "waivers", str(tmp_path / "bundle"), f"--pyproject={garbage}")
+
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith(f"specgate waivers: error: --pyproject={garbage}: not UTF-8 text")
+
+
+def test_tiny_models_with_an_empty_out_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+
+    assert _cli(capsys, "tiny-models", "--out=") == (
+        2, "specgate tiny-models: --out= is empty: expected the cache folder to build into "
+           "(e.g. --out=.tiny-models)\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_mock_engine_with_a_step_out_of_range_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert _cli(capsys, "mock-engine", "--port=1", "--target-step-ms=1e308") == (
+        2, "specgate mock-engine: mock option target_step_ms must be within [0, 60000] ms "
+           "(a minute per step), got 1e+308\n")
+
+
 def test_mock_engine_port_out_of_range_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert _cli(capsys, "mock-engine", "--port=70000") == (
         2, "specgate mock-engine: --port=70000: expected a port from 1 to 65535\n")

@@ -16,14 +16,15 @@ import pytest
 from pytest_specgate.contracts.fixtures_dir import configured_fixtures_dir
 
 REPO = Path(__file__).resolve().parents[2]
-PAIRS = (REPO / "fixtures" / "models" / "pairs.json").read_text()
+# The adopter's own AC id, which this checkout's fixtures do not have: only its fixtures can serve it.
+PAIRS = (REPO / "fixtures" / "models" / "pairs.json").read_text().replace('"AC-10"', '"AC-77"')
 PROMPTS = (REPO / "fixtures" / "prompts" / "spec028-code-iso8601-v1.json").read_text()
 SPEC = """
 from pytest_specgate.measure import load_named_prompt_set, model_pair
 
 
 def test_pinned():
-    pair = model_pair("AC-10")
+    pair = model_pair("AC-77")
     prompts = load_named_prompt_set(pair.prompt_sets[0])
     assert pair.target.repo_id.startswith("mlx-community/") and prompts.prompts
 """
@@ -79,9 +80,15 @@ def test_a_built_install_and_the_pytest_console_script_find_the_projects_fixture
     fresh venv; its dependencies come from this interpreter's site-packages through a .pth line
     after the venv's own, and ``pytest`` is the console script pip writes."""
     wheels, venv, project = tmp_path / "wheels", tmp_path / "venv", tmp_path / "adopter"
+    # Built from a copy: setuptools writes build/ and *.egg-info beside the sources it builds.
+    source = tmp_path / "source"
+    shutil.copytree(REPO / "pytest_specgate", source / "pytest_specgate",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(REPO / name, source / name)
     built = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "--disable-pip-version-check", "-w", str(wheels), str(REPO)],
+         "--disable-pip-version-check", "-w", str(wheels), str(source)],
         capture_output=True, text=True, timeout=300, check=False)
     assert built.returncode == 0, built.stderr[-3000:]
     (wheel,) = wheels.glob("pytest_specgate-*.whl")

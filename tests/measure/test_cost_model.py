@@ -149,13 +149,27 @@ def test_without_prompt_token_counts_the_split_is_not_claimed() -> None:
     assert costs.draft_cost == pytest.approx(engine.draft + engine.verify_marginal, rel=0.05)
 
 
-def _stalled(pair: SamplePair, stall_s: float) -> SamplePair:
-    """The pair with its candidate held up ``stall_s`` in the middle of its stream."""
-    sample = pair.candidate.sample
+def _held_up(timed: TimedSample, stall_s: float, gaps_held: int) -> TimedSample:
+    """The request with ``gaps_held`` of its streamed gaps each ``stall_s`` longer."""
+    sample = timed.sample
     gaps = list(sample.itl_s)
-    gaps[len(gaps) // 2] += stall_s
-    stalled = dataclasses.replace(sample, wall_s=sample.wall_s + stall_s, itl_s=tuple(gaps))
-    return dataclasses.replace(pair, candidate=dataclasses.replace(pair.candidate, sample=stalled))
+    for index in range(gaps_held):
+        gaps[(index + 1) * len(gaps) // (gaps_held + 1)] += stall_s
+    held = dataclasses.replace(sample, wall_s=sample.wall_s + gaps_held * stall_s, itl_s=tuple(gaps))
+    return dataclasses.replace(timed, sample=held)
+
+
+def _slower(timed: TimedSample, extra_s: float) -> TimedSample:
+    """The request ``extra_s`` longer outside its streamed gaps."""
+    slower = dataclasses.replace(timed.sample, wall_s=timed.sample.wall_s + extra_s)
+    return dataclasses.replace(timed, sample=slower)
+
+
+def _stalled(pair: SamplePair, stall_s: float) -> SamplePair:
+    """The pair with its candidate held up ``stall_s`` once in the middle of its stream, and
+    its baseline (which streams many more gaps) held up in 20 of them, 5 ms each."""
+    return dataclasses.replace(pair, candidate=_held_up(pair.candidate, stall_s, 1),
+                               baseline=_held_up(pair.baseline, 0.005, 20))
 
 
 def test_stalls_while_decoding_are_load_not_cost() -> None:
@@ -167,6 +181,7 @@ def test_stalls_while_decoding_are_load_not_cost() -> None:
     assert calm.attribution.factors[3] == pytest.approx(1.0, abs=0.01)
     loaded = explain_speedup([_stalled(pair, 0.6) if index % 3 == 0 else pair
                               for index, pair in enumerate(pairs)], engine.gamma, rate, 0.1, n_resamples=10)
+    assert loaded.costs.target_step_s == pytest.approx(calm.costs.target_step_s)
     assert loaded.costs.draft_cost == pytest.approx(calm.costs.draft_cost)
     assert loaded.costs.candidate_fixed_s == pytest.approx(calm.costs.candidate_fixed_s)
     assert loaded.attribution.measured < calm.attribution.measured * 0.95
@@ -195,3 +210,26 @@ def test_the_waterfall_plot_is_written(tmp_path: Path) -> None:
     path = write_attribution_plot(explanation, tmp_path / "waterfall.png", title="synthetic")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
+
+
+def test_short_answers_read_the_full_round_before_their_shortened_last_rounds() -> None:
+    """8-token answers: their last two rounds draft fewer than gamma, which would pull the
+    median round, and with it the draft cost, down."""
+    engine = Engine(verify_marginal=0.0)
+    pairs, rate = synthetic_pairs(engine, tokens=8)
+    costs = explain_speedup(pairs, engine.gamma, rate, 0.1, n_resamples=10).costs
+    assert costs.draft_cost == pytest.approx(engine.draft, rel=0.05)
+
+
+def test_a_prefill_slope_lost_in_noise_claims_no_verification_cost() -> None:
+    """Prompt lengths that do not visibly change the time (noise of 20 ms a request, no prefill
+    cost): the slope is taken as 0, so the verification costs one step and the draft all of m."""
+    engine = Engine(verify_marginal=0.0)
+    pairs, rate = synthetic_pairs(engine)
+    noise = random.Random(11)
+    noisy = [dataclasses.replace(pair, baseline=_slower(pair.baseline, noise.uniform(0, 0.02)))
+             for pair in pairs]
+    costs = explain_speedup(noisy, engine.gamma, rate, 0.1, n_resamples=10).costs
+    assert costs.prefill_slope == 0.0
+    assert costs.verify_cost == 1.0
+    assert costs.draft_cost == pytest.approx(engine.draft, rel=0.02)

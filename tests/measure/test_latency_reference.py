@@ -10,6 +10,7 @@ match at the documented level, seed and resample count; a bootstrap that never d
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -106,3 +107,32 @@ def test_the_default_seed_and_resamples_are_the_documented_ones() -> None:
 
     reference = _reference("itl", 50, 0.95, LATENCY_SEED, LATENCY_RESAMPLES)
     assert (ratio.ci_low, ratio.ci_high) == pytest.approx(reference, abs=EXACT)
+
+
+def test_one_pair_has_no_interval_and_two_pairs_have_one() -> None:
+    one = latency_summary(_pairs()[:1], n_resamples=RESAMPLES).ratios["ttft_p50_ratio"]
+    two = latency_summary(_pairs()[:2], n_resamples=RESAMPLES).ratios["ttft_p50_ratio"]
+
+    assert (one.n, one.ci_low, one.ci_high) == (1, None, None)
+    assert two.n == 2 and two.ci_low is not None and two.ci_high is not None
+
+
+def test_the_summary_names_each_ratio_and_counts_requests_and_gaps() -> None:
+    summary = latency_summary(_pairs(), n_resamples=RESAMPLES)
+
+    assert summary.requests == len(PAIRS)
+    assert summary.itl_gaps == {"baseline": sum(len(row[2]) for row in PAIRS),
+                                "candidate": sum(len(row[3]) for row in PAIRS)}
+    assert all(ratio.name == name for name, ratio in summary.ratios.items())
+    names = (f"{kind}_p{q}_ratio" for kind in ("ttft", "itl") for q in PERCENTILES)
+    assert sorted(summary.ratios) == sorted(names)
+
+
+def test_no_pairs_and_an_unstreamed_request_are_refused_by_name() -> None:
+    with pytest.raises(ValueError, match="latency: no pairs were measured"):
+        latency_summary([])
+    pair = _pairs()[0]
+    not_streamed = replace(pair.baseline.sample, ttft_s=None)
+    unstreamed = replace(pair, baseline=replace(pair.baseline, sample=not_streamed))
+    with pytest.raises(ValueError, match="latency: a baseline request has no time to first token"):
+        latency_summary([unstreamed])

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
-
 from readme_run import BundleRun
+
+from pytest_specgate.evidence import load_bundle, read_records
 
 SPEC028_REQUIREMENTS = ("FR-1", "FR-4.4", "FR-4.6", "FR-5", "FR-8", "FR-9.5", "AC-9a", "AC-10",
                         "AC-11")
@@ -12,11 +12,9 @@ HARDWARE_CANARIES = ("AC-10", "AC-11")
 
 
 def _record(run: BundleRun, ac: str) -> dict[str, object]:
-    path = run.bundle / f"{ac}.json"
-    assert path.exists(), f"{ac}: no record in {run.bundle}: {sorted(p.name for p in run.bundle.iterdir())}"
-    record = json.loads(path.read_text(encoding="utf-8"))
-    assert isinstance(record, dict)
-    return record
+    records = read_records(load_bundle(run.bundle))
+    assert ac in records, f"{ac}: no record in {run.bundle}: {sorted(records)}"
+    return dict(records[ac].document)
 
 
 def test_readme_command_passes_against_the_mock(readme_bundle: BundleRun) -> None:

@@ -8,11 +8,13 @@ from pathlib import Path
 
 from readme_run import BundleRun
 
+from pytest_specgate.evidence import load_bundle, read_records
+
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 
 
 def _attachment(run: BundleRun, name: str) -> Path:
-    record = json.loads((run.bundle / "AC-10.json").read_text(encoding="utf-8"))
+    record = dict(read_records(load_bundle(run.bundle))["AC-10"].document)
     paths = [row["path"] for row in record["attachments"] if row["name"] == name]
     assert len(paths) == 1, f"AC-10 attachments: {[row['name'] for row in record['attachments']]}"
     return run.bundle / str(paths[0])

@@ -3,19 +3,19 @@ shows the example file verbatim, and its reference lists every public name."""
 
 from __future__ import annotations
 
-import json
 import re
 
 from readme_run import REPO, BundleRun
 
 import pytest_specgate
+from pytest_specgate.evidence import load_bundle, read_records
 
 EXAMPLE = "acceptance/examples/test_speedup_canary.py"
 GUIDE = REPO / "docs" / "spec-authors.md"
 
 
 def test_the_worked_example_passes_and_measures_everything_it_promises(readme_bundle: BundleRun) -> None:
-    record = json.loads((readme_bundle.bundle / "AC-100.json").read_text(encoding="utf-8"))
+    record = dict(read_records(load_bundle(readme_bundle.bundle))["AC-100"].document)
     assert record["outcome"] == "passed", record["tests"]
     figures = {row["name"]: row for row in record["measurements"]}
     assert (figures["median_speedup"]["at_least"], figures["acceptance_rate"]["at_least"]) == (1.4, 0.30)

@@ -199,6 +199,11 @@ def _names(value: object, what: str) -> tuple[str, ...]:
     raise ValueError(f"mock option {what} must be a name or a list of names, got {value!r}")
 
 
+MAX_STEP_MS = 60_000.0
+"""The longest simulated step: a request of 64 tokens then takes an hour at most, and a value
+like ``1e308`` (which would make every request wait forever) is refused as out of range."""
+
+
 def _number(options: Mapping[str, object], name: str, default: float) -> float:
     value = options.get(name, default)
     if not is_real(value):
@@ -281,6 +286,13 @@ def settings_from_options(
     for name in ("target_step_ms", "draft_step_ms", "eos_one_in"):
         if getattr(settings, name) < 0:
             raise ValueError(f"mock option {name} must be >= 0, got {getattr(settings, name)}")
+    for name in ("target_step_ms", "draft_step_ms"):
+        value = getattr(settings, name)
+        if not value <= MAX_STEP_MS:
+            raise ValueError(
+                f"mock option {name} must be within [0, {MAX_STEP_MS:g}] ms (a minute per step), "
+                f"got {value:g}"
+            )
     return settings
 
 

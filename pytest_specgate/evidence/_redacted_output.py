@@ -1,0 +1,90 @@
+"""What specgate prints passes the same redactor as what it writes to disk.
+
+Evidence files were redacted; the terminal and the ``specgate`` command's output were not: an
+engine error naming ``http://svc:PASS@host``, or a gate quoting a record, went to the CI log as
+it was. Here a text stream redacts whole lines on their way out, and the GitHub Actions
+``::add-mask::`` commands that keep known values out of the rest of a CI log are written past
+it (a mask command redacted would mask nothing).
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Iterable, Mapping
+from typing import TextIO
+
+from pytest_specgate.evidence._known_secrets import github_mask_commands
+
+
+class RedactedLines(io.TextIOBase):
+    """A text stream writing to ``target`` every line as ``redact`` returns it.
+
+    A line is held until its end arrives (a secret split over two writes is still one line);
+    :meth:`flush` writes what is held, redacted, so a prompt without a line end is not kept
+    back. ``redact`` is asked for only when text arrives, so a command that prints nothing
+    builds no redactor."""
+
+    def __init__(self, target: TextIO, redact: Callable[[], Callable[[str], str]]) -> None:
+        super().__init__()
+        self._target = target
+        self._redact_factory = redact
+        self._redact: Callable[[str], str] | None = None
+        self._held = ""
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self._target, "encoding", None) or "utf-8"
+
+    def writable(self) -> bool:
+        return True
+
+    def isatty(self) -> bool:
+        return self._target.isatty()
+
+    def fileno(self) -> int:
+        return self._target.fileno()
+
+    def write(self, text: str, /) -> int:
+        held = self._held + text
+        cut = held.rfind("\n") + 1
+        self._held = held[cut:]
+        if cut:
+            self._target.write(self._redacted(held[:cut]))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._held:
+            held, self._held = self._held, ""
+            self._target.write(self._redacted(held))
+        self._target.flush()
+
+    def _redacted(self, text: str) -> str:
+        if self._redact is None:
+            self._redact = self._redact_factory()
+        redact = self._redact
+        return "".join(redact(line) for line in text.splitlines(keepends=True))
+
+
+def write_mask_commands(target: TextIO, values: Iterable[str], environ: Mapping[str, str]) -> int:
+    """Write ``::add-mask::`` for each value to ``target`` under GitHub Actions; how many."""
+    commands = github_mask_commands(values, environ)
+    for command in commands:
+        target.write(command + "\n")
+    if commands:
+        target.flush()
+    return len(commands)
+
+
+def redact_writes(writer: object, redact: Callable[[], Callable[[str], str]]) -> None:
+    """Make ``writer`` (pytest's terminal writer) redact every text it is asked to write, before
+    its markup is added: pytest's own lines (failures, ``-l`` locals, skip reasons, test ids in
+    the summary) and specgate's. ``redact`` is built at the first write."""
+    original = writer.write  # type: ignore[attr-defined]
+    built: list[Callable[[str], str]] = []
+
+    def write(msg: str, *, flush: bool = False, **markup: bool) -> None:
+        if msg and not built:
+            built.append(redact())
+        original(built[0](msg) if msg else msg, flush=flush, **markup)
+
+    writer.write = write  # type: ignore[attr-defined]

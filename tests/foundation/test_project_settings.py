@@ -74,7 +74,7 @@ def test_a_typo_in_the_project_table_stops_the_run(pytester: pytest.Pytester) ->
     result.stderr.fnmatch_lines(["ERROR: *pyproject.toml: [[]tool.specgate[]] has no key 'gate' "
                                  "(did you mean 'gates'?); "
                                  "it takes acs, backends, fixtures_dir, gates, hosts, redact, "
-                                 "spec_paths, trust"])
+                                 "spec_paths, sut_paths, trust"])
 
 
 @pytest.mark.parametrize(("table", "found"), [

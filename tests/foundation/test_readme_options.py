@@ -16,8 +16,11 @@ from pytest_specgate.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-# pytest and benchmark options that take no value (the specgate command's are read from its parser)
-OTHER_FLAGS = {"--specgate-diagnostic", "--specgate-allow-dirty", "--quick", "--strict-markers"}
+# pytest, pip and benchmark options that take no value (the specgate command's are read from its parser)
+OTHER_FLAGS = {
+    "--specgate-diagnostic", "--specgate-allow-dirty", "--quick", "--strict-markers",
+    "--force-reinstall", "--no-deps",
+}
 _CODE = re.compile(r"```(?:bash|console|sh)?\n(.*?)```|`([^`\n]+)`", re.DOTALL)
 _SPACED_VALUE = re.compile(r"(?<![\w-])(--[a-z][a-z-]*) +(?!-|\||\[|\.\.\.)(\S+)")
 

@@ -3,12 +3,11 @@ a conflict is a warning naming the test, and the evidence says which backend ran
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from pytest_specgate.contracts.engine_config import RunEngineOptions
 from pytest_specgate.engines.config import engine_choice_from
+from pytest_specgate.evidence import find_bundles, read_records
 
 SPECS = """
 import pytest
@@ -63,8 +62,8 @@ def test_a_marker_that_keeps_a_test_off_the_asked_backend_is_a_warning_and_recor
         "test runs on mock, not on --specgate-engine=vllm (a marker that names a backend pins it; drop the "
         "backend from the marker to let the command line choose)",
     ])
-    (record,) = out.glob("*/FR-1.json")
-    (engine,) = json.loads(record.read_text())["tests"][0]["engines"]
+    (bundle,) = find_bundles(out)
+    (engine,) = read_records(bundle)["FR-1"].document["tests"][0]["engines"]
     assert engine["backend"] == "mock"
     assert engine["selected_by"] == (
         "marker: @pytest.mark.engine names mock, which wins over --specgate-engine=vllm")
@@ -78,9 +77,9 @@ def test_without_a_conflict_there_is_no_warning_and_the_record_names_the_option(
     result = pytester.runpytest("-p", "no:cacheprovider", "--specgate-engine=mock",
                                 f"--specgate-evidence={out}", "--specgate-allow-dirty")
     result.assert_outcomes(passed=2)
-    (pinned,) = out.glob("*/FR-1.json")
-    (unpinned,) = out.glob("*/FR-2.json")
-    assert json.loads(pinned.read_text())["tests"][0]["engines"][0]["selected_by"] == (
+    (bundle,) = find_bundles(out)
+    records = read_records(bundle)
+    assert records["FR-1"].document["tests"][0]["engines"][0]["selected_by"] == (
         "marker: @pytest.mark.engine names mock")
-    unpinned_engine = json.loads(unpinned.read_text())["tests"][0]["engines"][0]
+    unpinned_engine = records["FR-2"].document["tests"][0]["engines"][0]
     assert unpinned_engine["selected_by"] == "--specgate-engine=mock"

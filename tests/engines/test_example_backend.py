@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 from engines_testkit import build_wheel, wait_until
 
+from pytest_specgate.evidence import find_bundles, read_records
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "backends" / "specgate-echo"
 
@@ -55,8 +57,8 @@ def test_the_installed_example_passes_the_packaged_conformance_spec_and_evidence
                                            "pytest_specgate.conformance", "--specgate-engine=echo",
                                            f"--specgate-evidence={out}", timeout=300)
     result.assert_outcomes(passed=7)
-    (record_path,) = out.glob("*/FR-0.json")
-    record = json.loads(record_path.read_text())
+    (bundle,) = find_bundles(out)
+    record = read_records(bundle)["FR-0"].document
     assert record["outcome"] == "passed"
     engines = [engine for test in record["tests"] for engine in test["engines"] or []]
     assert engines and {engine["backend"] for engine in engines} == {"echo"}

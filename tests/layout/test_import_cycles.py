@@ -121,6 +121,7 @@ def test_a_planted_function_level_import_makes_a_cycle(tmp_path: Path) -> None:
         "pytest_specgate.evidence._schema",
         "pytest_specgate.evidence._acrecord",
         "pytest_specgate.evidence._bundle",
+        "pytest_specgate.evidence._record_split",
     })}
 
 

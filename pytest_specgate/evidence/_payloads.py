@@ -1,13 +1,16 @@
 """How bytes are opened for redaction: text encodings and compressed containers.
 
 A byte string is never waved through as "binary": a stray NUL or one invalid byte must not
-switch redaction off. So bytes are read in every way that can hide text: UTF-16/32 (a BOM, or
-the NUL pattern of ASCII in UTF-16), UTF-8 with the undecodable bytes kept aside, latin-1;
-compressed containers (gzip, bzip2, xz, zip) are opened, their contents redacted and the
+switch redaction off. Text (UTF-8, or UTF-16/32 by a BOM or the NUL pattern of ASCII in
+UTF-16, or UTF-8 with a few stray bytes) is redacted as text, each stray byte kept. Bytes that
+are not text, and images whatever their bytes, are
+never rewritten in place (a pattern matching inside a PNG would break the picture): they are
+read in every way that can hide text (UTF-8 with the undecodable bytes kept aside, latin-1,
+UTF-16) and withheld with a reason when a credential shows in one of those readings.
+Compressed containers (gzip, bzip2, xz, zip) are opened, their contents redacted and the
 container rebuilt deterministically. What cannot be opened (an unknown compression, an
 encrypted zip member, a container over the size limit) is refused with a reason, never
-copied through.
-"""
+copied through."""
 
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import codecs
 import gzip
 import io
 import lzma
+import re
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -54,6 +58,35 @@ _BOMS: tuple[tuple[bytes, str], ...] = (
     (codecs.BOM_UTF16_LE, "utf-16-le"),
     (codecs.BOM_UTF16_BE, "utf-16-be"),
 )
+
+
+_IMAGE_MAGIC: tuple[bytes, ...] = (
+    b"\x89PNG\r\n\x1a\n",
+    b"\xff\xd8\xff",
+    b"GIF87a",
+    b"GIF89a",
+    b"II*\x00",
+    b"MM\x00*",
+)
+
+
+def is_image(data: bytes) -> bool:
+    """Whether ``data`` opens with the signature of a PNG, JPEG, GIF, TIFF or WebP picture."""
+    return data.startswith(_IMAGE_MAGIC) or (data[:4] == b"RIFF" and data[8:12] == b"WEBP")
+
+
+_STRAY_BYTES_SHARE = 0.05
+"""Text may hold this share of bytes that are not text (a NUL, a cut UTF-8 sequence) and still be
+text: a log with a stray byte is redacted like a log, not withheld like a picture."""
+_NOT_TEXT = re.compile(r"[\x00-\x08\x0e-\x1a\x1c-\x1f\x7f\udc80-\udcff]")
+
+
+def is_mostly_text(data: bytes) -> bool:
+    """Whether ``data`` is UTF-8 text but for a few stray bytes (an image never is)."""
+    if is_image(data):
+        return False
+    stray = len(_NOT_TEXT.findall(data.decode("utf-8", "surrogateescape")))
+    return stray <= _STRAY_BYTES_SHARE * len(data)
 
 
 def text_form(data: bytes) -> TextForm | None:

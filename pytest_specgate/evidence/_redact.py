@@ -52,7 +52,13 @@ from pytest_specgate.evidence._generic_secrets import (
 )
 from pytest_specgate.evidence._jsonio import pretty_json, replace_atomically, to_jsonable
 from pytest_specgate.evidence._known_secrets import known_secret_values, mask_pattern, usable_secrets
-from pytest_specgate.evidence._payloads import container_redaction, text_form
+from pytest_specgate.evidence._payloads import (
+    RefusedPayload,
+    container_redaction,
+    is_image,
+    is_mostly_text,
+    text_form,
+)
 from pytest_specgate.evidence._secret_rules import (
     CONTEXT_FORMATS,
     ENCODED_PREFIXES,
@@ -97,7 +103,8 @@ _BYTE_VIEWS = (
 )
 """How bytes that are not text in one encoding are read anyway: as UTF-8 with the bytes that
 do not decode kept aside, as latin-1, and as UTF-16 of either byte order; every reading is
-a bijection, so what no rule matches keeps its bytes."""
+a bijection, so what no rule matches keeps its bytes. Text with stray bytes is redacted through
+them; binary content is only scanned through them (a credential found withholds it)."""
 _CACHED_CHARS = 256
 _CACHED_TEXTS = 16_384
 _LONG_CACHED_CHARS = 65_536
@@ -813,14 +820,28 @@ class Redactor:
         return data
 
     def bytes_(self, data: bytes, depth: int = 0) -> bytes:
-        """Bytes as every reading of them redacts (:data:`_BYTE_VIEWS`, containers opened);
-        :class:`RefusedPayload` for a container that cannot be opened."""
+        """Text redacted as text (through every reading when a few bytes do not decode),
+        containers opened and rebuilt; binary content (not text, or an image) unchanged:
+        :class:`RefusedPayload` when a credential shows in any reading of it
+        (:data:`_BYTE_VIEWS`), since rewriting bytes in place would break the file, and for a
+        container that cannot be opened."""
         rebuilt = container_redaction(data, depth, self.bytes_)
         if rebuilt is not None:
             return rebuilt
-        form = text_form(data)
+        form = None if is_image(data) else text_form(data)
         if form is not None:
             return form.encode(self.text(form.decode(data)))
+        if is_mostly_text(data):
+            return self._text_with_stray_bytes(data)
+        if self._holds_credential(data):
+            raise RefusedPayload(
+                f"binary content ({len(data)} bytes, not text) holds what reads as a credential; "
+                "it is withheld, not rewritten in place"
+            )
+        return data
+
+    def _text_with_stray_bytes(self, data: bytes) -> bytes:
+        """Text with a few bytes that do not decode, redacted in every reading, the bytes kept."""
         current = data
         for _ in range(_MAX_ROUNDS):
             updated = current
@@ -831,6 +852,17 @@ class Redactor:
                 return current
             current = updated
         return PLACEHOLDERS[0].encode()
+
+    def _holds_credential(self, data: bytes) -> bool:
+        """Whether a credential rule or a known secret matches ``data`` in any of its readings."""
+        credentials = self._credentials_view
+        return self.binary(data) != data or any(
+            credentials._through(data, codec, errors) != data for codec, errors in _BYTE_VIEWS
+        )
+
+    @cached_property
+    def _credentials_view(self) -> Redactor:
+        return self.secrets_only()
 
     def _through(self, data: bytes, codec: str, errors: str) -> bytes:
         """``data`` read as ``codec`` (every byte kept by ``errors``), redacted, written back."""

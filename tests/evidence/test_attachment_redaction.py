@@ -7,6 +7,9 @@ and the paths on disk, or the merged bundle fails the gate's own check.
 
 from __future__ import annotations
 
+import hashlib
+import struct
+import zlib
 from pathlib import Path
 
 import pytest
@@ -83,3 +86,48 @@ def test_merge_across_hosts_with_different_redaction_patterns_verifies_and_leaks
                        str(merged), "--require", "AC-10", "--require", "AC-11", "--commit", git_repo.commit)
     assert code == 0, out
     assert out.splitlines()[-1] == "specgate gate: accepted AC-10, AC-11"
+
+
+def _png_with_text(comment: bytes) -> bytes:
+    """A 1x1 PNG carrying ``comment`` in a tEXt chunk, as a plotting library writes its metadata."""
+
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
+    return b"".join([
+        b"\x89PNG\r\n\x1a\n", chunk(b"IHDR", header), chunk(b"tEXt", b"Comment\x00" + comment),
+        chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")), chunk(b"IEND", b""),
+    ])
+
+
+def test_a_png_whose_bytes_look_like_addresses_is_stored_byte_identical(tmp_path: Path) -> None:
+    png = _png_with_text(b"served from 2001:db8::42 via 10.20.30.40 in /home/alice/plots")
+    recorder = SyntheticRun(tmp_path, TEST_ENV).recorder("tests/test_plot.py::test_plot")
+    attachment = recorder.attach("latency.png", png)
+    assert attachment.problem is None and attachment.sha256 == hashlib.sha256(png).hexdigest()
+    assert attachment.size == len(png) and not attachment.text
+
+
+def test_a_binary_blob_holding_a_token_is_withheld_with_its_reason_not_rewritten(tmp_path: Path) -> None:
+    recorder = SyntheticRun(tmp_path, TEST_ENV).recorder("tests/test_plot.py::test_plot")
+    for name, blob in [
+        ("dump.bin", bytes(range(256)) + PLANTED_HF_TOKEN.encode() + b"\xfe\x80"),
+        ("utf16.bin", b"\x89\xab" * 100 + PLANTED_HF_TOKEN.encode("utf-16-le") + b"\xfe\x80"),
+        ("plot.png", _png_with_text(b"token " + PLANTED_HF_TOKEN.encode())),
+    ]:
+        attachment = recorder.attach(name, blob)
+        assert attachment.sha256 is None and attachment.size is None, name
+        assert attachment.problem is not None and attachment.problem.startswith(
+            "refused: binary content"
+        ) and "withheld, not rewritten" in attachment.problem, name
+
+
+def test_text_attachments_are_still_redacted_as_text(tmp_path: Path) -> None:
+    run = SyntheticRun(tmp_path, TEST_ENV)
+    log = f"listening on 10.20.30.40 key {PLANTED_HF_TOKEN}\n".encode()
+    attachment = run.recorder("tests/test_log.py::test_log").attach("server.log", log)
+    stored = run.collector.redactor.encode(log)
+    assert attachment.problem is None and attachment.text
+    assert attachment.sha256 == hashlib.sha256(stored).hexdigest() and stored != log
+    assert PLANTED_HF_TOKEN.encode() not in stored and b"10.20.30.40" not in stored

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.evidence import LocalIdentity, Redactor, build_redactor
+from pytest_specgate.evidence._payloads import RefusedPayload, is_mostly_text, text_form
 from pytest_specgate.evidence._redact import _IPV6_CANDIDATE, SENSITIVE_PATH_ROOTS, _unescaped, is_text
 
 ENV = {
@@ -116,11 +117,20 @@ def test_non_json_values_become_json() -> None:
     assert REDACTOR.value(value) == {"nan": "nan", "path": "x.py", "raw": "<2 bytes>", "set": [1, 3]}
 
 
-def test_binary_payloads_keep_their_bytes_but_lose_what_decodes_as_a_secret() -> None:
-    blob = b"\x00\xff" + ENV["HF_TOKEN"].encode() + b"\x01hf_" + b"Z" * 40 + b"\x02/home/alice \xfe\x80"
-    encoded = REDACTOR.encode(blob)
-    assert encoded == b"\x00\xff<SECRET>\x01<HF_TOKEN>\x02<PATH> \xfe\x80"
-    assert not is_text(encoded) and REDACTOR.encode(encoded) == encoded
+@pytest.mark.parametrize(
+    "blob",
+    [bytes(range(256)) + ENV["HF_TOKEN"].encode(), bytes(range(256)) + b"\x01hf_" + b"Z" * 40 + b"\xfe\x80"],
+    ids=["known-value", "token-format"],
+)
+def test_a_binary_payload_holding_a_secret_is_refused_never_rewritten(blob: bytes) -> None:
+    reason = r"binary content \(\d+ bytes, not text\) holds what reads as a credential"
+    with pytest.raises(RefusedPayload, match=reason):
+        REDACTOR.encode(blob)
+
+
+def test_a_binary_payload_without_a_credential_keeps_every_byte() -> None:
+    blob = bytes(range(256)) + b"\x012001:db8::42 10.1.2.3 /home/alice \xfe\x80"
+    assert REDACTOR.encode(blob) == blob and not is_text(blob)
 
 
 def test_invalid_extra_pattern_is_an_input_error_naming_it() -> None:
@@ -422,7 +432,18 @@ encoded_plantings = st.tuples(st.sampled_from(CHANNELS), _planted_text())
 
 
 def encoded_survivors(channel: str, planted: _Planted) -> list[str]:
-    output = REDACTOR.encode(encode_for(channel, planted.text))
+    """The planted cores a reader finds; binary bytes must come back untouched or be refused, and
+    may keep only what is no credential (names and addresses in a picture are left alone)."""
+    payload = encode_for(channel, planted.text)
+    try:
+        output = REDACTOR.encode(payload)
+    except RefusedPayload:
+        return []
+    binary = channel != "gzip" and isinstance(payload, bytes)
+    if binary and text_form(payload) is None and not is_mostly_text(payload):
+        assert output == payload
+        as_text = REDACTOR.secrets_only().text(planted.text)
+        return [core for core in planted.cores if not _survivors(as_text, [core])]
     return _survivors(decoded_output(channel, output), list(planted.cores))
 
 
@@ -604,8 +625,6 @@ def test_compressed_attachments_are_opened_redacted_and_rebuilt(kind: str) -> No
     ],
 )
 def test_containers_that_cannot_be_opened_are_refused_with_the_reason(payload: bytes, reason: str) -> None:
-    from pytest_specgate.evidence._payloads import RefusedPayload
-
     with pytest.raises(RefusedPayload, match=re.escape(reason)):
         REDACTOR.encode(payload)
 

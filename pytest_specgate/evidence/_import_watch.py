@@ -36,6 +36,9 @@ class WatchMark:
 
     modules: int
     files: int
+    xdist_process: bool = False
+    """The process's first run was an xdist worker: its ``__main__`` is execnet's bootstrap, which
+    the controller started, for that run and for runs nested in it (pytester in-process runs)."""
 
 
 class ImportWatch:
@@ -48,6 +51,7 @@ class ImportWatch:
         self._known_files: set[str] = set()
         self._pending: dict[str, int] = {}
         self._marked = False
+        self._xdist_process = False
 
     def __call__(self, event: str, args: tuple[object, ...]) -> None:
         if event == "exec":
@@ -82,14 +86,17 @@ class ImportWatch:
             else:
                 self._pending[name] = waited + 1
 
-    def mark(self) -> WatchMark:
+    def mark(self, *, xdist_worker: bool = False) -> WatchMark:
         """Where a run's share starts: the beginning for the first run of the process (everything
-        since the plugin loaded), the current end for later ones (pytester runs in one process)."""
+        since the plugin loaded), the current end for later ones (pytester runs in one process).
+        Whether the process is an xdist worker is the first run's ``xdist_worker``: a later run
+        cannot make its process one."""
         self._settle()
         if not self._marked:
             self._marked = True
-            return WatchMark(0, 0)
-        return WatchMark(len(self.seen), len(self.files))
+            self._xdist_process = xdist_worker
+            return WatchMark(0, 0, xdist_worker)
+        return WatchMark(len(self.seen), len(self.files), self._xdist_process)
 
     def since(self, mark: WatchMark) -> tuple[list[tuple[str, ModuleType]], list[str]]:
         """(name, module) of every import and every file run from ``mark`` on."""

@@ -92,7 +92,8 @@ def run_modules(modules: Mapping[str, object], watched: Iterable[tuple[str, obje
     a file run through ``exec``); and ``-p``/``PYTEST_PLUGINS`` names found nowhere else (looked up
     on ``sys.path`` without importing them again).
 
-    On an xdist worker ``__main__`` is execnet's bootstrap, which the controller started: left out.
+    On an xdist worker ``__main__`` is execnet's bootstrap, which the controller started: left out,
+    under ``__mp_main__`` too (``multiprocessing`` names ``__main__`` so when imported).
     """
     found: dict[str, object] = {name: module for name, module in modules.items() if module is not None}
     known = {id(module) for module in found.values()}
@@ -113,8 +114,11 @@ def run_modules(modules: Mapping[str, object], watched: Iterable[tuple[str, obje
         spec = None if "." in name or name in found else machinery.PathFinder.find_spec(name)
         if spec is not None and isinstance(spec.origin, str) and os.path.abspath(spec.origin) not in covered:
             found[f"{name} (not imported now)"] = SimpleNamespace(__file__=spec.origin)
-    if worker and getattr(found.get("__main__"), "__file__", None) is None:
-        found.pop("__main__", None)
+    bootstrap = found.get("__main__")
+    if worker and bootstrap is not None and getattr(bootstrap, "__file__", None) is None:
+        for name in ("__main__", "__mp_main__"):
+            if found.get(name) is bootstrap:
+                del found[name]
     return found
 
 

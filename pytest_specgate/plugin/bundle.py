@@ -48,7 +48,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Where this run's share of what the import watcher saw starts."""
     from pytest_specgate.evidence import watch_imports
 
-    config.stash[IMPORT_MARK_KEY] = watch_imports().mark()
+    config.stash[IMPORT_MARK_KEY] = watch_imports().mark(xdist_worker=hasattr(config, "workerinput"))
 
 
 @pytest.hookimpl(trylast=True)
@@ -139,7 +139,8 @@ def _imported_modules(config: pytest.Config, *, worker: bool) -> dict[str, objec
     mark = config.stash.get(IMPORT_MARK_KEY, None)
     watched, files = watch_imports().since(mark) if mark is not None else ([], [])
     return run_modules(sys.modules, watched, files, config.pluginmanager.get_plugins(),
-                       option_plugin_names(config.invocation_params.args, os.environ), worker=worker)
+                       option_plugin_names(config.invocation_params.args, os.environ),
+                       worker=worker or (mark is not None and mark.xdist_process))
 
 
 def _conftest_files(config: pytest.Config) -> list[Path]:

@@ -223,8 +223,23 @@ def test_run_modules_adds_replaced_modules_registered_plugins_and_p_names_found_
     assert modules["ran (executed)"].__file__ == str(tmp_path / "ran.py")  # type: ignore[attr-defined]
     gone = modules["gone_plugin (not imported now)"]
     assert gone.__file__ == str(tmp_path / "gone_plugin.py")  # type: ignore[attr-defined]
-    worker = run_modules({"__main__": types.ModuleType("__main__")}, [], [], [], [], worker=True)
-    assert "__main__" not in worker
+    bootstrap = types.ModuleType("__main__")
+    worker = run_modules({"__main__": bootstrap, "__mp_main__": bootstrap}, [], [], [], [], worker=True)
+    assert "__main__" not in worker and "__mp_main__" not in worker
+    alone = run_modules({"__main__": bootstrap, "__mp_main__": bootstrap}, [], [], [], [])
+    assert alone["__main__"] is bootstrap and alone["__mp_main__"] is bootstrap  # python -c stays foreign
+    other = types.ModuleType("__mp_main__")
+    assert run_modules({"__main__": bootstrap, "__mp_main__": other}, [], [], [], [],
+                       worker=True) == {"__mp_main__": other}
+
+
+def test_a_run_nested_in_an_xdist_worker_is_on_an_xdist_worker_and_a_later_run_cannot_claim_one() -> None:
+    worker_process = ImportWatch()
+    assert worker_process.mark(xdist_worker=True).xdist_process
+    assert worker_process.mark().xdist_process  # pytester's in-process run inside the worker
+    plain_process = ImportWatch()
+    assert not plain_process.mark().xdist_process
+    assert not plain_process.mark(xdist_worker=True).xdist_process
 
 
 def test_plugin_names_come_from_p_options_addopts_and_pytest_plugins() -> None:

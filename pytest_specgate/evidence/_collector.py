@@ -192,6 +192,7 @@ class EvidenceCollector:
         host_provenance: HostProvenance | Mapping[str, JsonValue] | None = None,
         census: Callable[[], Census] | None = None,
         run_provenance: Callable[[], Mapping[str, JsonValue]] | None = None,
+        run_modules: Callable[[], Mapping[str, object]] | None = None,
         job_nonce: str | None = None,
     ) -> None:
         """``selection``: what collection selected and deselected (filled in by the plugin's hooks
@@ -228,6 +229,8 @@ class EvidenceCollector:
         self.census: Census | None = None
         """The full collection the records' completeness is judged against (None: not taken)."""
         self._take_run_provenance = run_provenance
+        self._run_modules = run_modules
+        """Every module the run imported, those since removed from sys.modules too (default: sys.modules)."""
         self.run_provenance: Mapping[str, JsonValue] | None = None
         """Already redacted; xdist workers' foreign modules are merged in when they finish."""
         self._worker_foreign: dict[str, Mapping[str, JsonValue]] = {}
@@ -324,8 +327,9 @@ class EvidenceCollector:
         if self._take_run_provenance is not None:
             self.run_provenance = self._take_run_provenance()
         if self._source.commit is not None:
-            self._imported |= imported_source_files(sys.modules, [item.path for item in session.items],
-                                                    self._rootdir)
+            modules = self._run_modules() if self._run_modules is not None else sys.modules
+            collected = [item.path for item in session.items]
+            self._imported |= imported_source_files(modules, collected, self._rootdir)
         try:
             self.finish(exitstatus)
         except OSError as error:

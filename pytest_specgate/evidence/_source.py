@@ -16,7 +16,6 @@ import subprocess
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from types import ModuleType
 
 __all__ = [
     "BUNDLE_DIR_NAME",
@@ -65,10 +64,12 @@ def _is_within(path: Path, roots: Iterable[Path]) -> bool:
     return any(path == root or root in path.parents for root in roots)
 
 
-def imported_source_files(modules: Mapping[str, ModuleType | None], collected: Iterable[Path],
+def imported_source_files(modules: Mapping[str, object], collected: Iterable[Path],
                           rootdir: Path) -> set[Path]:
     """Real paths of the project's files this process ran: collected test files and every imported
-    module living under the rootdir or the work tree of the rootdir or of a collected file.
+    module living under the rootdir or the work tree of the rootdir or of a collected file. ``modules``
+    is what the run imported: a module later removed from ``sys.modules`` still counts (the import
+    watcher's ``run_modules``).
 
     Third-party packages (site-packages, the standard library) live elsewhere and are left out.
     """

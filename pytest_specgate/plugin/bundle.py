@@ -60,8 +60,8 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if workeroutput is not None and config.stash[SETTINGS_KEY].evidence_dir is not None:
         from pytest_specgate.evidence import IMPORTED_FILES_KEY, git_top, imported_source_files
 
-        imported = imported_source_files(sys.modules, [item.path for item in session.items],
-                                         config.rootpath)
+        imported = imported_source_files(_imported_modules(config, worker=True),
+                                         [item.path for item in session.items], config.rootpath)
         workeroutput[IMPORTED_FILES_KEY] = sorted(str(path) for path in imported)
         from pytest_specgate.evidence import FOREIGN_MODULES_KEY, foreign_modules, interpreter_locations
 
@@ -108,6 +108,7 @@ def evidence_collector(config: pytest.Config, settings: SpecgateSettings,
         census=lambda: take_census(config, SpecgateHookSpecs, config.stash.get(RUN_COLLECTION_KEY, None),
                                    config.stash[PROJECT_KEY].spec_paths),
         run_provenance=lambda: _run_provenance(config),
+        run_modules=lambda: _imported_modules(config, worker=False),
         job_nonce=settings.job_nonce,
     )
 

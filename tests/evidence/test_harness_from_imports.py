@@ -37,9 +37,9 @@ def test_speedup(evidence):
 """
 
 
-def _base(pytester: pytest.Pytester, extra: str = "") -> str:
+def _base(pytester: pytest.Pytester, extra: str = "", spec: str = SPEC) -> str:
     pytester.makepyprojecttoml(PYPROJECT.format(extra=extra))
-    for path, text in {"acceptance/test_ac1.py": SPEC, "helpers/__init__.py": "",
+    for path, text in {"acceptance/test_ac1.py": spec, "helpers/__init__.py": "",
                        "helpers/figures.py": "SPEEDUP = 1.5\n", "docs/notes.md": "notes\n"}.items():
         (pytester.path / path).parent.mkdir(parents=True, exist_ok=True)
         (pytester.path / path).write_text(text)
@@ -90,6 +90,32 @@ def test_a_changed_helper_outside_the_spec_folder_blocks_the_ac(
     assert _blocked("helpers/figures.py", base) in lines, lines
     assert f"AC-1: harness files changed since {base}: helpers/figures.py" in lines
     assert (judged["harness_changed"], judged["sut_changed"]) == (["helpers/figures.py"], [])
+
+
+SELF_REMOVING_SPEC = """
+import sys
+
+import pytest
+
+from helpers.figures import SPEEDUP
+
+# The helper leaves sys.modules once its figure is read: the import watcher still saw it.
+del sys.modules["helpers.figures"], sys.modules["helpers"]
+
+@pytest.mark.ac("AC-1", spec="SPEC-1")
+def test_speedup(evidence):
+    evidence.measure("speedup", SPEEDUP, "x", at_least=1.4)
+"""
+
+
+def test_a_changed_helper_that_removed_itself_from_sys_modules_still_blocks_the_ac(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The harness is what the run imported, not what sys.modules holds at the end."""
+    base = _base(pytester, spec=SELF_REMOVING_SPEC)
+    lines, judged = _pr_gate(pytester, capsys, base, {"helpers/figures.py": "SPEEDUP = 2.41\n"})
+    assert _blocked("helpers/figures.py", base) in lines, lines
+    assert judged["harness_changed"] == ["helpers/figures.py"]
 
 
 def test_a_file_the_trusted_config_names_as_code_under_test_is_listed_not_blocking(

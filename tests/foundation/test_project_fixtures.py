@@ -23,7 +23,7 @@ SPEC = """
 from pytest_specgate.measure import load_named_prompt_set, model_pair
 
 
-def test_pinned():
+def test_adopter_pinned_fixture():
     pair = model_pair("AC-77")
     prompts = load_named_prompt_set(pair.prompt_sets[0])
     assert pair.target.repo_id.startswith("mlx-community/") and prompts.prompts
@@ -37,7 +37,7 @@ def _project(root: Path, fixtures: str = "fixtures", setting: str | None = None)
     (root / fixtures / "prompts" / "spec028-code-iso8601-v1.json").write_text(PROMPTS)
     table = "" if setting is None else f"\n[tool.specgate]\nfixtures_dir = {setting}\n"
     (root / "pyproject.toml").write_text(f'[project]\nname = "adopter"\nversion = "0"\n{table}')
-    (root / "test_pinned.py").write_text(SPEC)
+    (root / "test_adopter_pinned_fixture.py").write_text(SPEC)
 
 
 def test_the_rootdir_fixtures_are_the_default(pytester: pytest.Pytester) -> None:

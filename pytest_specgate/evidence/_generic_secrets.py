@@ -266,13 +266,37 @@ def escaped_break_token(match: re.Match[str]) -> bool:
     return looks_generated(joined)
 
 
+_ESCAPE_CODE = {"\\": re.compile(r"x([0-9A-Fa-f]{2})|u([0-9A-Fa-f]{4})"), "%": re.compile(r"[0-9A-Fa-f]{2}")}
+"""The code after a ``\\`` or a ``%`` that :mod:`._redact` decodes: ``\\x41``, ``\\u0041``, ``%41``."""
+
+
+def escaped_character(code: str) -> str | None:
+    """The character the hex ``code`` of an escape is decoded to: a printable one but a quote or
+    a backslash (those stay escaped so JSON stays JSON); None when the escape stays as written."""
+    character = chr(int(code, 16))
+    return character if character.isprintable() and character not in "\"\\" else None
+
+
+def _rest_of_escape(before: str, run: str) -> bool:
+    """Whether ``run`` is the rest of an escape the decoding step reads (and then redacts what it
+    spells). An escape of a control character (``\\x00``, ``%00``) stays as written, so the run
+    after it is judged here, or nothing would ever judge it."""
+    pattern = _ESCAPE_CODE.get(before)
+    code = None if pattern is None else pattern.match(run)
+    if code is None:
+        return before == "\\"
+    return escaped_character(code.group(code.lastindex or 0)) is not None
+
+
 def generic_token(match: re.Match[str]) -> bool:
     """A run of credential characters with a capital or a digit that reads as generated (see
     :func:`looks_generated`): not a labelled digest, not the rest of an escape (``\\x41…``), not
     the end of a run a search started inside."""
     start, run = match.start(), match.group(0)
     before = match.string[start - 1] if start else ""
-    if before == "\\" or (before and before in _ALPHABET_SET) or _UPPER_OR_DIGIT.search(run) is None:
+    if _rest_of_escape(before, run) or (before and before in _ALPHABET_SET):
+        return False
+    if _UPPER_OR_DIGIT.search(run) is None:
         return False
     label = _DIGEST_LABEL.search(match.string, max(0, start - 7), start)
     return (label is None or label.end() != start) and looks_generated(run)

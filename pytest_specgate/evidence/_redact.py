@@ -45,6 +45,7 @@ from pytest_specgate.evidence._generic_secrets import (
     USER_FLAG_PASSWORD,
     cut_token,
     escaped_break_token,
+    escaped_character,
     generic_token,
     joined_token,
     keyword_value,
@@ -1063,8 +1064,7 @@ def _unescaped(text: str) -> str:
     def decode(match: re.Match[str]) -> str:
         if match.group(3):
             return "/"
-        character = chr(int(match.group(1) or match.group(2) or match.group(4), 16))
-        return character if character.isprintable() and character not in "\"\\" else match.group(0)
+        return escaped_character(match.group(1) or match.group(2) or match.group(4)) or match.group(0)
 
     current = text
     while True:

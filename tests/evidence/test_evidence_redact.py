@@ -659,3 +659,19 @@ def test_documents_sharing_a_mapping_are_each_redacted_as_alone() -> None:
 def test_markdown_by_lines_redacts_every_line() -> None:
     text = "## AC-1\n\n- Host: buildbox-7\n- token hf_" + "a1B2" * 9 + "\n" + "same line\n" * 3
     assert REDACTOR.by_lines(text) == "## AC-1\n\n- Host: <HOST>\n- token <HF_TOKEN>\n" + "same line\n" * 3
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("frame b'\\x00aB3dE9fG2hJ7kL4mN8pQ5rS'", "frame b'\\<SECRET>'"),
+        ("frame \\u0000aB3dE9fG2hJ7kL4mN8pQ5rS", "frame \\<SECRET>"),
+        ("eyJ00000000000000000%2EeyJ00000000000013456%2E2WAqGzYtEL6GsWNq6%5FZ5tU5REgBN69E3qZJaUz0QaF3",
+         "<TOKEN>"),
+    ],
+)
+def test_a_token_behind_an_escape_is_judged_whole(text: str, expected: str) -> None:
+    """A run after an escape of a control character is judged (the escape stays as written, so
+    no decoding reads it), and a run after a percent escape is left to the decoding, which reads
+    the token whole (once, only a JWT's payload and signature went, its header survived)."""
+    assert REDACTOR.text(text) == expected

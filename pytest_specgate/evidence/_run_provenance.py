@@ -198,11 +198,20 @@ def _file_fact(path: Path, locations: Locations) -> dict[str, JsonValue]:
             "owner": None if owner.foreign else owner.kind}
 
 
-def startup_files(modules: Mapping[str, object], locations: Locations) -> list[dict[str, JsonValue]]:
-    """``sitecustomize``/``usercustomize`` as imported, and every ``.pth`` file in a site directory,
-    each with its sha256 and owner, and whether it runs code."""
-    found = [Path(where) for name in STARTUP_MODULES
-             if isinstance(where := getattr(modules.get(name), "__file__", None), str)]
+def startup_files(modules: Mapping[str, object], locations: Locations,
+                  sys_path: Sequence[str]) -> list[dict[str, JsonValue]]:
+    """``sitecustomize``/``usercustomize`` as imported, else as found on ``sys_path`` (they run
+    before the import watcher, so one that deletes itself from ``sys.modules`` is found on disk),
+    and every ``.pth`` file in a site directory, each with its sha256 and owner, and whether it
+    runs code."""
+    found = []
+    for name in STARTUP_MODULES:
+        where = getattr(modules.get(name), "__file__", None)
+        if not isinstance(where, str):
+            spec = machinery.PathFinder.find_spec(name, list(sys_path))
+            where = None if spec is None else spec.origin
+        if isinstance(where, str):
+            found.append(Path(where))
     for root in locations.site:
         try:
             found += sorted(root.glob("*.pth"))
@@ -338,7 +347,7 @@ def collect_run_provenance(
     document: dict[str, JsonValue] = {
         "plugins": plugin_facts(distinfo),
         "environment": {name: environ.get(name) for name in ENVIRONMENT_VARIABLES},
-        "startup_files": startup_files(modules, where),
+        "startup_files": startup_files(modules, where, sys_path),
         "sys_path_outside": outside_sys_path(sys_path, where),
         "pythonpath_outside": pythonpath_outside(environ, where),
         "conftests_above_rootdir": conftests_above(rootdir, conftests, where),

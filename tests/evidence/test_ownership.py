@@ -114,7 +114,7 @@ def test_the_standard_library_as_named_belongs_to_the_interpreter_links_included
     modules = {"sitecustomize": types.SimpleNamespace(__file__=str(stdlib / "sitecustomize.py")),
                "json": types.SimpleNamespace(__file__=str(stdlib / "json.py"))}
     assert foreign_modules(modules, where) == {}
-    [startup] = startup_files(modules, where)
+    [startup] = startup_files(modules, where, [str(site), str(stdlib)])
     assert (startup["path"], startup["owner"], startup["executes"]) == (
         "<stdlib>/sitecustomize.py", "interpreter", True)
     assert run_provenance_reasons({**CLEAN_RUN_PROVENANCE, "startup_files": [startup]}) == []

@@ -206,7 +206,7 @@ def test_a_module_in_site_packages_that_no_record_lists_is_foreign(tmp_path: Pat
     where = _locations(site)
     assert foreign_modules(modules, where) == {"sitecustomize": {
         "path": "<site-packages>/sitecustomize.py", "cause": "unrecorded", "distribution": None}}
-    [startup] = startup_files(modules, where)
+    [startup] = startup_files(modules, where, [str(site)])
     assert startup["path"] == "<site-packages>/sitecustomize.py" and startup["distribution"] is None
     assert startup["owner"] is None
 
@@ -214,12 +214,24 @@ def test_a_module_in_site_packages_that_no_record_lists_is_foreign(tmp_path: Pat
 def test_a_pth_file_that_runs_code_and_belongs_to_no_distribution_disqualifies(tmp_path: Path) -> None:
     pth = {"evil.pth": b"import os; os.environ['X'] = '1'\n", "paths.pth": b"/opt/lib\n"}
     site, _ = _site(tmp_path, pth, {})
-    files = startup_files({}, _locations(site))
+    files = startup_files({}, _locations(site), [str(site)])
     assert [(entry["path"], entry["executes"]) for entry in files] == [
         ("<site-packages>/evil.pth", True), ("<site-packages>/paths.pth", False)]
     assert run_provenance_reasons({**CLEAN_RUN_PROVENANCE, "startup_files": files}) == [
         "start-up files that run code and belong to no installed distribution nor the interpreter: "
         "<site-packages>/evil.pth; remove them, or install what they belong to"]
+
+
+def test_a_sitecustomize_that_deleted_itself_from_sys_modules_is_found_on_the_path(tmp_path: Path) -> None:
+    # it runs before the plugin's import watcher, so only the file on sys.path still shows it
+    site, _ = _site(tmp_path, {"sitecustomize.py": b"import sys\ndel sys.modules['sitecustomize']\n"}, {})
+    files = startup_files({}, _locations(site), [str(tmp_path / "elsewhere"), str(site)])
+    assert [(entry["path"], entry["owner"], entry["executes"]) for entry in files] == [
+        ("<site-packages>/sitecustomize.py", None, True)]
+    assert run_provenance_reasons({**CLEAN_RUN_PROVENANCE, "startup_files": files}) == [
+        "start-up files that run code and belong to no installed distribution nor the interpreter: "
+        "<site-packages>/sitecustomize.py; remove them, or install what they belong to"]
+    assert startup_files({}, _locations(site), [str(tmp_path / "elsewhere")]) == []
 
 
 def test_a_record_without_run_provenance_does_not_qualify() -> None:

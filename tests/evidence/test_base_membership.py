@@ -145,3 +145,18 @@ def test_a_base_whose_census_fails_leaves_membership_unknown_and_rejects(pyteste
     assert membership_problems(record, BaseMembership(base, problem="it broke")) == [
         f"which tests belong to AC-1 at the trusted commit {base[:12]} is unknown, so whether this run holds "
         "them all is unknown: it broke"]
+
+
+def test_the_base_census_reads_the_config_file_pytest_reads(pytester: pytest.Pytester) -> None:
+    """A pyproject.toml without a pytest section (packaging only) does not hide the base's tox.ini:
+    its python_files decide which files hold AC tests, as they do for pytest run in the base."""
+    (pytester.path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    (pytester.path / "tox.ini").write_text("[pytest]\npython_files = check_*.py\n")
+    (pytester.path / "acceptance").mkdir()
+    (pytester.path / "acceptance" / "check_slow.py").write_text(FAILING.format(ac="AC-1"))
+    git(pytester.path, "init", "-q")
+    git(pytester.path, "add", ".")
+    git(pytester.path, "commit", "-q", "-m", "base")
+    base = git(pytester.path, "rev-parse", "HEAD")
+    membership = base_membership(pytester.path, base, ("acceptance",))
+    assert membership.members("AC-1") == ["acceptance/check_slow.py::test_slow"], membership

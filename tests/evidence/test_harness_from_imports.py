@@ -147,3 +147,15 @@ def test_the_ini_file_and_the_spec_file_are_harness(
     base = _base(pytester)
     lines, _ = _pr_gate(pytester, capsys, base, {path: (pytester.path / path).read_text() + "\n# edited\n"})
     assert _blocked(path, base) in lines, lines
+
+
+def test_a_setup_py_the_pr_adds_is_harness(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # `pip install -e .` runs it before pytest starts: it could rewrite an installed file and its
+    # RECORD line together, which run provenance would then take as the distribution's own
+    base = _base(pytester)
+    (pytester.path / "setup.py").write_text("from setuptools import setup\n\nsetup()\n")
+    git(pytester.path, "add", "setup.py")
+    lines, _ = _pr_gate(pytester, capsys, base, {})
+    assert _blocked("setup.py", base) in lines, lines

@@ -37,7 +37,12 @@ from pytest_specgate.measure.paired import (
 )
 from pytest_specgate.measure.progress import ProgressSink
 from pytest_specgate.measure.samples import ARMS, Arm, Prompt, SamplePair
-from pytest_specgate.measure.sequential import SequentialEstimate, median_confidence_sequence, undecided
+from pytest_specgate.measure.sequential import (
+    SequentialEstimate,
+    median_confidence_sequence,
+    stop_thresholds,
+    undecided,
+)
 from pytest_specgate.measure.statistics import (
     AcceptanceMeasurement,
     IdentityReport,
@@ -260,7 +265,7 @@ def run_sustained(
     With ``until`` (thresholds on the judged speedup) the run then adds whole rounds until
     every threshold is decided or ``max_extra_pairs`` more pairs have run (see the module docstring).
     """
-    thresholds = () if until is None else (until,) if isinstance(until, Threshold) else tuple(until)
+    thresholds = stop_thresholds(until)
     if thresholds and max_extra_pairs < 1:
         raise ValueError(f"sustained run: until= needs max_extra_pairs >= 1, found {max_extra_pairs!r}")
     if not prompts:

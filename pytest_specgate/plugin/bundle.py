@@ -58,15 +58,20 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None and config.stash[SETTINGS_KEY].evidence_dir is not None:
-        from pytest_specgate.evidence import IMPORTED_FILES_KEY, git_top, imported_source_files
+        from pytest_specgate.evidence import (
+            FOREIGN_MODULES_KEY,
+            IMPORTED_FILES_KEY,
+            foreign_modules,
+            git_top,
+            imported_source_files,
+            interpreter_locations,
+        )
 
-        imported = imported_source_files(_imported_modules(config, worker=True),
-                                         [item.path for item in session.items], config.rootpath)
+        modules = _imported_modules(config, worker=True)
+        imported = imported_source_files(modules, [item.path for item in session.items], config.rootpath)
         workeroutput[IMPORTED_FILES_KEY] = sorted(str(path) for path in imported)
-        from pytest_specgate.evidence import FOREIGN_MODULES_KEY, foreign_modules, interpreter_locations
-
         locations = interpreter_locations(git_top(config.rootpath.resolve()))
-        workeroutput[FOREIGN_MODULES_KEY] = foreign_modules(_imported_modules(config, worker=True), locations)
+        workeroutput[FOREIGN_MODULES_KEY] = foreign_modules(modules, locations)
     key = config.stash.get(SIGNING_KEY, None)
     collector = config.stash.get(COLLECTOR_KEY, None)
     if key is None or collector is None or collector.bundle is None:

@@ -54,7 +54,8 @@ def _pr_gate(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], base
              changes: dict[str, str]) -> tuple[list[str], dict[str, object]]:
     for path, text in changes.items():
         (pytester.path / path).write_text(text)
-    git(pytester.path, "commit", "-q", "-am", "PR")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "PR")
     head = git(pytester.path, "rev-parse", "HEAD")
     pytester.runpytest("--specgate-evidence=out", "-p", "no:cacheprovider")
     (bundle,) = find_bundles(pytester.path / "out")
@@ -146,4 +147,16 @@ def test_the_ini_file_and_the_spec_file_are_harness(
 ) -> None:
     base = _base(pytester)
     lines, _ = _pr_gate(pytester, capsys, base, {path: (pytester.path / path).read_text() + "\n# edited\n"})
+    assert _blocked(path, base) in lines, lines
+
+
+@pytest.mark.parametrize(("path", "text"), [(".pytest.ini", "[pytest]\npythonpath = .\n"),
+                                            ("pytest.toml", '[pytest]\npythonpath = ["."]\n')])
+def test_a_config_file_the_pr_adds_is_harness(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], path: str, text: str
+) -> None:
+    """pytest prefers .pytest.ini (and, from pytest 9, pytest.toml) to pyproject.toml: a PR that adds
+    one replaces the run's settings without editing the base's configuration."""
+    base = _base(pytester)
+    lines, _ = _pr_gate(pytester, capsys, base, {path: text})
     assert _blocked(path, base) in lines, lines

@@ -77,6 +77,32 @@ def test_a_module_imported_from_a_pythonpath_entry_disqualifies(
             f"outside_helper ({where})") in line
 
 
+SPEC_IMPORTING_IN_THE_TEST = """
+import sys
+
+import pytest
+
+@pytest.mark.ac("AC-10", spec="SPEC-028", title="canary")
+def test_canary(evidence):
+    sys.path.insert(0, {folder!r})
+    import outside_helper
+
+    evidence.measure("median_speedup", outside_helper.SPEEDUP, "x", at_least=1.4)
+"""
+
+
+def test_a_module_only_an_xdist_worker_imported_reaches_the_controllers_record(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    folder = _outside(tmp_path, "outside_helper", "SPEEDUP = 2.41\n")
+    commit_project(pytester, **{"test_spec.py": SPEC_IMPORTING_IN_THE_TEST.format(folder=str(folder))})
+    _, record = run_passing(pytester, "-n", "1")
+    provenance = record["run_provenance"]
+    assert provenance["foreign_modules"]["outside_helper"].endswith("/elsewhere/outside_helper.py")
+    assert provenance["foreign_causes"]["outside_helper"] == {"cause": "outside", "distribution": None}
+    assert record["qualifying"] is False
+
+
 def test_a_plugin_loaded_through_pytest_plugins_is_recorded_and_disqualifies(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -162,8 +162,8 @@ def test_the_base_census_reads_the_config_file_pytest_reads(pytester: pytest.Pyt
     assert membership.members("AC-1") == ["acceptance/check_slow.py::test_slow"], membership
 
 
-def test_a_base_spec_the_gates_python_cannot_import_names_the_file_and_the_fix(pytester: pytest.Pytester) -> None:
-    base = _base(pytester)
+def test_a_base_spec_the_gates_python_cannot_import_names_the_file(pytester: pytest.Pytester) -> None:
+    _base(pytester)
     (pytester.path / "acceptance" / "test_engine.py").write_text("import not_installed_here\n")
     git(pytester.path, "add", "-A")
     git(pytester.path, "commit", "-q", "-m", "a spec needing a package the gate lacks")

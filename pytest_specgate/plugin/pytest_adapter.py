@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from pytest_specgate.contracts.census import PYTEST_CONFIG_NAMES
+
 __all__ = ["output_uncaptured", "project_inifile", "resume_file_line", "separate_config"]
 
 
@@ -44,18 +46,13 @@ def separate_config(args: Sequence[str], plugin: object, name: str) -> Iterator[
             config._ensure_unconfigure()
 
 
-CONFIG_NAMES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini",
-                "setup.cfg")
-"""pytest's configuration file names, in the order it prefers them (``pytest.toml`` since 9.0)."""
-
-
 def project_inifile(root: Path) -> Path | None:
     """The file in ``root`` that ``pytest`` run there with no arguments takes its configuration
-    from, looking no higher: the first of :data:`CONFIG_NAMES` that pytest reads a pytest section
+    from, looking no higher: the first of ``PYTEST_CONFIG_NAMES`` that pytest reads a pytest section
     from (a ``pyproject.toml`` without one does not hide a ``tox.ini`` with one)."""
     from _pytest.config.findpaths import load_config_dict_from_file
 
-    return next((path for name in CONFIG_NAMES
+    return next((path for name in PYTEST_CONFIG_NAMES
                  if (path := root / name).is_file() and load_config_dict_from_file(path) is not None), None)
 
 

@@ -160,3 +160,15 @@ def test_the_base_census_reads_the_config_file_pytest_reads(pytester: pytest.Pyt
     base = git(pytester.path, "rev-parse", "HEAD")
     membership = base_membership(pytester.path, base, ("acceptance",))
     assert membership.members("AC-1") == ["acceptance/check_slow.py::test_slow"], membership
+
+
+def test_a_base_spec_the_gates_python_cannot_import_names_the_file(pytester: pytest.Pytester) -> None:
+    _base(pytester)
+    (pytester.path / "acceptance" / "test_engine.py").write_text("import not_installed_here\n")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "a spec needing a package the gate lacks")
+    membership = base_membership(pytester.path, git(pytester.path, "rev-parse", "HEAD"), ("acceptance",))
+    assert membership.problem == (
+        "the census of acceptance at the trusted commit could not collect acceptance/test_engine.py (the "
+        "gate's Python imports the base's conftests and spec modules: install what they import where the "
+        "gate runs)")

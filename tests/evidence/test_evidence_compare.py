@@ -1,5 +1,6 @@
-"""``specgate compare BASE NEW``: a change counts outside the recorded interval (else beyond the
-tolerance), its direction comes from the bound, and a regression beyond the tolerance exits 1.
+"""``specgate compare BASE NEW``: a change counts where the whole interval of the difference (from
+both runs' samples, else their intervals) lies beyond the tolerance, its direction comes from the
+bound, verdict changes come first, and a regression exits 1.
 
 The last test is the issue's must-show: the worked canary run twice on the mock, the second
 time with a draft step as slow as a target step, is reported as a regression (exit 1).

@@ -54,7 +54,8 @@ def _pr_gate(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], base
              changes: dict[str, str]) -> tuple[list[str], dict[str, object]]:
     for path, text in changes.items():
         (pytester.path / path).write_text(text)
-    git(pytester.path, "commit", "-q", "-am", "PR")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "PR")
     head = git(pytester.path, "rev-parse", "HEAD")
     pytester.runpytest("--specgate-evidence=out", "-p", "no:cacheprovider")
     (bundle,) = find_bundles(pytester.path / "out")
@@ -149,13 +150,16 @@ def test_the_ini_file_and_the_spec_file_are_harness(
     assert _blocked(path, base) in lines, lines
 
 
-def test_a_setup_py_the_pr_adds_is_harness(
-    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize(("path", "text"), [(".pytest.ini", "[pytest]\npythonpath = .\n"),
+                                            ("pytest.toml", '[pytest]\npythonpath = ["."]\n'),
+                                            ("setup.py", "from setuptools import setup\n\nsetup()\n")])
+def test_a_config_file_the_pr_adds_is_harness(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], path: str, text: str
 ) -> None:
-    # `pip install -e .` runs it before pytest starts: it could rewrite an installed file and its
-    # RECORD line together, which run provenance would then take as the distribution's own
+    """pytest prefers .pytest.ini (and, from pytest 9, pytest.toml) to pyproject.toml: a PR that adds
+    one replaces the run's settings without editing the base's configuration. ``pip install -e .``
+    runs a setup.py before pytest starts: it could rewrite an installed file and its RECORD line
+    together, which run provenance would then take as the distribution's own."""
     base = _base(pytester)
-    (pytester.path / "setup.py").write_text("from setuptools import setup\n\nsetup()\n")
-    git(pytester.path, "add", "setup.py")
-    lines, _ = _pr_gate(pytester, capsys, base, {})
-    assert _blocked("setup.py", base) in lines, lines
+    lines, _ = _pr_gate(pytester, capsys, base, {path: text})
+    assert _blocked(path, base) in lines, lines

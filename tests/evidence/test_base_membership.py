@@ -8,16 +8,14 @@ honest PR (the base's tests untouched) gets no such line.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
-from evidence_testkit import git
+from evidence_testkit import gate, git
 
 from pytest_specgate.evidence import find_bundles, load_bundle
 from pytest_specgate.evidence._base_members import BaseMembership, base_membership, membership_problems
 from pytest_specgate.evidence._bundle import read_ac_record
-from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 
 PYPROJECT = """\
 [tool.pytest.ini_options]
@@ -67,12 +65,9 @@ def _pr_run_and_gate(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[st
     (bundle,) = find_bundles(pytester.path / "out")
     body = pytester.path / "PR.md"
     body.write_text("## Summary\n\n" + (bundle.path / "evidence.md").read_text())
-    parser = argparse.ArgumentParser(prog="specgate gate")
-    configure_gate_parser(parser)
     capsys.readouterr()
-    code = run_gate(parser.parse_args([f"--pr-body={body}", f"--evidence={bundle.path}", f"--commit={head}",
-                                       "--require=AC-1", f"--trusted-config={base}", "--allow-unsigned"]))
-    lines = capsys.readouterr().out.splitlines()
+    code, lines, _ = gate(capsys, f"--pr-body={body}", f"--evidence={bundle.path}", f"--commit={head}",
+                          "--require=AC-1", f"--trusted-config={base}", "--allow-unsigned")
     assert code == 1, lines  # these runs never qualify (their host is the probe's, not signed)
     return lines
 

@@ -55,10 +55,11 @@ from pytest_specgate.evidence._trusted import UNTRUSTED, TrustedConfig
 
 GATE_RESULT_SCHEMA_ID = "specgate.gate-result/2"
 _FULL_COMMIT = re.compile(r"^[0-9a-fA-F]{40}$")
-PROJECT_CONFIG_FILES = frozenset(PYTEST_CONFIG_NAMES)
-"""pytest's configuration files at the repository root: harness for every AC when they change or
-appear (a new ``.pytest.ini`` or ``pytest.toml`` takes over from ``pyproject.toml``; the root
-conftest.py is harness already, as a conftest above every spec)."""
+PROJECT_CONFIG_FILES = frozenset({*PYTEST_CONFIG_NAMES, "setup.py"})
+"""pytest's configuration files at the repository root, and ``setup.py``, which installing the
+project runs before pytest starts (it could rewrite an installed file and its RECORD line together):
+harness for every AC when they change or appear (a new ``.pytest.ini`` or ``pytest.toml`` takes over
+from ``pyproject.toml``; the root conftest.py is harness already, as a conftest above every spec)."""
 GIT_TIMEOUT_S = 30.0
 
 

@@ -162,12 +162,15 @@ def test_the_ini_file_and_the_spec_file_are_harness(
 
 
 @pytest.mark.parametrize(("path", "text"), [(".pytest.ini", "[pytest]\npythonpath = .\n"),
-                                            ("pytest.toml", '[pytest]\npythonpath = ["."]\n')])
+                                            ("pytest.toml", '[pytest]\npythonpath = ["."]\n'),
+                                            ("setup.py", "from setuptools import setup\n\nsetup()\n")])
 def test_a_config_file_the_pr_adds_is_harness(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], path: str, text: str
 ) -> None:
     """pytest prefers .pytest.ini (and, from pytest 9, pytest.toml) to pyproject.toml: a PR that adds
-    one replaces the run's settings without editing the base's configuration."""
+    one replaces the run's settings without editing the base's configuration. ``pip install -e .``
+    runs a setup.py before pytest starts: it could rewrite an installed file and its RECORD line
+    together, which run provenance would then take as the distribution's own."""
     base = _base(pytester)
     lines, _ = _pr_gate(pytester, capsys, base, {path: text})
     assert _blocked(path, base) in lines, lines

@@ -130,6 +130,17 @@ def test_a_file_the_trusted_config_names_as_code_under_test_is_listed_not_blocki
     assert (judged["harness_changed"], judged["sut_changed"]) == ([], ["helpers/figures.py"])
 
 
+@pytest.mark.parametrize("path", ["acceptance/test_ac1.py", "acceptance/conftest.py", "pyproject.toml"])
+def test_a_broad_sut_glob_never_exempts_the_spec_a_conftest_or_the_ini(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], path: str
+) -> None:
+    base = _base(pytester, 'sut_paths = ["*"]\n')
+    old = (pytester.path / path).read_text() if (pytester.path / path).exists() else ""
+    lines, judged = _pr_gate(pytester, capsys, base, {path: old + "\n# edited\n"})
+    assert _blocked(path, base) in lines, lines
+    assert path in judged["harness_changed"] and path not in judged["sut_changed"], judged
+
+
 def test_a_pr_that_changes_neither_imports_nor_spec_files_has_no_harness_change(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -151,12 +162,15 @@ def test_the_ini_file_and_the_spec_file_are_harness(
 
 
 @pytest.mark.parametrize(("path", "text"), [(".pytest.ini", "[pytest]\npythonpath = .\n"),
-                                            ("pytest.toml", '[pytest]\npythonpath = ["."]\n')])
+                                            ("pytest.toml", '[pytest]\npythonpath = ["."]\n'),
+                                            ("setup.py", "from setuptools import setup\n\nsetup()\n")])
 def test_a_config_file_the_pr_adds_is_harness(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], path: str, text: str
 ) -> None:
     """pytest prefers .pytest.ini (and, from pytest 9, pytest.toml) to pyproject.toml: a PR that adds
-    one replaces the run's settings without editing the base's configuration."""
+    one replaces the run's settings without editing the base's configuration. ``pip install -e .``
+    runs a setup.py before pytest starts: it could rewrite an installed file and its RECORD line
+    together, which run provenance would then take as the distribution's own."""
     base = _base(pytester)
     lines, _ = _pr_gate(pytester, capsys, base, {path: text})
     assert _blocked(path, base) in lines, lines

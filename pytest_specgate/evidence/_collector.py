@@ -240,6 +240,7 @@ class EvidenceCollector:
         self._imported: set[Path] = set()
         self._phases: dict[str, dict[str, PhaseResult]] = {}
         self._properties: dict[str, SpecPayload] = {}
+        """Each AC test's last payload as it arrived (redacted by :meth:`executed_tests`)."""
         self._running: dict[str, None] = {}
         self._ac_by_nodeid: dict[str, str] = {}
         self._finished: dict[str, None] = {}
@@ -269,7 +270,8 @@ class EvidenceCollector:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """A test without an AC costs a lookup and the two sets the receipt and the interrupt
-        check read; an AC test's phase and payload are redacted here, where they enter the run."""
+        check read; an AC test's phase is redacted here, where it enters the run, and its payload
+        kept for :meth:`executed_tests` to redact once (the teardown's replaces the setup's)."""
         nodeid = report.nodeid
         properties = payload_of(report.user_properties)
         ac_id = None if properties is None else ac_id_of(properties)
@@ -283,7 +285,7 @@ class EvidenceCollector:
             return
         self._phases.setdefault(nodeid, {})[report.when] = _phase(report, self.redactor)
         if properties is not None:
-            self._properties[nodeid] = captured_payload(properties, self.redactor)
+            self._properties[nodeid] = properties
         # The journal only has to name running criteria: an AC test writes to it when it starts
         # (or, under xdist, when its setup report first names the AC) and when it ends.
         if report.when == "teardown":
@@ -384,7 +386,8 @@ class EvidenceCollector:
             terminalreporter.write_sep("-", f"specgate evidence: NOT WRITTEN: {self.write_problem}", red=True)
 
     def executed_tests(self) -> list[ExecutedTest]:
-        """The tests with an ``ac`` marker, the only ones evidence records (their node ids redacted)."""
+        """The tests with an ``ac`` marker, the only ones evidence records (their node ids and
+        payloads redacted)."""
         tests = []
         for nodeid, phases in sorted(self._phases.items()):
             properties = self._properties.get(nodeid)
@@ -398,7 +401,7 @@ class EvidenceCollector:
                     message=message,
                     duration=sum(phase.duration for phase in phases.values()),
                     phases=tuple(phases[when] for when in ("setup", "call", "teardown") if when in phases),
-                    properties=properties,
+                    properties=captured_payload(properties, self.redactor),
                 )
             )
         return tests

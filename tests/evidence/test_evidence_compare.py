@@ -350,3 +350,23 @@ def test_the_measurements_own_interval_comes_first() -> None:
     assert change.change is Change.REGRESSION
     # The wide 1.0-3.0 of the sibling measurements would have made it no change.
     assert change.difference.high < -0.05
+
+
+def test_a_recorded_interval_is_read_at_the_level_it_was_recorded_at() -> None:
+    # 1.9 (1.8-2.0 at 95%, the _ci95 convention) to 1.7: beyond 0 at 95%, not at 99.9%.
+    base, new = _record(1.9, interval=(1.8, 2.0)), _record(1.7)
+    side = bundle_side("run", "0" * 64, {"AC-10": base})
+
+    def judged(level: float, base: AcRecord = base) -> Any:
+        comparison = compare_records({"AC-10": base}, {"AC-10": new}, side, side, 0.0, level)
+        return comparison.changes[0]
+
+    at_95, at_999 = judged(0.95), judged(0.999)
+    assert at_95.change is Change.REGRESSION and at_999.change is Change.NO_CHANGE
+    half_95, half_999 = (found.difference.high - found.difference.point for found in (at_95, at_999))
+    assert half_999 / half_95 == pytest.approx(3.2905 / 1.9600, rel=1e-3)
+    # The measurement's own 1.8-2.0 stated at 50% is about 1.6-2.2 at 95%: no change.
+    document = dict(base.document)
+    document["measurements"] = [{**document["measurements"][0], "ci_low": 1.8, "ci_high": 2.0,
+                                 "confidence_level": 0.5}]
+    assert judged(0.95, AcRecord.built(document)).change is Change.NO_CHANGE

@@ -409,8 +409,8 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
     sut: tuple[str, ...] = ()
     if trusted.base_commit is not None:
         changed = _harness_changes(record, trusted.base_commit, context)
-        harness = tuple(path for path in changed if not trusted.is_sut(path))
-        sut = tuple(path for path in changed if trusted.is_sut(path))
+        sut = tuple(path for path in changed if is_code_under_test(path, record, trusted))
+        harness = tuple(path for path in changed if path not in sut)
         problems += harness_problems(record, harness, trusted.base_commit)
         problems += membership_problems(record, context.base_membership(trusted.base_commit))
     if verdict.waiver is not None:
@@ -569,6 +569,16 @@ def harness_problems(record: AcRecord, harness: Sequence[str], base: str) -> lis
             f"collected it: land the harness change first (or name it in the trusted [tool.specgate] "
             "sut_paths if it is in-process code under test)"
             for path in harness]
+
+
+def is_code_under_test(path: str, record: AcRecord, trusted: TrustedConfig) -> bool:
+    """Whether the trusted ``sut_paths`` exempt a changed harness file: never the AC's own spec
+    files, a conftest.py or the root's pytest configuration, whatever a broad glob matches."""
+    where = PurePosixPath(path)
+    return (trusted.is_sut(path)
+            and path not in {test.nodeid.split("::", 1)[0] for test in record.tests}
+            and where.name != "conftest.py"
+            and not (where.parent == PurePosixPath(".") and where.name in PROJECT_CONFIG_FILES))
 
 
 def harness_paths(record: AcRecord, changed: Sequence[str]) -> tuple[str, ...]:

@@ -130,6 +130,17 @@ def test_a_file_the_trusted_config_names_as_code_under_test_is_listed_not_blocki
     assert (judged["harness_changed"], judged["sut_changed"]) == ([], ["helpers/figures.py"])
 
 
+@pytest.mark.parametrize("path", ["acceptance/test_ac1.py", "acceptance/conftest.py", "pyproject.toml"])
+def test_a_broad_sut_glob_never_exempts_the_spec_a_conftest_or_the_ini(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], path: str
+) -> None:
+    base = _base(pytester, 'sut_paths = ["*"]\n')
+    old = (pytester.path / path).read_text() if (pytester.path / path).exists() else ""
+    lines, judged = _pr_gate(pytester, capsys, base, {path: old + "\n# edited\n"})
+    assert _blocked(path, base) in lines, lines
+    assert path in judged["harness_changed"] and path not in judged["sut_changed"], judged
+
+
 def test_a_pr_that_changes_neither_imports_nor_spec_files_has_no_harness_change(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -191,7 +191,7 @@ class EvidenceCollector:
         environ: Mapping[str, str] | None = None,
         host_provenance: HostProvenance | Mapping[str, JsonValue] | None = None,
         census: Callable[[], Census] | None = None,
-        run_provenance: Callable[[], Mapping[str, JsonValue]] | None = None,
+        run_provenance: Callable[[Mapping[str, object]], Mapping[str, JsonValue]] | None = None,
         run_modules: Callable[[], Mapping[str, object]] | None = None,
         job_nonce: str | None = None,
     ) -> None:
@@ -200,8 +200,9 @@ class EvidenceCollector:
 
         ``host_provenance`` defaults to an unedited probe that asked no tool. ``census`` takes
         the full collection of the configured testpaths at the session's end (None: no census,
-        so no AC is complete); ``run_provenance`` what shaped the run from outside the
-        repository (``_run_provenance``; None: unknown, so nothing qualifies); ``job_nonce`` the
+        so no AC is complete); ``run_modules`` everything the run imported (None: ``sys.modules``);
+        ``run_provenance`` what shaped the run from outside the repository, given those modules
+        (``_run_provenance``; None: unknown, so nothing qualifies); ``job_nonce`` the
         fleet job's ``--specgate-nonce``, written into the in-toto statement.
         """
         self._job_nonce = job_nonce
@@ -326,10 +327,10 @@ class EvidenceCollector:
         # Before the imported files are listed: files only the census imported are bound too.
         if self._take_census is not None:
             self.census = self._take_census()
+        modules = self._run_modules() if self._run_modules is not None else sys.modules
         if self._take_run_provenance is not None:
-            self.run_provenance = self._take_run_provenance()
+            self.run_provenance = self._take_run_provenance(modules)
         if self._source.commit is not None:
-            modules = self._run_modules() if self._run_modules is not None else sys.modules
             collected = [item.path for item in session.items]
             self._imported |= imported_source_files(modules, collected, self._rootdir)
         try:

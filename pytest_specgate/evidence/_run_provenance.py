@@ -131,7 +131,8 @@ def _free_key(found: Mapping[str, object], key: str) -> str:
 
 
 def option_plugin_names(args: Sequence[str], environ: Mapping[str, str]) -> list[str]:
-    """Module names that ``-p`` (in ``args`` and ``$PYTEST_ADDOPTS``) and ``$PYTEST_PLUGINS`` load."""
+    """Module names that ``-p`` (in ``args``: the ini file's ``addopts`` and the command line; and in
+    ``$PYTEST_ADDOPTS``) and ``$PYTEST_PLUGINS`` load."""
     words = [*args, *shlex.split(environ.get("PYTEST_ADDOPTS", ""))]
     names = [name.strip() for name in environ.get("PYTEST_PLUGINS", "").split(",") if name.strip()]
     for index, word in enumerate(words):

@@ -147,7 +147,8 @@ def _imported_modules(config: pytest.Config, *, worker: bool) -> dict[str, objec
     mark = config.stash.get(IMPORT_MARK_KEY, None)
     watched, files = watch_imports().since(mark) if mark is not None else ([], [])
     return run_modules(sys.modules, watched, files, config.pluginmanager.get_plugins(),
-                       option_plugin_names(config.invocation_params.args, os.environ),
+                       option_plugin_names([*config.getini("addopts"), *config.invocation_params.args],
+                                           os.environ),
                        worker=worker or (mark is not None and mark.xdist_process))
 
 

@@ -117,6 +117,20 @@ def test_a_plugin_loaded_through_pytest_plugins_is_recorded_and_disqualifies(
     assert record["qualifying"] is False
 
 
+def test_a_self_removing_plugin_named_by_the_ini_files_addopts_is_found_again_and_disqualifies(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    # the ini file's -p loads before this plugin (and its import watcher), like one on the command line
+    vanisher = ("import sys\n\n\ndef pytest_configure(config):\n"
+                "    config.pluginmanager.unregister(sys.modules[__name__])\n    del sys.modules[__name__]\n")
+    pytester.syspathinsert(_outside(tmp_path, "vanisher", vanisher))
+    commit_project(pytester, **{"pytest.ini": "[pytest]\naddopts = -p vanisher\n"})
+    _, record = run_passing(pytester)
+    foreign = record["run_provenance"]["foreign_modules"]
+    assert foreign["vanisher (not imported now)"].endswith("/elsewhere/vanisher.py"), foreign
+    assert record["qualifying"] is False
+
+
 def test_a_conftest_above_the_rootdir_is_recorded_with_its_digest_and_disqualifies(
     pytester: pytest.Pytester,
 ) -> None:

@@ -200,9 +200,10 @@ def test_an_edited_installed_plugin_file_differs_from_its_record(tmp_path: Path)
     assert facts["install"] == "distribution" and facts["mismatched"] == ["pytest_specgate/_policy.py"]
     assert run_provenance_reasons({**CLEAN_RUN_PROVENANCE, "specgate": facts}) == [
         "installed pytest_specgate files differ from its distribution's RECORD: pytest_specgate/_policy.py"]
-    untouched = specgate_files(metadata.PathDistribution(info), site / "pytest_specgate",
-                               _locations(_site(tmp_path / "clean", original, original)[0]))
-    assert untouched["mismatched"] == [] or untouched["install"] != "distribution"
+    clean_site, clean_info = _site(tmp_path / "clean", original, original)
+    untouched = specgate_files(metadata.PathDistribution(clean_info), clean_site / "pytest_specgate",
+                               _locations(clean_site))
+    assert (untouched["install"], untouched["mismatched"]) == ("distribution", [])
 
 
 def test_an_editable_install_must_live_in_the_repository(tmp_path: Path) -> None:

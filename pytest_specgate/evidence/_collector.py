@@ -100,8 +100,10 @@ def bound_source(source: SourceState, rootdir: Path, imported: Iterable[Path]) -
         return source
     imported = list(imported)
     binding = bind_to_head(imported, top)
-    inside = sorted({path.resolve().relative_to(top.resolve()).as_posix() for path in imported
-                     if path.resolve().is_relative_to(top.resolve())})
+    resolved_top = top.resolve()
+    resolved = [path.resolve() for path in imported]
+    inside = sorted({path.relative_to(resolved_top).as_posix() for path in resolved
+                     if path.is_relative_to(resolved_top)})
     return dataclasses.replace(
         source,
         dirty=bool(source.dirty or binding.changed_files),

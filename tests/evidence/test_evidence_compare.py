@@ -248,10 +248,14 @@ def _canary_bundle(evidence: Path, *options: str) -> Path:
 def test_the_canary_run_twice_is_no_regression_and_with_a_slower_candidate_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = _canary_bundle(tmp_path / "base")
-    again = _canary_bundle(tmp_path / "again")
+    # Steps of 10 ms rather than the canary's 3: the mock sleeps for each, and a busy machine's
+    # scheduling delays (a millisecond or more under xdist) must stay small beside them, or the
+    # same plan run twice can differ by more than its interval (PASSED, then INCONCLUSIVE).
+    steps = ("--specgate-engine-option=target_step_ms=10", "--specgate-engine-option=draft_step_ms=1")
+    base = _canary_bundle(tmp_path / "base", *steps)
+    again = _canary_bundle(tmp_path / "again", *steps)
     # A draft step as slow as a target step: speculation costs more than it saves.
-    new = _canary_bundle(tmp_path / "new", "--specgate-engine-option=draft_step_ms=3.0")
+    new = _canary_bundle(tmp_path / "new", steps[0], "--specgate-engine-option=draft_step_ms=10")
     code, out, err = cli(capsys, configure_compare_parser, run_compare, str(base), str(again))
     assert (code, err) == (0, "") and "no regression" in out, out
     code, out, err = cli(capsys, configure_compare_parser, run_compare, str(base), str(new))

@@ -14,9 +14,13 @@ from functools import cached_property
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.jsonvalue import JsonValue
 
-__all__ = ["BASE_CENSUS_MODULE", "BASE_CENSUS_PREFIX", "Census", "census_to_json", "spec_paths_from",
-           "uncovered_spec_paths"]
+__all__ = ["BASE_CENSUS_MODULE", "BASE_CENSUS_PREFIX", "PYTEST_CONFIG_NAMES", "Census", "census_to_json",
+           "spec_paths_from", "uncovered_spec_paths"]
 
+PYTEST_CONFIG_NAMES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml",
+                       "tox.ini", "setup.cfg")
+"""The names of pytest's configuration files at a project's root, in the order pytest prefers them
+(``pytest.toml`` since pytest 9): a file added under any of them can take over the run's settings."""
 BASE_CENSUS_MODULE = "pytest_specgate.plugin.base_census"
 """The module the gate runs (``python -m``) to take the census of the trusted commit's tree."""
 BASE_CENSUS_PREFIX = "specgate-base-census "

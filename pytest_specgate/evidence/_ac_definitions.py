@@ -63,10 +63,12 @@ def pinned_profile_problems(ac_id: str, profile: str, tests: Sequence[TestEntry]
 
 
 def backend_problems(ac_id: str, settings: AcSettings, tests: Sequence[TestEntry]) -> list[str]:
-    """Engines whose backend the trusted definition does not allow for this AC."""
+    """Backends the trusted definition does not allow for this AC, once per test and backend (a
+    paired run's baseline and candidate are two engines of one backend)."""
     if settings.backends is None:
         return []
     allowed = ", ".join(settings.backends)
-    return [f"{test.nodeid}: engine backend {engine.backend!r} is not one the trusted config allows for "
+    return [f"{test.nodeid}: engine backend {backend!r} is not one the trusted config allows for "
             f"{ac_id} ({allowed})"
-            for test in tests for engine in test.engines or () if engine.backend not in settings.backends]
+            for test in tests for backend in dict.fromkeys(engine.backend for engine in test.engines or ())
+            if backend not in settings.backends]

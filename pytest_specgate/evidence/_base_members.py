@@ -74,7 +74,9 @@ def _collect(tree: Path, commit: str, spec_paths: Sequence[str]) -> BaseMembersh
                                               f"{result['problem']}")
     if result["errors"]:
         return BaseMembership(commit, problem=f"the census of {where} at the trusted commit could not "
-                                              f"collect {', '.join(result['errors'])}")
+                                              f"collect {', '.join(result['errors'])} (the gate's Python "
+                                              "imports the base's conftests and spec modules: install what "
+                                              "they import where the gate runs)")
     return BaseMembership(commit, carriers=dict(result["carriers"]))
 
 

@@ -35,7 +35,7 @@ from pytest_specgate.contracts.safe_read import (
     digest_regular_file,
     read_regular_file,
 )
-from pytest_specgate.contracts.validation import decode_utf8, parse_json
+from pytest_specgate.contracts.validation import decode_utf8, parse_json, read_json_file
 from pytest_specgate.evidence._acrecord import AcRecord, RecordError
 from pytest_specgate.evidence._jsonio import canonical_json, pretty_json, sha256_hex
 from pytest_specgate.evidence._record_split import (
@@ -174,9 +174,6 @@ class Bundle:
 def read_bundle_json(path: Path) -> tuple[bytes, JsonValue]:
     """A bundle file's bytes and what they parse to, from one bounded read of a regular file
     (no symlink, FIFO or device), nesting bounded; every failure is one :class:`BundleError`."""
-    from pytest_specgate.contracts.errors import SpecgateInputError
-    from pytest_specgate.contracts.validation import read_json_file
-
     try:
         return read_json_file(path, what="bundle file")
     except SpecgateInputError as error:

@@ -100,8 +100,10 @@ def bound_source(source: SourceState, rootdir: Path, imported: Iterable[Path]) -
         return source
     imported = list(imported)
     binding = bind_to_head(imported, top)
-    inside = sorted({path.resolve().relative_to(top.resolve()).as_posix() for path in imported
-                     if path.resolve().is_relative_to(top.resolve())})
+    resolved_top = top.resolve()
+    resolved = [path.resolve() for path in imported]
+    inside = sorted({path.relative_to(resolved_top).as_posix() for path in resolved
+                     if path.is_relative_to(resolved_top)})
     return dataclasses.replace(
         source,
         dirty=bool(source.dirty or binding.changed_files),
@@ -191,7 +193,7 @@ class EvidenceCollector:
         environ: Mapping[str, str] | None = None,
         host_provenance: HostProvenance | Mapping[str, JsonValue] | None = None,
         census: Callable[[], Census] | None = None,
-        run_provenance: Callable[[], Mapping[str, JsonValue]] | None = None,
+        run_provenance: Callable[[Mapping[str, object]], Mapping[str, JsonValue]] | None = None,
         run_modules: Callable[[], Mapping[str, object]] | None = None,
         job_nonce: str | None = None,
     ) -> None:
@@ -200,8 +202,9 @@ class EvidenceCollector:
 
         ``host_provenance`` defaults to an unedited probe that asked no tool. ``census`` takes
         the full collection of the configured testpaths at the session's end (None: no census,
-        so no AC is complete); ``run_provenance`` what shaped the run from outside the
-        repository (``_run_provenance``; None: unknown, so nothing qualifies); ``job_nonce`` the
+        so no AC is complete); ``run_modules`` everything the run imported (None: ``sys.modules``);
+        ``run_provenance`` what shaped the run from outside the repository, given those modules
+        (``_run_provenance``; None: unknown, so nothing qualifies); ``job_nonce`` the
         fleet job's ``--specgate-nonce``, written into the in-toto statement.
         """
         self._job_nonce = job_nonce
@@ -239,6 +242,7 @@ class EvidenceCollector:
         self._imported: set[Path] = set()
         self._phases: dict[str, dict[str, PhaseResult]] = {}
         self._properties: dict[str, SpecPayload] = {}
+        """Each AC test's last payload as it arrived (redacted by :meth:`executed_tests`)."""
         self._running: dict[str, None] = {}
         self._ac_by_nodeid: dict[str, str] = {}
         self._finished: dict[str, None] = {}
@@ -268,7 +272,8 @@ class EvidenceCollector:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """A test without an AC costs a lookup and the two sets the receipt and the interrupt
-        check read; an AC test's phase and payload are redacted here, where they enter the run."""
+        check read; an AC test's phase is redacted here, where it enters the run, and its payload
+        kept for :meth:`executed_tests` to redact once (the teardown's replaces the setup's)."""
         nodeid = report.nodeid
         properties = payload_of(report.user_properties)
         ac_id = None if properties is None else ac_id_of(properties)
@@ -282,7 +287,7 @@ class EvidenceCollector:
             return
         self._phases.setdefault(nodeid, {})[report.when] = _phase(report, self.redactor)
         if properties is not None:
-            self._properties[nodeid] = captured_payload(properties, self.redactor)
+            self._properties[nodeid] = properties
         # The journal only has to name running criteria: an AC test writes to it when it starts
         # (or, under xdist, when its setup report first names the AC) and when it ends.
         if report.when == "teardown":
@@ -324,10 +329,10 @@ class EvidenceCollector:
         # Before the imported files are listed: files only the census imported are bound too.
         if self._take_census is not None:
             self.census = self._take_census()
+        modules = self._run_modules() if self._run_modules is not None else sys.modules
         if self._take_run_provenance is not None:
-            self.run_provenance = self._take_run_provenance()
+            self.run_provenance = self._take_run_provenance(modules)
         if self._source.commit is not None:
-            modules = self._run_modules() if self._run_modules is not None else sys.modules
             collected = [item.path for item in session.items]
             self._imported |= imported_source_files(modules, collected, self._rootdir)
         try:
@@ -383,7 +388,8 @@ class EvidenceCollector:
             terminalreporter.write_sep("-", f"specgate evidence: NOT WRITTEN: {self.write_problem}", red=True)
 
     def executed_tests(self) -> list[ExecutedTest]:
-        """The tests with an ``ac`` marker, the only ones evidence records (their node ids redacted)."""
+        """The tests with an ``ac`` marker, the only ones evidence records (their node ids and
+        payloads redacted)."""
         tests = []
         for nodeid, phases in sorted(self._phases.items()):
             properties = self._properties.get(nodeid)
@@ -397,7 +403,7 @@ class EvidenceCollector:
                     message=message,
                     duration=sum(phase.duration for phase in phases.values()),
                     phases=tuple(phases[when] for when in ("setup", "call", "teardown") if when in phases),
-                    properties=properties,
+                    properties=captured_payload(properties, self.redactor),
                 )
             )
         return tests

@@ -20,11 +20,16 @@ regressions. Any regression makes the command exit 1.
 An interval is read from the record, never computed here: the measurement's own (recorded with
 ``evidence.measure`` of an estimate), else measurements ``NAME_ci95_low`` and ``NAME_ci95_high``
 of the same test, or a note ``NAME_estimate`` (or ``NAME``) holding ``ci_low`` and ``ci_high``.
+Its half-width is rescaled from the level it was recorded at (the measurement's or the note's
+``confidence_level``; 95% for ``_ci95`` measurements and where none is stated) to
+``--confidence-level`` by the ratio of the normal quantiles, so a 90% interval is not read as a
+95% one.
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -40,6 +45,7 @@ COMPARE_SCHEMA_ID = "specgate.compare/2"
 DEFAULT_TOLERANCE = 0.05
 """A relative change (5%) the whole difference interval must exceed to count."""
 _CI_SUFFIXES = ("_ci95_low", "_ci95_high")
+_CI_SUFFIX_LEVEL = 0.95
 _ESTIMATE_SUFFIX = "_estimate"
 
 Better = Literal["higher", "lower"]
@@ -63,9 +69,11 @@ class Change(StrEnum):
 
 @dataclass(frozen=True)
 class Interval:
+    """A recorded interval and the confidence level it was recorded at."""
+
     low: float
     high: float
-    source: str
+    level: float
 
 
 @dataclass(frozen=True)
@@ -178,23 +186,22 @@ def _notes(record: AcRecord, nodeid: str) -> Mapping[str, JsonValue]:
 
 def _interval(record: AcRecord, row: Measurement) -> Interval | None:
     if row.ci_low is not None and row.ci_high is not None:
-        level = "" if row.confidence_level is None else f" ({row.confidence_level:.0%})"
         return Interval(min(row.ci_low, row.ci_high), max(row.ci_low, row.ci_high),
-                        f"the measurement's interval{level}")
+                        _recorded_level(row.confidence_level))
     siblings = {
         other.name: finite_number(other.value) for other in record.measurements if other.nodeid == row.nodeid
     }
     low, high = (siblings.get(row.name + suffix) for suffix in _CI_SUFFIXES)
     if low is not None and high is not None:
-        return Interval(min(low, high), max(low, high),
-                        f"measurements {row.name}{_CI_SUFFIXES[0]}/{_CI_SUFFIXES[1][1:]}")
+        return Interval(min(low, high), max(low, high), _CI_SUFFIX_LEVEL)
     notes = _notes(record, row.nodeid)
     for key in (row.name + _ESTIMATE_SUFFIX, row.name):
         note = notes.get(key)
         if isinstance(note, Mapping):
             low, high = finite_number(note.get("ci_low")), finite_number(note.get("ci_high"))
             if low is not None and high is not None:
-                return Interval(min(low, high), max(low, high), f"note {key}")
+                return Interval(min(low, high), max(low, high),
+                                _recorded_level(finite_number(note.get("confidence_level"))))
     return None
 
 
@@ -209,8 +216,21 @@ def _samples(ac_id: str, record: AcRecord, row: Measurement) -> RecordedSamples 
         raise CompareInputError(str(error)) from None
 
 
-def _half_width(interval: Interval | None) -> float | None:
-    return None if interval is None else (interval.high - interval.low) / 2
+def _recorded_level(level: float | None) -> float:
+    """The level an interval states, where it is a usable one; else the project's default."""
+    return level if level is not None and 0 < level < 1 else DEFAULT_CONFIDENCE_LEVEL
+
+
+def _normal_quantile(level: float) -> float:
+    return statistics.NormalDist().inv_cdf(0.5 + level / 2)
+
+
+def _half_width(interval: Interval | None, confidence_level: float) -> float | None:
+    """Half the interval's width, rescaled from its recorded level to ``confidence_level``."""
+    if interval is None:
+        return None
+    scale = _normal_quantile(confidence_level) / _normal_quantile(interval.level)
+    return (interval.high - interval.low) / 2 * scale
 
 
 def difference(ac_id: str, base: tuple[AcRecord, Measurement], new: tuple[AcRecord, Measurement],
@@ -232,7 +252,8 @@ def difference(ac_id: str, base: tuple[AcRecord, Measurement], new: tuple[AcReco
             change = None
         if change is not None:
             return Difference(change.point, change.low, change.high, "samples")
-    halves = [half for half in (_half_width(_interval(*base)), _half_width(_interval(*new)))
+    halves = [half for half in (_half_width(_interval(*base), confidence_level),
+                                _half_width(_interval(*new), confidence_level))
               if half is not None]
     half = 0.0 if not halves else math.hypot(halves[0], halves[-1])
     basis: Basis = "intervals" if halves else "values"

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from pytest_specgate.contracts.acceptance import AC_ID_FORMS, is_ac_id
-from pytest_specgate.contracts.census import uncovered_spec_paths
+from pytest_specgate.contracts.census import PYTEST_CONFIG_NAMES, uncovered_spec_paths
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.gates import GateName, parse_gate_name, undeclared_gate_problem
 from pytest_specgate.contracts.jsonvalue import JsonValue
@@ -55,9 +55,11 @@ from pytest_specgate.evidence._trusted import UNTRUSTED, TrustedConfig
 
 GATE_RESULT_SCHEMA_ID = "specgate.gate-result/2"
 _FULL_COMMIT = re.compile(r"^[0-9a-fA-F]{40}$")
-PROJECT_CONFIG_FILES = frozenset({"pyproject.toml", "pytest.ini", "tox.ini", "setup.cfg"})
-"""pytest's configuration files at the repository root: harness for every AC when they change (the
-root conftest.py is harness already, as a conftest above every spec)."""
+PROJECT_CONFIG_FILES = frozenset({*PYTEST_CONFIG_NAMES, "setup.py"})
+"""pytest's configuration files at the repository root, and ``setup.py``, which installing the
+project runs before pytest starts (it could rewrite an installed file and its RECORD line together):
+harness for every AC when they change or appear (a new ``.pytest.ini`` or ``pytest.toml`` takes over
+from ``pyproject.toml``; the root conftest.py is harness already, as a conftest above every spec)."""
 GIT_TIMEOUT_S = 30.0
 
 
@@ -407,8 +409,8 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
     sut: tuple[str, ...] = ()
     if trusted.base_commit is not None:
         changed = _harness_changes(record, trusted.base_commit, context)
-        harness = tuple(path for path in changed if not trusted.is_sut(path))
-        sut = tuple(path for path in changed if trusted.is_sut(path))
+        sut = tuple(path for path in changed if is_code_under_test(path, record, trusted))
+        harness = tuple(path for path in changed if path not in sut)
         problems += harness_problems(record, harness, trusted.base_commit)
         problems += membership_problems(record, context.base_membership(trusted.base_commit))
     if verdict.waiver is not None:
@@ -567,6 +569,16 @@ def harness_problems(record: AcRecord, harness: Sequence[str], base: str) -> lis
             f"collected it: land the harness change first (or name it in the trusted [tool.specgate] "
             "sut_paths if it is in-process code under test)"
             for path in harness]
+
+
+def is_code_under_test(path: str, record: AcRecord, trusted: TrustedConfig) -> bool:
+    """Whether the trusted ``sut_paths`` exempt a changed harness file: never the AC's own spec
+    files, a conftest.py or the root's pytest configuration, whatever a broad glob matches."""
+    where = PurePosixPath(path)
+    return (trusted.is_sut(path)
+            and path not in {test.nodeid.split("::", 1)[0] for test in record.tests}
+            and where.name != "conftest.py"
+            and not (where.parent == PurePosixPath(".") and where.name in PROJECT_CONFIG_FILES))
 
 
 def harness_paths(record: AcRecord, changed: Sequence[str]) -> tuple[str, ...]:

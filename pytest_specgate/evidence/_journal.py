@@ -115,15 +115,16 @@ class RunJournal:
         self._descriptor: int | None = None
 
     def started(self, nodeid: str, ac: str | None, at: str) -> None:
-        redacted_ac = None if ac is None else self._redactor.text(ac)
-        self._append({"event": _START, "nodeid": self._redactor.text(nodeid), "ac": redacted_ac, "at": at})
+        """``ac``: the test's AC id, written as its record and the receipt hold it (the ``ac``
+        marker allows only ``AC-12``/``FR-3.1`` forms, nothing a redaction rule is for)."""
+        self._append({"event": _START, "nodeid": self._redactor.text(nodeid), "ac": ac, "at": at})
 
     def ended(self, nodeid: str, tests_finished: int, at: str) -> None:
         nodeid = self._redactor.text(nodeid)
         self._append({"event": _END, "nodeid": nodeid, "finished": tests_finished, "at": at})
 
     def _append(self, entry: dict[str, JsonValue]) -> None:
-        """``entry``: its words the journal's own, its node id and AC already redacted."""
+        """``entry``: its words the journal's own, its node id already redacted."""
         if self._descriptor is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._descriptor = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)

@@ -237,11 +237,29 @@ def _census_reasons(record: AcRecord) -> list[str]:
     return reasons
 
 
+@dataclass
+class _RunProvenanceJudged:
+    """The run provenance judged last and its reasons: every record of a run holds the run's one
+    mapping (the collector's records, the writer's and the reader's joined from one ``run.json``
+    entry), so a thousand ACs judge it once, not a thousand times. Matched by identity, the
+    mapping kept alive here; records are never changed after they are built."""
+
+    provenance: JsonValue = None
+    reasons: tuple[str, ...] | None = None
+
+
+_LAST_RUN_PROVENANCE = _RunProvenanceJudged()
+
+
 def _run_provenance_reasons(record: AcRecord) -> list[str]:
     """What shaped the run from outside the repository and disqualifies (``_run_provenance``)."""
     from pytest_specgate.evidence._run_provenance import run_provenance_reasons
 
-    return run_provenance_reasons(record.document.get("run_provenance"))
+    provenance = record.document.get("run_provenance")
+    last = _LAST_RUN_PROVENANCE
+    if last.reasons is None or last.provenance is not provenance:
+        last.provenance, last.reasons = provenance, tuple(run_provenance_reasons(provenance))
+    return list(last.reasons)
 
 
 def _selection_used(record: AcRecord) -> str:

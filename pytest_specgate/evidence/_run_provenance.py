@@ -22,7 +22,7 @@ import json
 import os
 import shlex
 import sys
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from importlib import machinery, metadata
 from pathlib import Path
 from types import ModuleType, SimpleNamespace
@@ -89,8 +89,8 @@ def run_modules(modules: Mapping[str, object], watched: Iterable[tuple[str, obje
     saw that is no longer there (``NAME (removed)``, or ``NAME (replaced)`` when another module
     took its name); plugin modules pytest registered; each file whose code ran that no module
     above names (``STEM (executed)``: a module deleted after ``importlib.import_module`` loaded it,
-    a file run through ``exec``); and ``-p``/``PYTEST_PLUGINS`` names found nowhere else (looked up
-    on ``sys.path`` without importing them again).
+    a file run through ``exec``); and ``-p``/``PYTEST_PLUGINS`` names found nowhere else, with the
+    packages above a dotted one (looked up on ``sys.path`` without importing them again).
 
     On an xdist worker ``__main__`` is execnet's bootstrap, which the controller started: left out,
     under ``__mp_main__`` too (``multiprocessing`` names ``__main__`` so when imported).
@@ -111,15 +111,33 @@ def run_modules(modules: Mapping[str, object], watched: Iterable[tuple[str, obje
             covered.add(where)
             found[_free_key(found, f"{Path(where).stem} (executed)")] = SimpleNamespace(__file__=where)
     for name in plugin_names:
-        spec = None if "." in name or name in found else machinery.PathFinder.find_spec(name)
-        if spec is not None and isinstance(spec.origin, str) and os.path.abspath(spec.origin) not in covered:
-            found[f"{name} (not imported now)"] = SimpleNamespace(__file__=spec.origin)
+        for part, origin in _found_on_path(name):
+            if part not in found and os.path.abspath(origin) not in covered:
+                covered.add(os.path.abspath(origin))
+                found[f"{part} (not imported now)"] = SimpleNamespace(__file__=origin)
     bootstrap = found.get("__main__")
     if worker and bootstrap is not None and getattr(bootstrap, "__file__", None) is None:
         for name in ("__main__", "__mp_main__"):
             if found.get(name) is bootstrap:
                 del found[name]
     return found
+
+
+def _found_on_path(name: str) -> Iterator[tuple[str, str]]:
+    """(module, file) of ``name`` and of each package above it (whose ``__init__`` importing it
+    runs), as ``sys.path`` holds them now: found without running any of them."""
+    parts = name.split(".")
+    path: list[str] | None = None
+    for depth in range(1, len(parts) + 1):
+        module = ".".join(parts[:depth])
+        spec = machinery.PathFinder.find_spec(module, path)
+        if spec is None:
+            return
+        if isinstance(spec.origin, str):
+            yield module, spec.origin
+        if spec.submodule_search_locations is None:
+            return
+        path = list(spec.submodule_search_locations)
 
 
 def _free_key(found: Mapping[str, object], key: str) -> str:
@@ -131,7 +149,8 @@ def _free_key(found: Mapping[str, object], key: str) -> str:
 
 
 def option_plugin_names(args: Sequence[str], environ: Mapping[str, str]) -> list[str]:
-    """Module names that ``-p`` (in ``args`` and ``$PYTEST_ADDOPTS``) and ``$PYTEST_PLUGINS`` load."""
+    """Module names that ``-p`` (in ``args``: the ini file's ``addopts`` and the command line; and in
+    ``$PYTEST_ADDOPTS``) and ``$PYTEST_PLUGINS`` load."""
     words = [*args, *shlex.split(environ.get("PYTEST_ADDOPTS", ""))]
     names = [name.strip() for name in environ.get("PYTEST_PLUGINS", "").split(",") if name.strip()]
     for index, word in enumerate(words):
@@ -198,11 +217,20 @@ def _file_fact(path: Path, locations: Locations) -> dict[str, JsonValue]:
             "owner": None if owner.foreign else owner.kind}
 
 
-def startup_files(modules: Mapping[str, object], locations: Locations) -> list[dict[str, JsonValue]]:
-    """``sitecustomize``/``usercustomize`` as imported, and every ``.pth`` file in a site directory,
-    each with its sha256 and owner, and whether it runs code."""
-    found = [Path(where) for name in STARTUP_MODULES
-             if isinstance(where := getattr(modules.get(name), "__file__", None), str)]
+def startup_files(modules: Mapping[str, object], locations: Locations,
+                  sys_path: Sequence[str]) -> list[dict[str, JsonValue]]:
+    """``sitecustomize``/``usercustomize`` as imported, else as found on ``sys_path`` (they run
+    before the import watcher, so one that deletes itself from ``sys.modules`` is found on disk),
+    and every ``.pth`` file in a site directory, each with its sha256 and owner, and whether it
+    runs code."""
+    found = []
+    for name in STARTUP_MODULES:
+        where = getattr(modules.get(name), "__file__", None)
+        if not isinstance(where, str):
+            spec = machinery.PathFinder.find_spec(name, list(sys_path))
+            where = None if spec is None else spec.origin
+        if isinstance(where, str):
+            found.append(Path(where))
     for root in locations.site:
         try:
             found += sorted(root.glob("*.pth"))
@@ -338,7 +366,7 @@ def collect_run_provenance(
     document: dict[str, JsonValue] = {
         "plugins": plugin_facts(distinfo),
         "environment": {name: environ.get(name) for name in ENVIRONMENT_VARIABLES},
-        "startup_files": startup_files(modules, where),
+        "startup_files": startup_files(modules, where, sys_path),
         "sys_path_outside": outside_sys_path(sys_path, where),
         "pythonpath_outside": pythonpath_outside(environ, where),
         "conftests_above_rootdir": conftests_above(rootdir, conftests, where),

@@ -7,7 +7,7 @@ importing the bundle layout (``_bundle``), which reads records through it.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING
@@ -26,17 +26,18 @@ def evidence_schema() -> Mapping[str, JsonValue]:
 
 
 @cache
-def _evidence_validator() -> Validator:
-    """Built once: the gate and ``merge`` check every AC record of every bundle against it."""
+def _validator(schema: Callable[[], Mapping[str, JsonValue]]) -> Validator:
+    """Built once per schema (the record's, a format-2 line's, a run's facts): the gate and
+    ``merge`` check every AC record of every bundle against them."""
     import jsonschema
 
-    validator: Validator = jsonschema.Draft202012Validator(evidence_schema())
+    validator: Validator = jsonschema.Draft202012Validator(schema())
     return validator
 
 
 def schema_problems(record: JsonValue) -> list[str]:
     """Schema violations of an AC record, each with the JSON path where it happened."""
-    return _problems(_evidence_validator(), record)
+    return _problems(_validator(evidence_schema), record)
 
 
 def _problems(validator: Validator, document: JsonValue) -> list[str]:
@@ -105,35 +106,19 @@ def run_facts_schema() -> Mapping[str, JsonValue]:
             "additionalProperties": False, "required": required, "properties": properties}
 
 
-@cache
-def _line_validator() -> Validator:
-    import jsonschema
-
-    validator: Validator = jsonschema.Draft202012Validator(record_line_schema())
-    return validator
-
-
-@cache
-def _run_facts_validator() -> Validator:
-    import jsonschema
-
-    validator: Validator = jsonschema.Draft202012Validator(run_facts_schema())
-    return validator
-
-
 def record_line_problems(line: JsonValue) -> list[str]:
     """Schema violations of a format-2 record line, each with its JSON path."""
-    return _problems(_line_validator(), line)
+    return _problems(_validator(record_line_schema), line)
 
 
 def run_facts_problems(facts: JsonValue) -> list[str]:
     """Schema violations of one run's facts in a format-2 ``run.json``."""
-    return _problems(_run_facts_validator(), facts)
+    return _problems(_validator(run_facts_schema), facts)
 
 
 def schema_error_paths(record: JsonValue) -> list[tuple[str | int, ...]]:
     """Where an AC record violates the schema (JSON paths; the root is the empty path)."""
-    return [tuple(error.absolute_path) for error in _evidence_validator().iter_errors(record)]
+    return [tuple(error.absolute_path) for error in _validator(evidence_schema).iter_errors(record)]
 
 
 @cache

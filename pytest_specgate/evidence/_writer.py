@@ -7,7 +7,6 @@ bundle and no gate will accept it.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -168,32 +167,28 @@ def write_bundle(
     lines = {ac_id: record_line_bytes(own) for ac_id, own in split.lines}
     record_entries = {ac_id: file_entry(data) for ac_id, data in lines.items()}
     records_data = b"".join(lines.values())
-    # The records file is created by a thread beside this one while the records are judged;
-    # it is done before the manifest, still written last.
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="specgate-evidence") as creator:
-        created = creator.submit(write_unlisted, run_dir / RECORDS_NAME, records_data)
-        files[RECORDS_NAME] = file_entry(records_data)
-        run_facts = pretty_json(run_facts_document(split.runs)).encode()
-        write_unlisted(run_dir / RUN_FACTS_NAME, run_facts)
-        files[RUN_FACTS_NAME] = file_entry(run_facts)
-        typed = [AcRecord.built(join_record(own, runs[str(own[RUN_KEY])])) for _, own in split.lines]
-        judged = [(record, judge(record)) for record in typed]
-        for name, document in sorted((extra_documents or {}).items()):
-            files[name] = file_entry(write_redacted(redactor, run_dir / name, document))
-        if commit is not None:
-            statement = intoto_statement(judged, record_entries, commit, job_nonce)
-            files[STATEMENT_NAME] = _write_built(run_dir / STATEMENT_NAME, statement)
-        verdict, reasons = run_verdict(judged)
-        if receipt_for is not None:
-            receipt = receipt_for(verdict, reasons)
-            files[RECEIPT_NAME] = _write_built(run_dir / RECEIPT_NAME, receipt)
-        digest = bundle_digest(files, run_id, version, record_entries)
-        markdown_bytes = render_markdown(
-            [(record, outcome, record_entries[record.ac.id].sha256) for record, outcome in judged], digest
-        ).encode()
-        replace_atomically(run_dir / MARKDOWN_NAME, markdown_bytes)
-        files[MARKDOWN_NAME] = file_entry(markdown_bytes)
-        created.result()
+    write_unlisted(run_dir / RECORDS_NAME, records_data)
+    files[RECORDS_NAME] = file_entry(records_data)
+    run_facts = pretty_json(run_facts_document(split.runs)).encode()
+    write_unlisted(run_dir / RUN_FACTS_NAME, run_facts)
+    files[RUN_FACTS_NAME] = file_entry(run_facts)
+    typed = [AcRecord.built(join_record(own, runs[str(own[RUN_KEY])])) for _, own in split.lines]
+    judged = [(record, judge(record)) for record in typed]
+    for name, document in sorted((extra_documents or {}).items()):
+        files[name] = file_entry(write_redacted(redactor, run_dir / name, document))
+    if commit is not None:
+        statement = intoto_statement(judged, record_entries, commit, job_nonce)
+        files[STATEMENT_NAME] = _write_built(run_dir / STATEMENT_NAME, statement)
+    verdict, reasons = run_verdict(judged)
+    if receipt_for is not None:
+        receipt = receipt_for(verdict, reasons)
+        files[RECEIPT_NAME] = _write_built(run_dir / RECEIPT_NAME, receipt)
+    digest = bundle_digest(files, run_id, version, record_entries)
+    markdown_bytes = render_markdown(
+        [(record, outcome, record_entries[record.ac.id].sha256) for record, outcome in judged], digest
+    ).encode()
+    replace_atomically(run_dir / MARKDOWN_NAME, markdown_bytes)
+    files[MARKDOWN_NAME] = file_entry(markdown_bytes)
     manifest = manifest_document(run_id, files, version, record_entries)
     _write_built(run_dir / MANIFEST_NAME, manifest)
     return WrittenBundle(

@@ -724,8 +724,8 @@ def configure_history_parser(parser: argparse.ArgumentParser) -> None:
                         help="only this measurement (repeatable; default: every numeric one)")
     parser.add_argument("--repo", type=Path, default=Path.cwd(), metavar="DIR",
                         help="the git checkout that knows the commits (default: the current directory)")
-    tolerance_help = (f"a shift must move the figure's mean by more than this relative change "
-                      f"(default {DEFAULT_TOLERANCE}, i.e. {DEFAULT_TOLERANCE:.0%})")
+    tolerance_help = (f"a shift must move the median of the runs either side of it by more than this "
+                      f"relative change (default {DEFAULT_TOLERANCE}, i.e. {DEFAULT_TOLERANCE:.0%})")
     parser.add_argument("--tolerance", default=str(DEFAULT_TOLERANCE), metavar="FRACTION",
                         help=tolerance_help.replace("%", "%%"))
     _add_json_option(parser, HISTORY_SCHEMA_ID)

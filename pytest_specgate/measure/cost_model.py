@@ -34,7 +34,8 @@ suit the draft better predicts a higher speedup, as it should.
 The *attribution* walks from the analytic figure (the plan's prior ``c``, one-step verification,
 no fixed cost) to the measured one, one factor at a time; what the typical costs do not explain
 (load, variation, a model that does not fit) is the last factor. Intervals resample requests
-(pairs) and refit; the resampling is plain Python (scipy only inverts the acceptance rate once).
+(pairs) and refit; the fit and its resampling are plain Python (no numpy or scipy: a request's
+acceptance is read off its rounds by bisection, :func:`_horizon_for_rounds`).
 """
 
 from __future__ import annotations

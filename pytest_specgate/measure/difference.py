@@ -3,9 +3,11 @@
 Judging a new run's figure against the base run's interval alone ignores the new run's own
 noise: two runs of one commit then differ "significantly" far more often than the level says.
 Here both runs are resampled independently (a percentile bootstrap of the two-sample statistic
-``stat(new) / stat(base) - 1``), so the interval carries both runs' uncertainty. A change is a
-regression only where the whole interval lies beyond the tolerance on the bad side; each side of
-a two-sided interval at level ``1 - alpha`` errs with probability about ``alpha / 2``.
+``(stat(new) - stat(base)) / |stat(base)|``, which is ``stat(new) / stat(base) - 1`` for positive
+figures and keeps its sign, "new is higher", for negative ones), so the interval carries both
+runs' uncertainty. A change is a regression only where the whole interval lies beyond the
+tolerance on the bad side; each side of a two-sided interval at level ``1 - alpha`` errs with
+probability about ``alpha / 2``.
 ``benchmarks/compare_error_rates.py`` measures that rate, and the power to find a 10% slowdown,
 over 1,000 pairs of simulated runs (docs/statistics.md).
 
@@ -28,12 +30,13 @@ if TYPE_CHECKING:
 DIFFERENCE_RESAMPLES = 2000
 DIFFERENCE_SEED = 20261204
 _CHUNK = 250
-METHOD = "two-sample percentile bootstrap of stat(new) / stat(base) - 1"
+METHOD = "two-sample percentile bootstrap of (stat(new) - stat(base)) / |stat(base)|"
 
 
 @dataclass(frozen=True)
 class RelativeChange:
-    """``point`` and its interval ``low``..``high`` as relative changes (-0.1 is 10% lower)."""
+    """``point`` and its interval ``low``..``high`` as relative changes (-0.1 is 10% lower; for a
+    negative figure too)."""
 
     point: float
     low: float
@@ -85,12 +88,12 @@ def relative_change(base: RecordedSamples, new: RecordedSamples, *,
     base_point = float(_statistic(base_values, base.statistic))
     if base_point == 0:
         raise ValueError("relative change: the base statistic is 0")
-    point = float(_statistic(new_values, new.statistic)) / base_point - 1
+    point = (float(_statistic(new_values, new.statistic)) - base_point) / abs(base_point)
     rng = np.random.default_rng(seed)
     base_draws = _resampled(base_values, base.statistic, resamples, rng)
     new_draws = _resampled(new_values, new.statistic, resamples, rng)
     with np.errstate(divide="ignore", invalid="ignore"):
-        ratios = new_draws / base_draws - 1
+        ratios = (new_draws - base_draws) / np.abs(base_draws)
     ratios = ratios[np.isfinite(ratios)]
     tail = (1 - level) / 2
     low, high = (float(q) for q in np.quantile(ratios, (tail, 1 - tail)))

@@ -24,6 +24,7 @@ from pytest_specgate.measure.sequential import (
     SequentialEstimate,
     SequentialStop,
     median_confidence_sequence,
+    stop_thresholds,
     undecided,
 )
 from pytest_specgate.measure.statistics import (
@@ -252,12 +253,6 @@ class PairedRun:
         }
 
 
-def _thresholds(until: Threshold | Sequence[Threshold] | None) -> tuple[Threshold, ...]:
-    if until is None:
-        return ()
-    return (until,) if isinstance(until, Threshold) else tuple(until)
-
-
 def run_paired(
     baseline: PromptRunner,
     candidate: PromptRunner,
@@ -291,7 +286,7 @@ def run_paired(
     """
     if caching is not None:
         require_fair_arms(*caching)
-    thresholds = _thresholds(until)
+    thresholds = stop_thresholds(until)
     if thresholds and (max_rounds is None or max_rounds < rounds):
         raise ValueError(f"paired run: until= needs max_rounds >= rounds ({rounds}), found {max_rounds!r}")
     schedule = paired_schedule(prompts, rounds, warmup)

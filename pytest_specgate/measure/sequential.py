@@ -99,6 +99,13 @@ def median_confidence_sequence(
     return SequentialEstimate(statistics.median(ordered), low, high, level, n)
 
 
+def stop_thresholds(until: Threshold | Sequence[Threshold] | None) -> tuple[Threshold, ...]:
+    """A run's ``until=`` (one threshold, several, or none) as the tuple :func:`undecided` reads."""
+    if until is None:
+        return ()
+    return (until,) if isinstance(until, Threshold) else tuple(until)
+
+
 def undecided(thresholds: Sequence[Threshold], estimate: SequentialEstimate) -> tuple[Threshold, ...]:
     """The thresholds the interval neither clears nor misses yet."""
     return tuple(

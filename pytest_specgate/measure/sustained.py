@@ -8,9 +8,11 @@ A shortened run (``--specgate-duration-scale``) holds a pair or two in its last 
 for any interval. So a run given thresholds (``until=``) is sized in pairs as well as seconds:
 once its duration has passed it adds rounds (every prompt once) while the anytime-valid interval
 of :mod:`~pytest_specgate.measure.sequential` over the judged pairs leaves a threshold undecided,
-adding at most ``max_extra_pairs``. The judged pairs are those that finish after the window's planned start
-(duration less window), so the judged set only grows and the interval stays valid however often
-it is looked at; it is looked at after whole rounds only, as the sequential paired run does.
+until ``max_extra_pairs`` more have run (it first completes the round the duration ended in, and
+stops at a round's end, so it may pass that cap by less than a round). The judged pairs are those
+that finish after the window's planned start (duration less window), so the judged set only
+grows and the interval stays valid however often it is looked at; it is looked at after whole
+rounds only, as the sequential paired run does.
 """
 
 from __future__ import annotations
@@ -37,7 +39,12 @@ from pytest_specgate.measure.paired import (
 )
 from pytest_specgate.measure.progress import ProgressSink
 from pytest_specgate.measure.samples import ARMS, Arm, Prompt, SamplePair
-from pytest_specgate.measure.sequential import SequentialEstimate, median_confidence_sequence, undecided
+from pytest_specgate.measure.sequential import (
+    SequentialEstimate,
+    median_confidence_sequence,
+    stop_thresholds,
+    undecided,
+)
 from pytest_specgate.measure.statistics import (
     AcceptanceMeasurement,
     IdentityReport,
@@ -258,9 +265,10 @@ def run_sustained(
     A pair is only started while time remains, so the run overshoots the duration
     by at most one pair. Warm-up pairs run before the clock of the run starts.
     With ``until`` (thresholds on the judged speedup) the run then adds whole rounds until
-    every threshold is decided or ``max_extra_pairs`` more pairs have run (see the module docstring).
+    every threshold is decided or ``max_extra_pairs`` more pairs have run, counted at round ends
+(see the module docstring).
     """
-    thresholds = () if until is None else (until,) if isinstance(until, Threshold) else tuple(until)
+    thresholds = stop_thresholds(until)
     if thresholds and max_extra_pairs < 1:
         raise ValueError(f"sustained run: until= needs max_extra_pairs >= 1, found {max_extra_pairs!r}")
     if not prompts:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,15 +59,20 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     workeroutput = getattr(config, "workeroutput", None)
     if workeroutput is not None and config.stash[SETTINGS_KEY].evidence_dir is not None:
-        from pytest_specgate.evidence import IMPORTED_FILES_KEY, git_top, imported_source_files
+        from pytest_specgate.evidence import (
+            FOREIGN_MODULES_KEY,
+            IMPORTED_FILES_KEY,
+            foreign_modules,
+            git_top,
+            imported_source_files,
+            interpreter_locations,
+        )
 
-        imported = imported_source_files(_imported_modules(config, worker=True),
-                                         [item.path for item in session.items], config.rootpath)
+        modules = _imported_modules(config, worker=True)
+        imported = imported_source_files(modules, [item.path for item in session.items], config.rootpath)
         workeroutput[IMPORTED_FILES_KEY] = sorted(str(path) for path in imported)
-        from pytest_specgate.evidence import FOREIGN_MODULES_KEY, foreign_modules, interpreter_locations
-
         locations = interpreter_locations(git_top(config.rootpath.resolve()))
-        workeroutput[FOREIGN_MODULES_KEY] = foreign_modules(_imported_modules(config, worker=True), locations)
+        workeroutput[FOREIGN_MODULES_KEY] = foreign_modules(modules, locations)
     key = config.stash.get(SIGNING_KEY, None)
     collector = config.stash.get(COLLECTOR_KEY, None)
     if key is None or collector is None or collector.bundle is None:
@@ -107,14 +113,15 @@ def evidence_collector(config: pytest.Config, settings: SpecgateSettings,
         duration_scale=settings.duration_scale,
         census=lambda: take_census(config, SpecgateHookSpecs, config.stash.get(RUN_COLLECTION_KEY, None),
                                    config.stash[PROJECT_KEY].spec_paths),
-        run_provenance=lambda: _run_provenance(config),
+        run_provenance=lambda modules: _run_provenance(config, modules),
         run_modules=lambda: _imported_modules(config, worker=False),
         job_nonce=settings.job_nonce,
     )
 
 
-def _run_provenance(config: pytest.Config) -> dict[str, Any]:
-    """What shaped this run from outside the repository (``evidence._run_provenance``)."""
+def _run_provenance(config: pytest.Config, modules: Mapping[str, object]) -> dict[str, Any]:
+    """What shaped this run, which imported ``modules``, from outside the repository
+    (``evidence._run_provenance``)."""
     from importlib import metadata
 
     from pytest_specgate.evidence import collect_run_provenance, git_top
@@ -128,7 +135,7 @@ def _run_provenance(config: pytest.Config) -> dict[str, Any]:
         backends={entry.name: None if entry.dist is None else entry.dist.name
                   for entry in metadata.entry_points(group=ENTRY_POINT_GROUP)},
         environ=os.environ,
-        modules=_imported_modules(config, worker=False),
+        modules=modules,
         sys_path=sys.path,
         redact=collector.redactor.text,
     )
@@ -140,7 +147,8 @@ def _imported_modules(config: pytest.Config, *, worker: bool) -> dict[str, objec
     mark = config.stash.get(IMPORT_MARK_KEY, None)
     watched, files = watch_imports().since(mark) if mark is not None else ([], [])
     return run_modules(sys.modules, watched, files, config.pluginmanager.get_plugins(),
-                       option_plugin_names(config.invocation_params.args, os.environ),
+                       option_plugin_names([*config.getini("addopts"), *config.invocation_params.args],
+                                           os.environ),
                        worker=worker or (mark is not None and mark.xdist_process))
 
 

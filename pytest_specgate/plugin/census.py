@@ -31,7 +31,7 @@ import pytest
 
 from pytest_specgate.contracts.census import Census
 from pytest_specgate.contracts.markers import MARKER_DOCS
-from pytest_specgate.plugin.pytest_adapter import separate_config
+from pytest_specgate.plugin.pytest_adapter import project_inifile, separate_config
 
 __all__ = ["RunCollection", "census_arguments", "census_of_tree", "take_census"]
 
@@ -151,13 +151,11 @@ def take_census(config: pytest.Config, hookspecs: type | None = None,
         return _collect(args, shown, counter)
 
 
-INI_FILES: Final = ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
-
-
 def census_of_tree(root: Path, spec_paths: Sequence[str], hookspecs: type | None = None) -> Census:
     """The census of a checked-out tree (the trusted commit in a temporary worktree, for the gate):
     ``spec_paths`` globbed from ``root`` (none that exist: ``root`` itself), collected with the
-    tree's own ini file and pytest's default import mode, under the same rules as :func:`take_census`.
+    configuration file pytest would take there (:func:`project_inifile`) and pytest's default
+    import mode, under the same rules as :func:`take_census`.
     Run it in a process of its own: collection imports the tree's modules."""
     paths: list[str] = []
     for pattern in spec_paths:
@@ -165,7 +163,7 @@ def census_of_tree(root: Path, spec_paths: Sequence[str], hookspecs: type | None
     paths = paths or [str(root)]
     shown = [Path(os.path.relpath(path, root)).as_posix() for path in paths]
     args = [*paths, f"--rootdir={root}", "--capture=no", "--assert=plain"]
-    inifile = next((root / name for name in INI_FILES if (root / name).is_file()), None)
+    inifile = project_inifile(root)
     if inifile is not None:
         args.append(f"--config-file={inifile}")
     for name in (*_SELF_PLUGINS, *_QUIET_PLUGINS):

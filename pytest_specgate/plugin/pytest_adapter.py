@@ -6,6 +6,8 @@ CI) exercise it on the oldest pytest the package supports and on the newest.
 - ``separate_config``: a second, configured pytest configuration in this process (the
   census collects the project with it); pytest's public API has no way to build one short
   of ``pytest.main``, which runs a whole session and reports no exception to its caller.
+- ``project_inifile``: the configuration file pytest itself would take for a tree (which file
+  names it looks for, in which order, and whether one holds a pytest section).
 - ``output_uncaptured`` and ``resume_file_line``: writing past output capture and handing
   the terminal's current file line back to pytest's reporter (progress lines of long steps).
 """
@@ -20,7 +22,9 @@ from typing import Any
 
 import pytest
 
-__all__ = ["output_uncaptured", "resume_file_line", "separate_config"]
+from pytest_specgate.contracts.census import PYTEST_CONFIG_NAMES
+
+__all__ = ["output_uncaptured", "project_inifile", "resume_file_line", "separate_config"]
 
 
 @contextlib.contextmanager
@@ -40,6 +44,16 @@ def separate_config(args: Sequence[str], plugin: object, name: str) -> Iterator[
     finally:
         if config is not None:
             config._ensure_unconfigure()
+
+
+def project_inifile(root: Path) -> Path | None:
+    """The file in ``root`` that ``pytest`` run there with no arguments takes its configuration
+    from, looking no higher: the first of ``PYTEST_CONFIG_NAMES`` that pytest reads a pytest section
+    from (a ``pyproject.toml`` without one does not hide a ``tox.ini`` with one)."""
+    from _pytest.config.findpaths import load_config_dict_from_file
+
+    return next((path for name in PYTEST_CONFIG_NAMES
+                 if (path := root / name).is_file() and load_config_dict_from_file(path) is not None), None)
 
 
 def output_uncaptured(config: pytest.Config) -> AbstractContextManager[object]:

@@ -147,6 +147,26 @@ def test_an_engine_of_a_backend_the_base_does_not_allow_is_rejected(
     assert _judged(capsys, tmp_path, bundle, git_repo.commit, both)[0] == 0
 
 
+def test_a_backend_the_base_does_not_allow_is_named_once_per_test(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], keys: dict[str, Key]
+) -> None:
+    """A paired run boots a baseline and a candidate of one backend: one line says so, not two."""
+    run = SyntheticRun(git_repo.path, TEST_ENV, host_facts=M4_HOST_FACTS)
+    recorder = run.recorder(SPEC_NODE)
+    recorder.note_engine(REAL_ENGINE)
+    recorder.note_engine({**REAL_ENGINE, "config": "vllm model=tiny-target draft=tiny-draft"})
+    recorder.measure("median_speedup", 1.52, "x", at_least=1.4)
+    run.run_test(SPEC_NODE, AC10, recorder=recorder, hardware=dict(M4_MATCHED), mode="required")
+    bundle = run.finish()
+    sign(bundle.path, keys["desk-m4"])
+    text = policy_toml({"desk-m4": (keys["desk-m4"], ["m4-16gb"])})
+    only_mlx = write_trusted(tmp_path, text.replace('profile = "m4-16gb"\n',
+                                                    'profile = "m4-16gb"\nbackends = ["mlx"]\n', 1))
+    code, out = _judged(capsys, tmp_path, bundle, git_repo.commit, only_mlx)
+    named = [line for line in out if "engine backend 'vllm' is not one the trusted config allows" in line]
+    assert code == 1 and len(named) == 1, out
+
+
 def test_an_unpinned_ac_keeps_the_any_enrolled_signer_rule(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], keys: dict[str, Key]
 ) -> None:

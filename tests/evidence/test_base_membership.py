@@ -8,16 +8,14 @@ honest PR (the base's tests untouched) gets no such line.
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import pytest
-from evidence_testkit import git
+from evidence_testkit import gate, git
 
 from pytest_specgate.evidence import find_bundles, load_bundle
 from pytest_specgate.evidence._base_members import BaseMembership, base_membership, membership_problems
 from pytest_specgate.evidence._bundle import read_ac_record
-from pytest_specgate.evidence.cli_commands import configure_gate_parser, run_gate
 
 PYPROJECT = """\
 [tool.pytest.ini_options]
@@ -67,12 +65,9 @@ def _pr_run_and_gate(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[st
     (bundle,) = find_bundles(pytester.path / "out")
     body = pytester.path / "PR.md"
     body.write_text("## Summary\n\n" + (bundle.path / "evidence.md").read_text())
-    parser = argparse.ArgumentParser(prog="specgate gate")
-    configure_gate_parser(parser)
     capsys.readouterr()
-    code = run_gate(parser.parse_args([f"--pr-body={body}", f"--evidence={bundle.path}", f"--commit={head}",
-                                       "--require=AC-1", f"--trusted-config={base}", "--allow-unsigned"]))
-    lines = capsys.readouterr().out.splitlines()
+    code, lines, _ = gate(capsys, f"--pr-body={body}", f"--evidence={bundle.path}", f"--commit={head}",
+                          "--require=AC-1", f"--trusted-config={base}", "--allow-unsigned")
     assert code == 1, lines  # these runs never qualify (their host is the probe's, not signed)
     return lines
 
@@ -145,3 +140,30 @@ def test_a_base_whose_census_fails_leaves_membership_unknown_and_rejects(pyteste
     assert membership_problems(record, BaseMembership(base, problem="it broke")) == [
         f"which tests belong to AC-1 at the trusted commit {base[:12]} is unknown, so whether this run holds "
         "them all is unknown: it broke"]
+
+
+def test_the_base_census_reads_the_config_file_pytest_reads(pytester: pytest.Pytester) -> None:
+    """A pyproject.toml without a pytest section (packaging only) does not hide the base's tox.ini:
+    its python_files decide which files hold AC tests, as they do for pytest run in the base."""
+    (pytester.path / "pyproject.toml").write_text('[project]\nname = "x"\n')
+    (pytester.path / "tox.ini").write_text("[pytest]\npython_files = check_*.py\n")
+    (pytester.path / "acceptance").mkdir()
+    (pytester.path / "acceptance" / "check_slow.py").write_text(FAILING.format(ac="AC-1"))
+    git(pytester.path, "init", "-q")
+    git(pytester.path, "add", ".")
+    git(pytester.path, "commit", "-q", "-m", "base")
+    base = git(pytester.path, "rev-parse", "HEAD")
+    membership = base_membership(pytester.path, base, ("acceptance",))
+    assert membership.members("AC-1") == ["acceptance/check_slow.py::test_slow"], membership
+
+
+def test_a_base_spec_the_gates_python_cannot_import_names_the_file(pytester: pytest.Pytester) -> None:
+    _base(pytester)
+    (pytester.path / "acceptance" / "test_engine.py").write_text("import not_installed_here\n")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "a spec needing a package the gate lacks")
+    membership = base_membership(pytester.path, git(pytester.path, "rev-parse", "HEAD"), ("acceptance",))
+    assert membership.problem == (
+        "the census of acceptance at the trusted commit could not collect acceptance/test_engine.py (the "
+        "gate's Python imports the base's conftests and spec modules: install what they import where the "
+        "gate runs)")

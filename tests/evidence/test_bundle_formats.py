@@ -216,21 +216,31 @@ def test_a_format_1_bundle_of_main_is_signed_and_its_signature_verifies(
     assert trust.problem is None and trust.commit == FORMAT_1_COMMIT
 
 
+def _reseal_records(bundle: Path, lines: list[bytes], *, line_entries: bool = True) -> None:
+    """Rewrite ``records.jsonl`` as ``lines`` and reseal the manifest around it as an author could:
+    the file's entry, the lines' entries (each line's own digest in AC order; ``line_entries=False``
+    keeps the listed ones) and the bundle digest."""
+    from pytest_specgate.evidence._bundle import FileEntry, file_entry, manifest_document
+
+    data = b"".join(lines)
+    (bundle / "records.jsonl").write_bytes(data)
+    manifest = json.loads((bundle / "manifest.json").read_text())
+    files = {name: FileEntry(**entry) for name, entry in manifest["files"].items()}
+    files["records.jsonl"] = file_entry(data)
+    listed = {ac: FileEntry(**entry) for ac, entry in manifest["records"].items()}
+    records = dict(zip(sorted(listed), map(file_entry, lines), strict=True)) if line_entries else listed
+    rewritten = manifest_document(manifest["run_id"], files, manifest["specgate"], records)
+    (bundle / "manifest.json").write_text(pretty_json(rewritten))
+
+
 def test_a_line_changed_with_only_the_file_entry_resealed_is_named(git_repo: GitRepo) -> None:
     """The manifest lists every line's digest besides the file's: rewriting the file's entry
     around an edited line still leaves the line's own entry to name it."""
-    from pytest_specgate.evidence._bundle import FileEntry, file_entry, manifest_document
-
     written = qualifying_bundle(git_repo.path, TEST_ENV)
-    records = written.path / "records.jsonl"
-    data = records.read_bytes().replace(b'"value":1.52', b'"value":1.92', 1)
-    records.write_bytes(data)
-    manifest = json.loads((written.path / "manifest.json").read_text())
-    files = {name: FileEntry(**entry) for name, entry in manifest["files"].items()}
-    files["records.jsonl"] = file_entry(data)
-    lines = {ac: FileEntry(**entry) for ac, entry in manifest["records"].items()}
-    rewritten = manifest_document(manifest["run_id"], files, manifest["specgate"], lines)
-    (written.path / "manifest.json").write_text(pretty_json(rewritten))
+    lines = (written.path / "records.jsonl").read_bytes().splitlines(keepends=True)
+    assert b'"value":1.52' in lines[0]
+    _reseal_records(written.path, [lines[0].replace(b'"value":1.52', b'"value":1.92'), lines[1]],
+                    line_entries=False)
     problems = verify_bundle(load_bundle(written.path))
     assert len(problems) == 1 and problems[0].startswith("records.jsonl#AC-10: sha256 "), problems
 
@@ -238,18 +248,11 @@ def test_a_line_changed_with_only_the_file_entry_resealed_is_named(git_repo: Git
 def test_a_line_moved_to_another_ac_is_refused(git_repo: GitRepo) -> None:
     """Lines are in AC order under the manifest's digests: swapping two lines (and their entries)
     makes each line the record of the other AC, which the reader refuses."""
-    from pytest_specgate.evidence._bundle import BundleError, FileEntry, file_entry, manifest_document
+    from pytest_specgate.evidence._bundle import BundleError
 
     written = qualifying_bundle(git_repo.path, TEST_ENV)
-    records = written.path / "records.jsonl"
-    first, second = records.read_bytes().splitlines(keepends=True)
-    records.write_bytes(second + first)
-    manifest = json.loads((written.path / "manifest.json").read_text())
-    files = {name: FileEntry(**entry) for name, entry in manifest["files"].items()}
-    files["records.jsonl"] = file_entry(second + first)
-    lines = {"AC-10": file_entry(second), "AC-11": file_entry(first)}
-    rewritten = manifest_document(manifest["run_id"], files, manifest["specgate"], lines)
-    (written.path / "manifest.json").write_text(pretty_json(rewritten))
+    first, second = (written.path / "records.jsonl").read_bytes().splitlines(keepends=True)
+    _reseal_records(written.path, [second, first])
     bundle = load_bundle(written.path)
     assert verify_bundle(bundle) == []
     with pytest.raises(BundleError, match=r"records.jsonl#AC-10: the line is the record of AC-11"):
@@ -259,20 +262,12 @@ def test_a_line_moved_to_another_ac_is_refused(git_repo: GitRepo) -> None:
 def test_a_line_naming_a_text_its_run_does_not_hold_is_refused(git_repo: GitRepo) -> None:
     """Reasons and host lines are indexes into the run's ``texts``: one past its end is one
     line naming the record, never a traceback."""
-    from pytest_specgate.evidence._bundle import BundleError, FileEntry, file_entry, manifest_document
+    from pytest_specgate.evidence._bundle import BundleError
 
     written = qualifying_bundle(git_repo.path, TEST_ENV)
-    records = written.path / "records.jsonl"
-    first, second = records.read_bytes().splitlines(keepends=True)
+    first, second = (written.path / "records.jsonl").read_bytes().splitlines(keepends=True)
     assert b'"host":{"summary":0}' in first
-    first = first.replace(b'"host":{"summary":0}', b'"host":{"summary":99}')
-    records.write_bytes(first + second)
-    manifest = json.loads((written.path / "manifest.json").read_text())
-    files = {name: FileEntry(**entry) for name, entry in manifest["files"].items()}
-    files["records.jsonl"] = file_entry(first + second)
-    lines = {"AC-10": file_entry(first), "AC-11": file_entry(second)}
-    rewritten = manifest_document(manifest["run_id"], files, manifest["specgate"], lines)
-    (written.path / "manifest.json").write_text(pretty_json(rewritten))
+    _reseal_records(written.path, [first.replace(b'"host":{"summary":0}', b'"host":{"summary":99}'), second])
     bundle = load_bundle(written.path)
     assert verify_bundle(bundle) == []
     with pytest.raises(BundleError, match=r"records.jsonl#AC-10: host.summary: names text 99, which its run"):

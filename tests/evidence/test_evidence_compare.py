@@ -1,5 +1,6 @@
-"""``specgate compare BASE NEW``: a change counts outside the recorded interval (else beyond the
-tolerance), its direction comes from the bound, and a regression beyond the tolerance exits 1.
+"""``specgate compare BASE NEW``: a change counts where the whole interval of the difference (from
+both runs' samples, else their intervals) lies beyond the tolerance, its direction comes from the
+bound, verdict changes come first, and a regression exits 1.
 
 The last test is the issue's must-show: the worked canary run twice on the mock, the second
 time with a draft step as slow as a target step, is reported as a regression (exit 1).
@@ -247,10 +248,14 @@ def _canary_bundle(evidence: Path, *options: str) -> Path:
 def test_the_canary_run_twice_is_no_regression_and_with_a_slower_candidate_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    base = _canary_bundle(tmp_path / "base")
-    again = _canary_bundle(tmp_path / "again")
+    # Steps of 10 ms rather than the canary's 3: the mock sleeps for each, and a busy machine's
+    # scheduling delays (a millisecond or more under xdist) must stay small beside them, or the
+    # same plan run twice can differ by more than its interval (PASSED, then INCONCLUSIVE).
+    steps = ("--specgate-engine-option=target_step_ms=10", "--specgate-engine-option=draft_step_ms=1")
+    base = _canary_bundle(tmp_path / "base", *steps)
+    again = _canary_bundle(tmp_path / "again", *steps)
     # A draft step as slow as a target step: speculation costs more than it saves.
-    new = _canary_bundle(tmp_path / "new", "--specgate-engine-option=draft_step_ms=3.0")
+    new = _canary_bundle(tmp_path / "new", steps[0], "--specgate-engine-option=draft_step_ms=10")
     code, out, err = cli(capsys, configure_compare_parser, run_compare, str(base), str(again))
     assert (code, err) == (0, "") and "no regression" in out, out
     code, out, err = cli(capsys, configure_compare_parser, run_compare, str(base), str(new))
@@ -349,3 +354,23 @@ def test_the_measurements_own_interval_comes_first() -> None:
     assert change.change is Change.REGRESSION
     # The wide 1.0-3.0 of the sibling measurements would have made it no change.
     assert change.difference.high < -0.05
+
+
+def test_a_recorded_interval_is_read_at_the_level_it_was_recorded_at() -> None:
+    # 1.9 (1.8-2.0 at 95%, the _ci95 convention) to 1.7: beyond 0 at 95%, not at 99.9%.
+    base, new = _record(1.9, interval=(1.8, 2.0)), _record(1.7)
+    side = bundle_side("run", "0" * 64, {"AC-10": base})
+
+    def judged(level: float, base: AcRecord = base) -> Any:
+        comparison = compare_records({"AC-10": base}, {"AC-10": new}, side, side, 0.0, level)
+        return comparison.changes[0]
+
+    at_95, at_999 = judged(0.95), judged(0.999)
+    assert at_95.change is Change.REGRESSION and at_999.change is Change.NO_CHANGE
+    half_95, half_999 = (found.difference.high - found.difference.point for found in (at_95, at_999))
+    assert half_999 / half_95 == pytest.approx(3.2905 / 1.9600, rel=1e-3)
+    # The measurement's own 1.8-2.0 stated at 50% is about 1.6-2.2 at 95%: no change.
+    document = dict(base.document)
+    document["measurements"] = [{**document["measurements"][0], "ci_low": 1.8, "ci_high": 2.0,
+                                 "confidence_level": 0.5}]
+    assert judged(0.95, AcRecord.built(document)).change is Change.NO_CHANGE

@@ -54,7 +54,8 @@ def _pr_gate(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], base
              changes: dict[str, str]) -> tuple[list[str], dict[str, object]]:
     for path, text in changes.items():
         (pytester.path / path).write_text(text)
-    git(pytester.path, "commit", "-q", "-am", "PR")
+    git(pytester.path, "add", "-A")
+    git(pytester.path, "commit", "-q", "-m", "PR")
     head = git(pytester.path, "rev-parse", "HEAD")
     pytester.runpytest("--specgate-evidence=out", "-p", "no:cacheprovider")
     (bundle,) = find_bundles(pytester.path / "out")
@@ -129,6 +130,17 @@ def test_a_file_the_trusted_config_names_as_code_under_test_is_listed_not_blocki
     assert (judged["harness_changed"], judged["sut_changed"]) == ([], ["helpers/figures.py"])
 
 
+@pytest.mark.parametrize("path", ["acceptance/test_ac1.py", "acceptance/conftest.py", "pyproject.toml"])
+def test_a_broad_sut_glob_never_exempts_the_spec_a_conftest_or_the_ini(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], path: str
+) -> None:
+    base = _base(pytester, 'sut_paths = ["*"]\n')
+    old = (pytester.path / path).read_text() if (pytester.path / path).exists() else ""
+    lines, judged = _pr_gate(pytester, capsys, base, {path: old + "\n# edited\n"})
+    assert _blocked(path, base) in lines, lines
+    assert path in judged["harness_changed"] and path not in judged["sut_changed"], judged
+
+
 def test_a_pr_that_changes_neither_imports_nor_spec_files_has_no_harness_change(
     pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -146,4 +158,19 @@ def test_the_ini_file_and_the_spec_file_are_harness(
 ) -> None:
     base = _base(pytester)
     lines, _ = _pr_gate(pytester, capsys, base, {path: (pytester.path / path).read_text() + "\n# edited\n"})
+    assert _blocked(path, base) in lines, lines
+
+
+@pytest.mark.parametrize(("path", "text"), [(".pytest.ini", "[pytest]\npythonpath = .\n"),
+                                            ("pytest.toml", '[pytest]\npythonpath = ["."]\n'),
+                                            ("setup.py", "from setuptools import setup\n\nsetup()\n")])
+def test_a_config_file_the_pr_adds_is_harness(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], path: str, text: str
+) -> None:
+    """pytest prefers .pytest.ini (and, from pytest 9, pytest.toml) to pyproject.toml: a PR that adds
+    one replaces the run's settings without editing the base's configuration. ``pip install -e .``
+    runs a setup.py before pytest starts: it could rewrite an installed file and its RECORD line
+    together, which run provenance would then take as the distribution's own."""
+    base = _base(pytester)
+    lines, _ = _pr_gate(pytester, capsys, base, {path: text})
     assert _blocked(path, base) in lines, lines

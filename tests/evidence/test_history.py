@@ -100,6 +100,9 @@ def test_without_git_knowing_the_commits_runs_are_ordered_by_start_time(
                           f"--out={tmp_path / 'h'}", f"--repo={elsewhere}", "--measurement=median_speedup")
     assert code == 0 and "4 runs, ordered by run start time (git does not know " in stdout
     assert "paired_rounds" not in stdout
+    # The bundles were run newest commit first, so start time reverses the commits' order.
+    (series,) = json.loads((tmp_path / "h" / "history.json").read_text())["series"]
+    assert [point["value"] for point in series["points"]] == [1.6, 1.6, 1.8, 1.8]
 
 
 def test_bad_input_is_one_line(git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -114,7 +114,7 @@ def test_the_standard_library_as_named_belongs_to_the_interpreter_links_included
     modules = {"sitecustomize": types.SimpleNamespace(__file__=str(stdlib / "sitecustomize.py")),
                "json": types.SimpleNamespace(__file__=str(stdlib / "json.py"))}
     assert foreign_modules(modules, where) == {}
-    [startup] = startup_files(modules, where)
+    [startup] = startup_files(modules, where, [str(site), str(stdlib)])
     assert (startup["path"], startup["owner"], startup["executes"]) == (
         "<stdlib>/sitecustomize.py", "interpreter", True)
     assert run_provenance_reasons({**CLEAN_RUN_PROVENANCE, "startup_files": [startup]}) == []
@@ -223,6 +223,14 @@ def test_run_modules_adds_replaced_modules_registered_plugins_and_p_names_found_
     assert modules["ran (executed)"].__file__ == str(tmp_path / "ran.py")  # type: ignore[attr-defined]
     gone = modules["gone_plugin (not imported now)"]
     assert gone.__file__ == str(tmp_path / "gone_plugin.py")  # type: ignore[attr-defined]
+    # a dotted -p name ran its package's __init__ too: both are found without importing them
+    (tmp_path / "gone_pkg").mkdir()
+    (tmp_path / "gone_pkg" / "__init__.py").write_text("raise RuntimeError('imported again')\n")
+    (tmp_path / "gone_pkg" / "plugin.py").write_text("")
+    dotted = run_modules({}, [], [], [], ["gone_pkg.plugin", "gone_pkg.absent"])
+    assert {name: getattr(module, "__file__", None) for name, module in dotted.items()} == {
+        "gone_pkg (not imported now)": str(tmp_path / "gone_pkg" / "__init__.py"),
+        "gone_pkg.plugin (not imported now)": str(tmp_path / "gone_pkg" / "plugin.py")}
     bootstrap = types.ModuleType("__main__")
     worker = run_modules({"__main__": bootstrap, "__mp_main__": bootstrap}, [], [], [], [], worker=True)
     assert "__main__" not in worker and "__mp_main__" not in worker

@@ -203,3 +203,32 @@ def test_old_and_malformed_records_are_refused_with_a_named_cause() -> None:
     del record["completeness"]
     with pytest.raises(RecordError, match=r"not a valid specgate.evidence/v3 record: .*'completeness'"):
         AcRecord.from_json(record, "AC-10.json")
+
+
+def test_a_run_provenance_shared_by_many_records_is_judged_once_and_another_run_on_its_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every record of a run holds the run's one provenance mapping: its reasons are worked out
+    once, and a record of another run (its own mapping, here one naming a foreign module) still
+    gets its own reasons, never the previous run's."""
+    from pytest_specgate.evidence import _run_provenance
+
+    judged: list[object] = []
+    real = _run_provenance.run_provenance_reasons
+
+    def counted(provenance: Any) -> list[str]:
+        judged.append(provenance)
+        return real(provenance)
+
+    monkeypatch.setattr(_run_provenance, "run_provenance_reasons", counted)
+    record = _honest_record(hardware=HARDWARE_MATCHED)
+    shared = record["run_provenance"] = copy.deepcopy(record["run_provenance"])
+    for ac in ("AC-10", "AC-11", "AC-12"):
+        assert judge(AcRecord.built({**record, "ac": {**record["ac"], "id": ac}})).qualifying
+    assert judged == [shared]
+    foreign = copy.deepcopy(shared)
+    foreign["foreign_modules"] = {"evil_plugin": {"path": "/tmp/evil_plugin.py", "distribution": None}}
+    other_run = judge(AcRecord.built({**record, "run_provenance": foreign}))
+    assert not other_run.qualifying
+    assert judged == [shared, foreign]
+    assert judge(AcRecord.built(record)).qualifying

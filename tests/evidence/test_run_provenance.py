@@ -77,6 +77,32 @@ def test_a_module_imported_from_a_pythonpath_entry_disqualifies(
             f"outside_helper ({where})") in line
 
 
+SPEC_IMPORTING_IN_THE_TEST = """
+import sys
+
+import pytest
+
+@pytest.mark.ac("AC-10", spec="SPEC-028", title="canary")
+def test_canary(evidence):
+    sys.path.insert(0, {folder!r})
+    import outside_helper
+
+    evidence.measure("median_speedup", outside_helper.SPEEDUP, "x", at_least=1.4)
+"""
+
+
+def test_a_module_only_an_xdist_worker_imported_reaches_the_controllers_record(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    folder = _outside(tmp_path, "outside_helper", "SPEEDUP = 2.41\n")
+    commit_project(pytester, **{"test_spec.py": SPEC_IMPORTING_IN_THE_TEST.format(folder=str(folder))})
+    _, record = run_passing(pytester, "-n", "1")
+    provenance = record["run_provenance"]
+    assert provenance["foreign_modules"]["outside_helper"].endswith("/elsewhere/outside_helper.py")
+    assert provenance["foreign_causes"]["outside_helper"] == {"cause": "outside", "distribution": None}
+    assert record["qualifying"] is False
+
+
 def test_a_plugin_loaded_through_pytest_plugins_is_recorded_and_disqualifies(
     pytester: pytest.Pytester, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -88,6 +114,20 @@ def test_a_plugin_loaded_through_pytest_plugins_is_recorded_and_disqualifies(
     provenance = record["run_provenance"]
     assert provenance["environment"]["PYTEST_PLUGINS"] == "sneaky_plugin"
     assert "sneaky_plugin" in provenance["foreign_modules"]
+    assert record["qualifying"] is False
+
+
+def test_a_self_removing_plugin_named_by_the_ini_files_addopts_is_found_again_and_disqualifies(
+    pytester: pytest.Pytester, tmp_path: Path
+) -> None:
+    # the ini file's -p loads before this plugin (and its import watcher), like one on the command line
+    vanisher = ("import sys\n\n\ndef pytest_configure(config):\n"
+                "    config.pluginmanager.unregister(sys.modules[__name__])\n    del sys.modules[__name__]\n")
+    pytester.syspathinsert(_outside(tmp_path, "vanisher", vanisher))
+    commit_project(pytester, **{"pytest.ini": "[pytest]\naddopts = -p vanisher\n"})
+    _, record = run_passing(pytester)
+    foreign = record["run_provenance"]["foreign_modules"]
+    assert foreign["vanisher (not imported now)"].endswith("/elsewhere/vanisher.py"), foreign
     assert record["qualifying"] is False
 
 
@@ -160,9 +200,10 @@ def test_an_edited_installed_plugin_file_differs_from_its_record(tmp_path: Path)
     assert facts["install"] == "distribution" and facts["mismatched"] == ["pytest_specgate/_policy.py"]
     assert run_provenance_reasons({**CLEAN_RUN_PROVENANCE, "specgate": facts}) == [
         "installed pytest_specgate files differ from its distribution's RECORD: pytest_specgate/_policy.py"]
-    untouched = specgate_files(metadata.PathDistribution(info), site / "pytest_specgate",
-                               _locations(_site(tmp_path / "clean", original, original)[0]))
-    assert untouched["mismatched"] == [] or untouched["install"] != "distribution"
+    clean_site, clean_info = _site(tmp_path / "clean", original, original)
+    untouched = specgate_files(metadata.PathDistribution(clean_info), clean_site / "pytest_specgate",
+                               _locations(clean_site))
+    assert (untouched["install"], untouched["mismatched"]) == ("distribution", [])
 
 
 def test_an_editable_install_must_live_in_the_repository(tmp_path: Path) -> None:
@@ -206,7 +247,7 @@ def test_a_module_in_site_packages_that_no_record_lists_is_foreign(tmp_path: Pat
     where = _locations(site)
     assert foreign_modules(modules, where) == {"sitecustomize": {
         "path": "<site-packages>/sitecustomize.py", "cause": "unrecorded", "distribution": None}}
-    [startup] = startup_files(modules, where)
+    [startup] = startup_files(modules, where, [str(site)])
     assert startup["path"] == "<site-packages>/sitecustomize.py" and startup["distribution"] is None
     assert startup["owner"] is None
 
@@ -214,12 +255,24 @@ def test_a_module_in_site_packages_that_no_record_lists_is_foreign(tmp_path: Pat
 def test_a_pth_file_that_runs_code_and_belongs_to_no_distribution_disqualifies(tmp_path: Path) -> None:
     pth = {"evil.pth": b"import os; os.environ['X'] = '1'\n", "paths.pth": b"/opt/lib\n"}
     site, _ = _site(tmp_path, pth, {})
-    files = startup_files({}, _locations(site))
+    files = startup_files({}, _locations(site), [str(site)])
     assert [(entry["path"], entry["executes"]) for entry in files] == [
         ("<site-packages>/evil.pth", True), ("<site-packages>/paths.pth", False)]
     assert run_provenance_reasons({**CLEAN_RUN_PROVENANCE, "startup_files": files}) == [
         "start-up files that run code and belong to no installed distribution nor the interpreter: "
         "<site-packages>/evil.pth; remove them, or install what they belong to"]
+
+
+def test_a_sitecustomize_that_deleted_itself_from_sys_modules_is_found_on_the_path(tmp_path: Path) -> None:
+    # it runs before the plugin's import watcher, so only the file on sys.path still shows it
+    site, _ = _site(tmp_path, {"sitecustomize.py": b"import sys\ndel sys.modules['sitecustomize']\n"}, {})
+    files = startup_files({}, _locations(site), [str(tmp_path / "elsewhere"), str(site)])
+    assert [(entry["path"], entry["owner"], entry["executes"]) for entry in files] == [
+        ("<site-packages>/sitecustomize.py", None, True)]
+    assert run_provenance_reasons({**CLEAN_RUN_PROVENANCE, "startup_files": files}) == [
+        "start-up files that run code and belong to no installed distribution nor the interpreter: "
+        "<site-packages>/sitecustomize.py; remove them, or install what they belong to"]
+    assert startup_files({}, _locations(site), [str(tmp_path / "elsewhere")]) == []
 
 
 def test_a_record_without_run_provenance_does_not_qualify() -> None:

@@ -39,6 +39,10 @@ def test_the_point_and_interval_are_relative_changes_of_the_statistic() -> None:
                           _samples([float(v) * 2 for v in range(1, 101)], "p90"))
     assert p90.point == pytest.approx(1.0)
 
+    # A negative figure (a change in seconds, a margin) keeps its sign: -2 from -1 is lower.
+    negative = relative_change(_samples([-1.1, -1.0, -0.9] * 10), _samples([-2.1, -2.0, -1.9] * 10))
+    assert negative.point == pytest.approx(-1.0) and negative.high < 0
+
 
 def test_the_same_samples_always_give_the_same_interval() -> None:
     base, new = _samples([1.0, 1.2, 0.9, 1.1]), _samples([1.05, 1.0, 0.95, 1.2])

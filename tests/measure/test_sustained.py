@@ -211,8 +211,11 @@ def test_a_run_at_its_bound_stops_at_max_extra_pairs_undecided(clock: FakeClock)
     """Half the pairs above the bound, half below: no honest interval clears it."""
     run = _shortened_run(clock, [1.0, 2.0], max_extra_pairs=12)
     assert run.sequential is not None and not run.sequential.decided
-    assert len(run.pairs) == 2 + 12  # the timed round, then 12 more
+    assert len(run.pairs) == 2 + 12
     assert _verdict(run) == "inconclusive"
+    # One pair fits the 3 s; its round is completed, then whole rounds run until the cap is
+    # reached at a round's end: 13 extra pairs, past the cap by less than a round.
+    assert run.sequential.extra_pairs == 13
 
 
 def test_the_judged_pairs_only_grow_from_the_planned_window_start(clock: FakeClock) -> None:

@@ -87,15 +87,9 @@ _PROTECTED = re.compile(
 )
 """Placeholders, and the digests of a markdown digest line, which no rule may rewrite."""
 _HEX_DIGEST = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
-_KEPT_HEX: dict[str, re.Pattern[str]] = {
-    "sha256": _HEX_DIGEST,
-    "bundle_sha256": _HEX_DIGEST,
-    "commit": _HEX_DIGEST,
-    "gitCommit": _HEX_DIGEST,
-    "nonce": re.compile(r"^[0-9a-f]{16,128}$"),
-}
-"""Keys whose hex values are kept as they are: digests, commits, and a fleet job's nonce (public
-by design: the signer compares it), which the generic detector would otherwise read as a key."""
+_DIGEST_KEYS = frozenset({"sha256", "bundle_sha256", "commit", "gitCommit"})
+"""Keys whose hex digests are kept as they are, which the generic detector would otherwise read
+as a key."""
 _BYTE_VIEWS = (
     ("utf-8", "surrogateescape"),
     ("latin-1", "strict"),
@@ -766,8 +760,7 @@ class Redactor:
                 redacted: dict[str, JsonValue] = {}
                 for key in sorted(items):
                     item = items[key]
-                    kept = _KEPT_HEX.get(key)
-                    keep = kept is not None and isinstance(item, str) and kept.match(item)
+                    keep = key in _DIGEST_KEYS and isinstance(item, str) and _HEX_DIGEST.match(item)
                     known = memo.get(key)
                     redacted[_unique_key(text(key) if known is None else known, redacted)] = (
                         item if keep else walk(item)

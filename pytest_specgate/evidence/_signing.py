@@ -43,6 +43,7 @@ except ImportError as error:  # the module is imported only where signatures are
 from pytest_specgate.contracts.host import HostFactsError, host_facts_from_dict
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.safe_read import SafeReadError, digest_regular_file, read_regular_file
+from pytest_specgate.contracts.validation import JOB_NONCE
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import (
     NONCE_FIELD,
@@ -415,10 +416,23 @@ class SignedBundle:
     signatures: int
 
 
+def _without_job_nonce(statement: dict[str, JsonValue]) -> dict[str, JsonValue]:
+    """``statement`` less its predicate's nonce when that has a job nonce's form (:data:`JOB_NONCE`,
+    what ``--specgate-nonce`` accepts): random characters the runner drew, public by design, which
+    the generic detector would read as a key. Anything else under that field is checked."""
+    predicate = statement.get("predicate")
+    if not isinstance(predicate, dict) or not isinstance(nonce := predicate.get(NONCE_FIELD), str):
+        return statement
+    if JOB_NONCE.match(nonce) is None:
+        return statement
+    return {**statement, "predicate": {k: v for k, v in predicate.items() if k != NONCE_FIELD}}
+
+
 def sign_bundle(bundle_dir: Path, key: SigningKey, redactor: Redactor) -> SignedBundle:
     """Write (or countersign) ``statement.intoto.dsse.json`` beside the manifest."""
     statement, signed = statement_to_sign(bundle_dir)
-    if redactor.value(statement) != statement:
+    checked = _without_job_nonce(statement)
+    if redactor.value(checked) != checked:
         raise SigningError(f"{bundle_dir}: redaction would change the statement; refusing to sign it")
     payload = canonical_json(statement).encode()
     target = bundle_dir / SIGNATURE_NAME

@@ -114,3 +114,14 @@ def test_the_pytest_option_records_the_nonce_and_refuses_a_malformed_one(pyteste
     bad = pytester.runpytest("--specgate-evidence=out", "--specgate-nonce=a b")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     bad.stderr.fnmatch_lines(["*--specgate-nonce='a b': expected 16 to 128 characters of [[]A-Za-z0-9_-[]]*"])
+
+
+@pytest.mark.parametrize("nonce", ["Zx9_Qm3-Lp7vRt2WsY8kNb", "AbCdEfGhIjKlMnOpQrStUvWxYz012345"])
+def test_a_url_safe_nonce_the_option_accepts_is_signed(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], nonce: str
+) -> None:
+    """``--specgate-nonce`` takes 16 to 128 of [A-Za-z0-9_-] (``secrets.token_urlsafe``), not only hex: the
+    signer's redaction check must not read such a nonce as a leaked key."""
+    bundle = _bundle(git_repo.path, nonce=nonce)
+    key = pem_key(tmp_path, "desk")
+    assert _sign(capsys, bundle, key.path, f"--commit={git_repo.commit}", f"--nonce={nonce}") == (0, "")

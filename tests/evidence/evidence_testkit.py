@@ -8,8 +8,11 @@ conftest, so tests can import it by its unique name.)
 from __future__ import annotations
 
 import argparse
+import gzip
+import io
 import json
 import subprocess
+import zipfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -402,3 +405,18 @@ def record_line(bundle: Path, ac_id: str) -> bytes:
     """The AC's line of a format-2 bundle's ``records.jsonl``, as its manifest orders them."""
     order = sorted(json.loads((bundle / MANIFEST_NAME).read_text())["records"])
     return (bundle / RECORDS_NAME).read_bytes().splitlines(keepends=True)[order.index(ac_id)]
+
+
+def every_byte_written(paths: list[Path]) -> dict[str, bytes]:
+    """Each file's bytes, with gzip and zip contents (and zip member names) opened."""
+    seen: dict[str, bytes] = {}
+    for path in paths:
+        data = path.read_bytes()
+        seen[str(path)] = data
+        if data[:2] == b"\x1f\x8b":
+            seen[f"{path} (gunzipped)"] = gzip.decompress(data)
+        if data[:4] == b"PK\x03\x04":
+            with zipfile.ZipFile(io.BytesIO(data)) as archive:
+                for info in archive.infolist():
+                    seen[f"{path}!{info.filename}"] = info.filename.encode() + b"\n" + archive.read(info)
+    return seen

@@ -8,13 +8,11 @@ allowlist keeps every identifier evidence must show.
 from __future__ import annotations
 
 import base64
-import gzip
 import io
 import json
 import random
 import string
 import threading
-import zipfile
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,7 +20,7 @@ from typing import ClassVar
 from urllib.parse import quote
 
 import pytest
-from evidence_testkit import git
+from evidence_testkit import every_byte_written, git
 from vendor_formats import CONTEXT_FORMS, FORMATS, corpus
 
 from pytest_specgate.evidence import LocalIdentity, build_redactor
@@ -329,20 +327,6 @@ def test_engine_url_password(engine):
 """
 
 
-def _every_byte_written(paths: list[Path]) -> dict[str, bytes]:
-    seen: dict[str, bytes] = {}
-    for path in paths:
-        data = path.read_bytes()
-        seen[str(path)] = data
-        if data[:2] == b"\x1f\x8b":
-            seen[f"{path} (gunzipped)"] = gzip.decompress(data)
-        if data[:4] == b"PK\x03\x04":
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                for info in archive.infolist():
-                    seen[f"{path}!{info.filename}"] = info.filename.encode() + b"\n" + archive.read(info)
-    return seen
-
-
 def test_the_corpus_planted_everywhere_leaks_nowhere_on_disk_or_terminal(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, planted_endpoint: str
 ) -> None:
@@ -368,7 +352,7 @@ def test_the_corpus_planted_everywhere_leaks_nowhere_on_disk_or_terminal(
     terminal = "\n".join(result.outlines + result.errlines)
     assert "upstream refused" in terminal and "in a local" in terminal and "skipping because" in terminal
     written = [*sorted(path for path in (pytester.path / "out").rglob("*") if path.is_file()), summary]
-    stored = _every_byte_written(written)
+    stored = every_byte_written(written)
     contents = {where: data.decode("utf-8", "replace") for where, data in stored.items()}
     contents["terminal"] = terminal
     assert any(where.endswith("records.jsonl") for where in contents)

@@ -9,15 +9,13 @@ checks the catalogue (pytest_specgate/evidence/_secret_rules.py) instead of rest
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import re
-import zipfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from evidence_testkit import git
+from evidence_testkit import every_byte_written, git
 
 from pytest_specgate.evidence import LocalIdentity, build_redactor
 from pytest_specgate.evidence._redact import catalogue_rules, looks_random
@@ -259,21 +257,6 @@ def test_planted(evidence, index):
 """
 
 
-def _every_byte_written(paths: list[Path]) -> dict[str, bytes]:
-    """Each file's bytes, with gzip and zip contents (and zip member names) opened."""
-    seen: dict[str, bytes] = {}
-    for path in paths:
-        data = path.read_bytes()
-        seen[str(path)] = data
-        if data[:2] == b"\x1f\x8b":
-            seen[f"{path} (gunzipped)"] = gzip.decompress(data)
-        if data[:4] == b"PK\x03\x04":
-            with zipfile.ZipFile(io.BytesIO(data)) as archive:
-                for info in archive.infolist():
-                    seen[f"{path}!{info.filename}"] = info.filename.encode() + b"\n" + archive.read(info)
-    return seen
-
-
 def test_the_corpus_planted_everywhere_text_is_stored_leaks_nowhere(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -304,7 +287,7 @@ def test_the_corpus_planted_everywhere_text_is_stored_leaks_nowhere(
     stored = {"records.jsonl", "run.json", "evidence.md", "manifest.json", "receipt.json", "summary.md"}
     assert stored <= names, names
     assert len(k_words) >= 10 and any(name.endswith(".zip") for name in names)
-    contents = _every_byte_written(written)
+    contents = every_byte_written(written)
     assert any("!" in where for where in contents)
     leaks = [
         (where, entry["rule"], core[:24])

@@ -7,6 +7,7 @@ import json
 import os
 import random
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -39,12 +40,16 @@ def _run(repo: Path, speedup: float) -> Path:
     return run.finish().path
 
 
-def _history(git_repo: GitRepo, values: list[float]) -> tuple[list[str], list[Path]]:
+def _history(git_repo: GitRepo, values: list[float], *, one_run_per_second: bool = False
+             ) -> tuple[list[str], list[Path]]:
     """One commit and one bundle per value; bundles are written newest commit first, so only
-    ordering by commit time puts them right."""
+    ordering by commit time puts them right. ``one_run_per_second``: each run starts in a second
+    of its own (a run's start time is recorded to the second, so runs in one second tie)."""
     commits = [_commit(git_repo.path, index) for index in range(len(values))]
     bundles = []
     for index in reversed(range(len(values))):
+        if one_run_per_second and bundles:
+            time.sleep(1.01 - time.time() % 1.0)
         subprocess.run(["git", "checkout", "-q", commits[index]], cwd=git_repo.path, check=True)
         bundles.append(_run(git_repo.path, values[index]))
     return commits, bundles
@@ -93,7 +98,7 @@ def test_noise_alone_shows_no_shift_and_an_outlier_is_not_one() -> None:
 def test_without_git_knowing_the_commits_runs_are_ordered_by_start_time(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    _history(git_repo, [1.8, 1.8, 1.6, 1.6])
+    _history(git_repo, [1.8, 1.8, 1.6, 1.6], one_run_per_second=True)
     elsewhere = tmp_path / "not-a-repo"
     elsewhere.mkdir()
     code, stdout, _ = cli(capsys, configure_history_parser, run_history, str(git_repo.path / "out"),

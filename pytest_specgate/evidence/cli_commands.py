@@ -145,7 +145,8 @@ def claimed_signers(bundle: Bundle) -> str:
 
 def records_read_clean(redactor: Redactor, records: Iterable[AcRecord]) -> bool:
     """Whether this host's redactor leaves every string of ``records`` as it is: then what is
-    rendered from them (with words and digests of specgate's own) needs no pass of its own.
+    rendered from them (with words and digests of specgate's own) needs no pass of its own, and
+    ``merge`` writes them as they are.
 
     The strings are redacted together, each once, on a line of its own: a bundle of 10,000 ACs
     holds a few distinct strings per AC, and its ``evidence.md`` 13 MB, which the redactor read
@@ -288,6 +289,7 @@ def run_merge(args: argparse.Namespace) -> int:
         for choice in choices:
             print(choice.explain())
     redactor = build_redactor(None)
+    clean = records_read_clean(redactor, [choice.record for choice in choices])
     attachments: dict[str, FileEntry] = {}
     documents: list[dict[str, JsonValue]] = []
     for choice in choices:
@@ -315,11 +317,12 @@ def run_merge(args: argparse.Namespace) -> int:
                 return _unwritable_merge(output, error)
             rows.append({**row_document, "name": name, "path": relative, "sha256": entry.sha256,
                          "size": entry.size})
-        # Records read from older bundles (v2) are written as this version's, redacted here once.
+        # Records read from older bundles (v2) are written as this version's, redacted here once
+        # where this host's redactor would change any of their strings.
+        document = {**choice.record.document, "schema": SCHEMA_ID, "attachments": rows}
         where = choice.kept.record_name(choice.ac_id)
         try:
-            documents.append(redacted_record(where, redactor, {**choice.record.document, "schema": SCHEMA_ID,
-                                                              "attachments": rows}))
+            documents.append(document if clean else redacted_record(where, redactor, document))
         except RecordError as error:
             return _error("merge", str(error))
     kept = sorted({choice.kept.path: choice.kept for choice in choices}.values(), key=lambda b: b.digest)

@@ -76,6 +76,7 @@ if TYPE_CHECKING:
     from pytest_specgate.evidence._source import IMPORTED_FILES_KEY, git_top, imported_source_files
     from pytest_specgate.evidence._trust import TrustPolicy
     from pytest_specgate.evidence._trusted import TrustedConfig, TrustedConfigError, load_trusted_config
+    from pytest_specgate.evidence._worker_secrets import SealError, seal, unseal
     from pytest_specgate.evidence._writer import NOT_QUALIFIED, QUALIFIED, WrittenBundle
     from pytest_specgate.selection.ac_marker import AC_MARKER_LINE, ac_from_marker
 
@@ -142,6 +143,9 @@ _EXPORTS: dict[str, str] = {
     "redact_writes": "_redacted_output",
     "url_passwords": "_known_secrets",
     "write_mask_commands": "_redacted_output",
+    "SealError": "_worker_secrets",
+    "seal": "_worker_secrets",
+    "unseal": "_worker_secrets",
     "bundle_digest": "_bundle",
     "empty_properties": "_recorder",
     "evaluate_gate": "_gate",
@@ -206,6 +210,7 @@ __all__ = [
     "RecordError",
     "RedactedLines",
     "Redactor",
+    "SealError",
     "SelectionFacts",
     "SignedBundle",
     "SigningError",
@@ -243,8 +248,10 @@ __all__ = [
     "render_markdown",
     "run_modules",
     "schema_problems",
+    "seal",
     "sign_bundle",
     "staging_dir",
+    "unseal",
     "url_passwords",
     "verdict_line",
     "verify_bundle",

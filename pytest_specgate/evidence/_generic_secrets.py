@@ -134,14 +134,24 @@ def looks_generated(run: str, minimum: int = MIN_TOKEN_LENGTH) -> bool:
     (``attachments/…``, ``models--org--name/…``) and each part is judged alone. Bare hex passes
     only at 32 characters or more (shorter hex is an abbreviated commit or digest, an address,
     a colour), and never at a digest's length."""
-    parts = run.split("/")
-    if len(parts) > 1 and any(_WORDY.fullmatch(part) for part in parts):
-        return any(_part_generated(part, minimum) for part in parts)
+    parts = _path_parts(run)
+    if parts is not None:
+        return any(_part_generated(part, minimum) for part in parts if not _UUID4_NAME.fullmatch(part))
     return _part_generated(run, minimum)
+
+
+def _path_parts(run: str) -> list[str] | None:
+    """The components of ``run`` when it is a path (a word-like part between slashes), else None."""
+    parts = run.split("/")
+    return parts if len(parts) > 1 and any(_WORDY.fullmatch(part) for part in parts) else None
 
 
 _WORDY = re.compile(r"[a-z]{3,}(?:[_.-]+[a-z0-9]+)*")
 """A path component written by a person (``attachments``, ``test_data``)."""
+_UUID4_NAME = re.compile(r"(?:[a-z][a-z0-9]*[_-])*[0-9a-f]{12}4[0-9a-f]{3}[89ab][0-9a-f]{15}")
+"""A path component named by a random UUID in hex, alone or after words (vLLM's
+``/tmp/vllm_dist_<uuid4 hex>``): a temporary name, not a credential; bare, outside a path, such
+hex is still judged (a 32-hex key is a UUID's shape one time in 64)."""
 _ATTACHMENT_PREFIX = re.compile(r"[0-9a-f]{16}-")
 """The digest prefix of a stored attachment's name (``attachments/83cfd6fbacb55b9a-server.log``)."""
 _PREFIXED_HEX = re.compile(
@@ -317,6 +327,13 @@ def cut_token(match: re.Match[str]) -> bool:
     end = match.end()
     if _is_hex(left) and len(left) <= 16 and match.string[end : end + 1] == ">":
         return False
+    parts = _path_parts(left)
+    if parts is not None:
+        # Only the component at the cut lost characters; the others are whole.
+        cut_at_end = match.string.startswith(("...", "…"), end)
+        whole, left = (parts[:-1], parts[-1]) if cut_at_end else (parts[1:], parts[0])
+        if looks_generated("/".join(whole)):
+            return True
     pieces = [left.replace("-", ""), *_SEGMENT_SPLIT.split(left)]
     mixed_hex = any(
         len(piece) >= MIN_CUT_LENGTH and _is_hex(piece) and not piece.isdigit() and not piece.isalpha()

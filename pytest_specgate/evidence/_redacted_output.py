@@ -65,9 +65,14 @@ class RedactedLines(io.TextIOBase):
         return "".join(redact(line) for line in text.splitlines(keepends=True))
 
 
-def write_mask_commands(target: TextIO, values: Iterable[str], environ: Mapping[str, str]) -> int:
-    """Write ``::add-mask::`` for each value to ``target`` under GitHub Actions; how many."""
+def write_mask_commands(target: TextIO, values: Iterable[str], environ: Mapping[str, str],
+                        end_line: Callable[[], None] | None = None) -> int:
+    """Write ``::add-mask::`` for each value to ``target`` under GitHub Actions; how many.
+    ``end_line`` ends a terminal line in progress first: the runner reads a workflow command
+    only at the start of a line."""
     commands = github_mask_commands(values, environ)
+    if commands and end_line is not None:
+        end_line()
     for command in commands:
         target.write(command + "\n")
     if commands:

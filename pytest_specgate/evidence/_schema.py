@@ -10,12 +10,9 @@ import json
 from collections.abc import Callable, Mapping
 from functools import cache
 from importlib import resources
-from typing import TYPE_CHECKING
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
-
-if TYPE_CHECKING:
-    from jsonschema.protocols import Validator
+from pytest_specgate.evidence._schema_check import Check, compile_schema, problems_of
 
 
 @cache
@@ -26,24 +23,22 @@ def evidence_schema() -> Mapping[str, JsonValue]:
 
 
 @cache
-def _validator(schema: Callable[[], Mapping[str, JsonValue]]) -> Validator:
-    """Built once per schema (the record's, a format-2 line's, a run's facts): the gate and
-    ``merge`` check every AC record of every bundle against them."""
-    import jsonschema
-
-    validator: Validator = jsonschema.Draft202012Validator(schema())
-    return validator
+def _check(schema: Callable[[], Mapping[str, JsonValue]]) -> Check:
+    """Compiled once per schema (the record's, a format-2 line's, a run's facts): the gate and
+    ``merge`` check every AC record of every bundle against them (``_schema_check`` says why
+    not with ``jsonschema``)."""
+    return compile_schema(schema())
 
 
 def schema_problems(record: JsonValue) -> list[str]:
     """Schema violations of an AC record, each with the JSON path where it happened."""
-    return _problems(_validator(evidence_schema), record)
+    return _problems(_check(evidence_schema), record)
 
 
-def _problems(validator: Validator, document: JsonValue) -> list[str]:
+def _problems(check: Check, document: JsonValue) -> list[str]:
     return [
-        f"{'/'.join(str(part) for part in error.absolute_path) or '<root>'}: {error.message}"
-        for error in sorted(validator.iter_errors(document), key=lambda e: list(map(str, e.absolute_path)))
+        f"{'/'.join(str(part) for part in path) or '<root>'}: {message}"
+        for path, message in problems_of(check, document)
     ]
 
 
@@ -108,17 +103,17 @@ def run_facts_schema() -> Mapping[str, JsonValue]:
 
 def record_line_problems(line: JsonValue) -> list[str]:
     """Schema violations of a format-2 record line, each with its JSON path."""
-    return _problems(_validator(record_line_schema), line)
+    return _problems(_check(record_line_schema), line)
 
 
 def run_facts_problems(facts: JsonValue) -> list[str]:
     """Schema violations of one run's facts in a format-2 ``run.json``."""
-    return _problems(_validator(run_facts_schema), facts)
+    return _problems(_check(run_facts_schema), facts)
 
 
 def schema_error_paths(record: JsonValue) -> list[tuple[str | int, ...]]:
     """Where an AC record violates the schema (JSON paths; the root is the empty path)."""
-    return [tuple(error.absolute_path) for error in _validator(evidence_schema).iter_errors(record)]
+    return [path for path, _ in problems_of(_check(evidence_schema), record)]
 
 
 @cache

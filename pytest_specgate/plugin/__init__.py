@@ -5,6 +5,7 @@ the modules that hold the hooks and fixtures, one per phase of a run.
 - ``bundle``: the evidence collector, redactor and signature of the run;
 - ``options``: options and ini values, hook specs, settings at configure;
 - ``terminal``: the report header, the terminal summary and progress lines;
+- ``worker_secrets``: secrets an xdist worker learns, sent sealed to the controller;
 - ``collection``: markers validated, run decisions, selection, xdist order;
 - ``runtest``: run decisions applied, soft checks, progress, report payloads;
 - ``fixtures``: every fixture.
@@ -29,6 +30,7 @@ pytest_plugins = [
     "pytest_specgate.plugin.bundle",
     "pytest_specgate.plugin.options",
     "pytest_specgate.plugin.terminal",
+    "pytest_specgate.plugin.worker_secrets",
     "pytest_specgate.plugin.collection",
     "pytest_specgate.plugin.runtest",
     "pytest_specgate.plugin.fixtures",

@@ -53,5 +53,7 @@ RUN_COLLECTION_KEY: Final[pytest.StashKey[RunCollection]] = pytest.StashKey()
 CURRENT_ITEM_KEY: Final[pytest.StashKey[pytest.Item]] = pytest.StashKey()
 ITEM_ENGINES_KEY: Final[pytest.StashKey[list[tuple[Engine, dict[str, Any]]]]] = pytest.StashKey()
 MEMORY_LEDGER_KEY: Final[pytest.StashKey[MemoryLedger]] = pytest.StashKey()
+SECRETS_SENT_KEY: Final[pytest.StashKey[set[str]]] = pytest.StashKey()
+"""The known secrets an xdist worker has sent the controller (``plugin.worker_secrets``)."""
 IMPORT_MARK_KEY: Final[pytest.StashKey[WatchMark]] = pytest.StashKey()
 """Where this run's imports start in the import watcher (``evidence.watch_imports``)."""

@@ -143,8 +143,14 @@ def announce_masks(config: pytest.Config, values: tuple[str, ...] | list[str]) -
     Actions."""
     from pytest_specgate.evidence import write_mask_commands
 
+    def end_line() -> None:
+        if config.pluginmanager.get_plugin("terminalreporter") is not None:
+            writer = config.get_terminal_writer()
+            if writer.width_of_current_line:
+                writer.line()
+
     with output_uncaptured(config):
-        write_mask_commands(sys.stdout, values, os.environ)
+        write_mask_commands(sys.stdout, values, os.environ, end_line)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:

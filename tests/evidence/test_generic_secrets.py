@@ -118,6 +118,9 @@ def test_random_vendor_like_tokens_with_fresh_prefixes_are_redacted() -> None:
         "sorted(items, key=lambda item: item.name) token: str = None password=None",
         "bundle-sha256 2ebaf1cad1cf… and a message cut here...",
         "_trace=<pluggy._tracing.TagTrace...7f9f0a5af6b0>, at 0x7f9f0a5af6b0",
+        # A vLLM server's log: a model path before a log line's "...", a uuid4-named temp dir.
+        "Starting to load model /tmp/fp-tiny/tiny-llama-ad3ef2f7643d01c4/target...",
+        "distributed_init_method=file:///tmp/vllm_dist_6862644b625d4a3891eacf07b36a53ec backend=gloo",
     ],
 )
 def test_the_allowlist_keeps_what_evidence_must_show(text: str) -> None:
@@ -186,6 +189,22 @@ TOKEN = "zq_Xb7Kp2Lm9Nv4Rt6Ws8Yd3Fh5Jg1"
 def test_escaped_percent_encoded_and_cut_tokens_are_found(text: str) -> None:
     redacted = REDACTOR.text(text)
     assert not any(TOKEN[i : i + 8] in redacted for i in range(len(TOKEN) - 8)), redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f"loading /tmp/models/{TOKEN}/weights...",
+        f"loading /tmp/models/weights/{TOKEN[:12]}...",
+        f"...{TOKEN[-12:]}/models/weights",
+        "key 6862644b625d4a3891eacf07b36a53ec and sbp_4b3db9d0e5c8a9f1b2c3d4e5f60718293a4b5c6d",
+    ],
+)
+def test_a_token_in_a_path_or_a_uuid_shaped_key_outside_one_is_found(text: str) -> None:
+    """The path rules keep a model path at a log's "..." and a uuid4-named temp dir, not a
+    token a path holds whole or cut, nor uuid-shaped hex that is not a path's component."""
+    redacted = REDACTOR.text(text)
+    assert "<SECRET>" in redacted and TOKEN[2:10] not in redacted and "6862644b625d" not in redacted, redacted
 
 
 # --- known values -----------------------------------------------------------------------------

@@ -100,7 +100,9 @@ def parse_json(text: str, where: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any
         raise SpecgateInputError(f"{where}: {error}") from None
     except ValueError as error:  # an integer of more digits than int() converts
         raise SpecgateInputError(f"{where}: not valid JSON: {error}") from None
-    if value_nesting_depth(value, max_depth) > max_depth:
+    # A container opens with a bracket: a text with at most max_depth of them nests no deeper.
+    too_many_brackets = text.count("{") + text.count("[") > max_depth
+    if too_many_brackets and value_nesting_depth(value, max_depth) > max_depth:
         raise JsonNestingError(f"{where}: JSON nested deeper than {max_depth} levels")
     return value
 

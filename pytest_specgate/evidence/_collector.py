@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import gc
 import os
 import platform
 import secrets
@@ -35,7 +36,9 @@ from pytest_specgate.contracts.payload import SpecPayload, payload_of
 from pytest_specgate.evidence._bundle import RECEIPT_NAME, RECEIPT_SCHEMA_ID, FileEntry
 from pytest_specgate.evidence._journal import JOURNAL_NAME, RunJournal
 from pytest_specgate.evidence._jsonio import replace_atomically, utc_timestamp
+from pytest_specgate.evidence._nodeids import redacted_nodeid
 from pytest_specgate.evidence._payloads import RefusedPayload
+from pytest_specgate.evidence._policy import JudgedRecord
 from pytest_specgate.evidence._recorder import staging_dir
 from pytest_specgate.evidence._records import (
     MESSAGE_LIMIT,
@@ -46,9 +49,9 @@ from pytest_specgate.evidence._records import (
     SourceState,
     ac_id_of,
     attachment_path,
-    build_ac_record,
     fold_outcome,
     group_by_ac,
+    judged_ac_record,
     longrepr_message,
 )
 from pytest_specgate.evidence._redact import Redactor, append_redacted, build_redactor, write_redacted
@@ -326,6 +329,19 @@ class EvidenceCollector:
             # bundle would only be mistaken for a run; the error line says what happened.
             self.discard()
             return
+        # Building the records allocates thousands of small acyclic containers that all live to
+        # the end of the write: each pass of the cycle collector in between walks the whole heap
+        # (pytest's items too) and frees none of them. Reference counting frees what the write
+        # drops; the collector runs again from here on, as it did before.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            self._finish_session(session, exitstatus)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _finish_session(self, session: pytest.Session, exitstatus: int | pytest.ExitCode) -> None:
         # Before the imported files are listed: files only the census imported are bound too.
         if self._take_census is not None:
             self.census = self._take_census()
@@ -398,7 +414,7 @@ class EvidenceCollector:
             outcome, message = fold_outcome(phases, finished=nodeid in self._finished)
             tests.append(
                 ExecutedTest(
-                    nodeid=self.redactor.text(nodeid),
+                    nodeid=redacted_nodeid(self.redactor, nodeid),
                     outcome=outcome,
                     message=message,
                     duration=sum(phase.duration for phase in phases.values()),
@@ -448,12 +464,12 @@ class EvidenceCollector:
         """Copy each staged attachment into the bundle first, so that one that cannot be
         written is recorded as missing in its AC's record instead of costing the bundle."""
         run = self._run_facts(interrupted)
-        records: list[dict[str, JsonValue]] = []
+        records: list[JudgedRecord] = []
         attachments: dict[str, FileEntry] = {}
         for ac_id, tests in group_by_ac(self.executed_tests()).items():
             missing: list[str] = []
             kept = [self._copy_attachments(test, attachments, missing) for test in tests]
-            records.append(build_ac_record(ac_id, kept, run, missing))
+            records.append(judged_ac_record(ac_id, kept, run, missing))
         status = "interrupted" if interrupted else "finished"
         bundle = write_bundle(
             self.run_dir,
@@ -510,7 +526,7 @@ class EvidenceCollector:
             "verdict": verdict,
             "reasons": reasons,
             "running": [
-                {"nodeid": self.redactor.text(nodeid), "ac": self._ac_by_nodeid.get(nodeid)}
+                {"nodeid": redacted_nodeid(self.redactor, nodeid), "ac": self._ac_by_nodeid.get(nodeid)}
                 for nodeid in sorted(self._running)
             ],
             "tests_finished": len(self._finished),
@@ -539,7 +555,7 @@ def captured_payload(payload: SpecPayload, redactor: Redactor) -> SpecPayload:
     hardware = payload["hardware"]
     return {
         **payload,
-        "nodeid": text(payload["nodeid"]),
+        "nodeid": redacted_nodeid(redactor, payload["nodeid"]),
         "ac": None if ac is None else {
             name: text(item) if name in ("spec", "title", "reason") and isinstance(item, str) else item
             for name, item in ac.items()
@@ -599,8 +615,8 @@ def redacted_run_facts(run: RunFacts, redactor: Redactor) -> RunFacts:
             args=tuple(redactor.text(arg) for arg in selection.args),
             keyword=None if selection.keyword is None else redactor.text(selection.keyword),
             markexpr=None if selection.markexpr is None else redactor.text(selection.markexpr),
-            selected={redactor.text(nodeid): ac for nodeid, ac in selection.selected.items()},
-            deselected={redactor.text(nodeid): ac for nodeid, ac in selection.deselected.items()},
+            selected={redacted_nodeid(redactor, nodeid): ac for nodeid, ac in selection.selected.items()},
+            deselected={redacted_nodeid(redactor, nodeid): ac for nodeid, ac in selection.deselected.items()},
         ),
         census=None if run.census is None else redacted_census(run.census, redactor),
     )
@@ -610,8 +626,8 @@ def redacted_census(census: Census, redactor: Redactor) -> Census:
     """The census with its node ids and paths redacted as the tests' own, so they still match."""
     return Census(
         testpaths=tuple(redactor.text(path) for path in census.testpaths),
-        carriers={redactor.text(nodeid): ac for nodeid, ac in census.carriers.items()},
-        errors=tuple(redactor.text(nodeid) for nodeid in census.errors),
+        carriers={redacted_nodeid(redactor, nodeid): ac for nodeid, ac in census.carriers.items()},
+        errors=tuple(redacted_nodeid(redactor, nodeid) for nodeid in census.errors),
         problem=None if census.problem is None else redactor.text(census.problem),
     )
 

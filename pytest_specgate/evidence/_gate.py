@@ -34,7 +34,6 @@ from pytest_specgate.evidence._bundle import (
     Bundle,
     BundleError,
     find_bundles,
-    read_ac_record,
     read_bundle_bytes,
     read_records,
     verify_bundle,
@@ -44,9 +43,9 @@ from pytest_specgate.evidence._markdown import (
     HiddenEvidence,
     PrBodyError,
     grouped_reasons,
+    joined_markdown,
     read_pr_body,
-    render_ac_block,
-    render_markdown,
+    render_parts,
 )
 from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
 from pytest_specgate.evidence._run_provenance import unenrolled_backends, used_backends
@@ -295,9 +294,12 @@ def evaluate_gate(
         trust=None if trusted.trust is None else TrustCheck(trusted.trust, now or dt.datetime.now(dt.UTC)),
         repo=repo or Path.cwd(),
     )
+    blocks_by_ac: dict[str, list[EvidenceBlock]] = {}
+    for block in blocks:
+        blocks_by_ac.setdefault(block.ac_id, []).append(block)
     judgements = []
     for ac_id in acs:
-        ac_blocks = [b for b in blocks if b.ac_id == ac_id]
+        ac_blocks = blocks_by_ac.get(ac_id, [])
         if not ac_blocks and body.hidden_for(ac_id):
             judgements.append(AcJudgement(ac_id, None, (_hidden_only(ac_id, body.hidden_for(ac_id)),)))
             continue
@@ -341,7 +343,7 @@ class _AcContext:
     trusted: TrustedConfig
     trust: TrustCheck | None
     repo: Path
-    integrity: dict[Path, list[str]] = field(default_factory=dict)
+    integrity: dict[Path, _CheckedBundle] = field(default_factory=dict)
     diffs: dict[str, tuple[str, ...] | str] = field(default_factory=dict)
     membership: BaseMembership | None = None
 
@@ -360,26 +362,40 @@ def _hidden_only(ac_id: str, hidden: Sequence[HiddenEvidence]) -> str:
     )
 
 
+@dataclass(frozen=True)
+class _CheckedBundle:
+    """What checking a bundle found: its problems, and each AC's recomputed verdict and block as
+    rendered for ``evidence.md`` (the gate compares a pasted block with that same rendering)."""
+
+    problems: list[str]
+    judged: Mapping[str, tuple[AcRecord, PolicyVerdict, str]] = field(default_factory=dict)
+
+
 def bundle_problems(bundle: Bundle) -> list[str]:
     """Files against the manifest, then ``evidence.md`` against the records it must render from."""
+    return _checked_bundle(bundle).problems
+
+
+def _checked_bundle(bundle: Bundle) -> _CheckedBundle:
     problems = verify_bundle(bundle)
     if problems:
-        return problems
+        return _CheckedBundle(problems)
     try:
         records = read_records(bundle)
     except BundleError as error:
         raise GateInputError(str(error)) from None
-    expected = render_markdown(
-        [(records[ac], judge(records[ac]), _bound_sha256(bundle, ac)) for ac in sorted(records)],
-        bundle.digest,
-    )
+    judged = [(records[ac], judge(records[ac]), _bound_sha256(bundle, ac)) for ac in sorted(records)]
+    summary, blocks = render_parts(judged, bundle.digest)
     try:
         markdown = read_bundle_bytes(bundle.path / MARKDOWN_NAME)
     except BundleError as error:
-        return [str(error)]
-    if markdown != expected.encode():
-        return [f"{MARKDOWN_NAME} is not what its records render (edited after writing)"]
-    return []
+        return _CheckedBundle([str(error)])
+    if markdown != joined_markdown(summary, blocks).encode():
+        return _CheckedBundle([f"{MARKDOWN_NAME} is not what its records render (edited after writing)"])
+    return _CheckedBundle([], {
+        ac_id: (record, verdict, block)
+        for ac_id, (record, verdict, _), block in zip(sorted(records), judged, blocks, strict=True)
+    })
 
 
 def _bound_sha256(bundle: Bundle, ac_id: str) -> str:
@@ -395,9 +411,9 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
     if isinstance(found, list):
         return AcJudgement(ac_id, None, tuple(found))
     bundle, record, block = found
-    verdict = judge(record)
+    _, verdict, rendered = context.integrity[bundle.path].judged[ac_id]
     trusted = context.trusted
-    problems = _binding_problems(record, verdict, block, bundle, context.commit)
+    problems = _binding_problems(record, verdict, block, rendered, bundle, context.commit)
     settings = trusted.acs.get(ac_id)
     # A waived AC was not run where its profile is: the signer vouches for the skip it records.
     pinned = None if settings is None or verdict.waiver is not None else settings.profile
@@ -451,7 +467,8 @@ def census_scope_reasons(document: Mapping[str, object], spec_paths: Sequence[st
 
 
 def _bound_record(
-    ac_id: str, blocks: Sequence[EvidenceBlock], bundles: Sequence[Bundle], integrity: dict[Path, list[str]]
+    ac_id: str, blocks: Sequence[EvidenceBlock], bundles: Sequence[Bundle],
+    integrity: dict[Path, _CheckedBundle],
 ) -> list[str] | tuple[Bundle, AcRecord, EvidenceBlock]:
     """The intact record the PR body's block binds, or why there is none."""
     if not blocks:
@@ -469,9 +486,9 @@ def _bound_record(
         ]
     bundle = matching[0]
     if bundle.path not in integrity:
-        integrity[bundle.path] = bundle_problems(bundle)
-    if integrity[bundle.path]:
-        return [f"bundle {bundle.run_id}: {problem}" for problem in integrity[bundle.path]]
+        integrity[bundle.path] = _checked_bundle(bundle)
+    if integrity[bundle.path].problems:
+        return [f"bundle {bundle.run_id}: {problem}" for problem in integrity[bundle.path].problems]
     entry = bundle.record_entry(ac_id)
     if entry is None:
         held = ", ".join(bundle.ac_ids()) or "no AC"
@@ -481,24 +498,21 @@ def _bound_record(
             f"ac-sha256 {block.ac_sha256[:12]}… in the PR body does not match {bundle.record_name(ac_id)} "
             f"in bundle {bundle.run_id} ({entry.sha256[:12]}…)"
         ]
-    try:
-        record = read_ac_record(bundle, ac_id)
-    except BundleError as error:
-        raise GateInputError(str(error)) from None
+    record, _, _ = integrity[bundle.path].judged[ac_id]
     if record.ac.id != ac_id:
         return [f"{bundle.record_name(ac_id)} in bundle {bundle.run_id} is the record of {record.ac.id}"]
     return bundle, record, block
 
 
 def _binding_problems(
-    record: AcRecord, verdict: PolicyVerdict, block: EvidenceBlock, bundle: Bundle, commit: CommitChoice
+    record: AcRecord, verdict: PolicyVerdict, block: EvidenceBlock, expected: str, bundle: Bundle,
+    commit: CommitChoice,
 ) -> list[str]:
-    """Commit, what the block shows, the record's own claims and its attachments, against the facts."""
+    """Commit, what the block shows (``expected``: the block its record renders, under ``verdict``),
+    the record's own claims and its attachments, against the facts."""
     problems = []
     if record.source.commit != commit.sha:
         problems.append(f"evidence is for commit {record.source.commit or 'unknown'}, not {commit.sha}")
-    ac_sha256 = _bound_sha256(bundle, record.ac.id)
-    expected = render_ac_block(record, verdict, ac_sha256, bundle.digest)
     for difference in (heading_difference(block), block_difference(block, expected)):
         if difference is not None:
             problems.append(difference)

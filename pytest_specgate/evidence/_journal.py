@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, final
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
-from pytest_specgate.evidence._jsonio import canonical_json
+from pytest_specgate.evidence._nodeids import redacted_nodeid
 
 if TYPE_CHECKING:
     from pytest_specgate.evidence._redact import Redactor
@@ -101,6 +101,15 @@ def read_receipt(run_dir: Path) -> dict[str, JsonValue]:
     return receipt
 
 
+def _string(text: str | None) -> str:
+    """``text`` as a JSON value, as :func:`~pytest_specgate.evidence._jsonio.canonical_json` writes
+    it (one C call, no mapping to sort)."""
+    return "null" if text is None else _STRING_ENCODER.encode(text)
+
+
+_STRING_ENCODER: Final = json.JSONEncoder(ensure_ascii=False)
+
+
 @final
 class RunJournal:
     """Appends redacted one-line JSON events to ``journal.jsonl`` through one open descriptor.
@@ -117,18 +126,20 @@ class RunJournal:
     def started(self, nodeid: str, ac: str | None, at: str) -> None:
         """``ac``: the test's AC id, written as its record and the receipt hold it (the ``ac``
         marker allows only ``AC-12``/``FR-3.1`` forms, nothing a redaction rule is for)."""
-        self._append({"event": _START, "nodeid": self._redactor.text(nodeid), "ac": ac, "at": at})
+        self._append(f'{{"ac":{_string(ac)},"at":{_string(at)},"event":"{_START}",'
+                     f'"nodeid":{_string(redacted_nodeid(self._redactor, nodeid))}}}\n')
 
     def ended(self, nodeid: str, tests_finished: int, at: str) -> None:
-        nodeid = self._redactor.text(nodeid)
-        self._append({"event": _END, "nodeid": nodeid, "finished": tests_finished, "at": at})
+        self._append(f'{{"at":{_string(at)},"event":"{_END}","finished":{int(tests_finished)},'
+                     f'"nodeid":{_string(redacted_nodeid(self._redactor, nodeid))}}}\n')
 
-    def _append(self, entry: dict[str, JsonValue]) -> None:
-        """``entry``: its words the journal's own, its node id already redacted."""
+    def _append(self, line: str) -> None:
+        """``line``: one event as canonical JSON (keys sorted, compact), its words the journal's
+        own, its node id already redacted."""
         if self._descriptor is None:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             self._descriptor = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o666)
-        os.write(self._descriptor, (canonical_json(entry) + "\n").encode())
+        os.write(self._descriptor, line.encode())
 
     def close(self, *, remove: bool) -> None:
         """Close the descriptor; ``remove``: the final receipt is written, the journal is spent."""

@@ -381,12 +381,26 @@ def render_markdown(
     verdict and its file's sha256. ``signer`` fills the summary's signer column: the writer (and
     the gate re-rendering ``evidence.md``) use :data:`NOT_SIGNED`, ``specgate render`` the
     signatures a bundle carries by then."""
+    return joined_markdown(*render_parts(blocks, bundle_sha256, signer))
+
+
+def render_parts(
+    blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]], bundle_sha256: str, signer: str = NOT_SIGNED
+) -> tuple[str, list[str]]:
+    """:func:`render_markdown`'s summary and blocks apart: the gate compares a pasted block with
+    the very block it compared ``evidence.md`` with, rendered once."""
+    if not blocks:
+        return "", []
+    return render_summary(blocks, signer), [
+        render_ac_block(record, verdict, ac_sha, bundle_sha256) for record, verdict, ac_sha in blocks
+    ]
+
+
+def joined_markdown(summary: str, blocks: Sequence[str]) -> str:
+    """``evidence.md`` of :func:`render_parts`' parts."""
     if not blocks:
         return "No acceptance criteria ran: this bundle is evidence for nothing.\n"
-    return "\n".join(
-        [render_summary(blocks, signer)]
-        + [render_ac_block(record, verdict, ac_sha, bundle_sha256) for record, verdict, ac_sha in blocks]
-    )
+    return "\n".join([summary, *blocks])
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ flag; a fact the record does not state counts against qualification.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, is_inconclusive_failure
@@ -19,6 +19,7 @@ from pytest_specgate.evidence._acrecord import (
     AcRecord,
     EngineFact,
     HardwareFact,
+    RunModeName,
     TestEntry,
     Waiver,
 )
@@ -36,7 +37,7 @@ class PolicyVerdict:
     qualifying: bool
     reasons: tuple[str, ...]
     outcome: AcOutcome
-    mode: str
+    mode: RunModeName
     waiver: Waiver | None
     policy: str = POLICY_VERSION
 
@@ -44,6 +45,39 @@ class PolicyVerdict:
     def label(self) -> str:
         """The verdict as the PR-body block shows it: ``PASSED · QUALIFYING``."""
         return f"{self.outcome.upper()} · {'QUALIFYING' if self.qualifying else 'NOT QUALIFYING'}"
+
+
+@dataclass(frozen=True)
+class JudgedRecord:
+    """A record the collector built and judged once: its ``document`` carries the verdict's
+    labels (outcome, qualification, reasons, mode, waiver), ``record`` is its typed view and
+    ``verdict`` what :func:`judge` said of it. The bundle writer takes these as they are instead
+    of judging each record a second time; the gate still judges what it reads."""
+
+    document: dict[str, JsonValue]
+    record: AcRecord
+    verdict: PolicyVerdict
+
+
+def judged_record(facts: Mapping[str, JsonValue]) -> JudgedRecord:
+    """``facts`` (a record as built, its labels not yet set) typed and judged once, with the
+    labels the verdict derives put in its document and in its typed view alike."""
+    built = AcRecord.built(facts)
+    verdict = judge(built)
+    waiver = None if verdict.waiver is None else verdict.waiver.to_dict()
+    document: dict[str, JsonValue] = {
+        **facts,
+        "outcome": verdict.outcome,
+        "qualifying": verdict.qualifying,
+        "not_qualifying_reasons": list(verdict.reasons),
+        "mode": verdict.mode,
+        "waiver": waiver,
+    }
+    record = replace(
+        built, outcome=verdict.outcome, qualifying=verdict.qualifying, reasons=verdict.reasons,
+        mode=verdict.mode, waiver=verdict.waiver, document=document,
+    )
+    return JudgedRecord(document=document, record=record, verdict=verdict)
 
 
 def ac_outcome(outcomes: Iterable[str]) -> AcOutcome:
@@ -142,7 +176,7 @@ def boot_session_reasons(record: AcRecord) -> list[str]:
     return []
 
 
-def _mode(record: AcRecord) -> str:
+def _mode(record: AcRecord) -> RunModeName:
     modes = {test.mode for test in record.tests}
     if record.run.diagnostic or "diagnostic" in modes:
         return "diagnostic"

@@ -19,8 +19,14 @@ from pytest_specgate.contracts.census import Census, census_to_json
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.payload import SpecPayload
 from pytest_specgate.contracts.thresholds import Decide, ThresholdVerdict, three_way_verdict
-from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord
-from pytest_specgate.evidence._policy import POLICY_VERSION, ac_outcome, judge, not_collected
+from pytest_specgate.evidence._acrecord import SCHEMA_ID
+from pytest_specgate.evidence._policy import (
+    POLICY_VERSION,
+    JudgedRecord,
+    ac_outcome,
+    judged_record,
+    not_collected,
+)
 
 MAX_NAME_CHARS = 96
 """Attachment names are cut to this (keeping the extension): with the digest prefix the file
@@ -368,7 +374,18 @@ def build_ac_record(
     run: RunFacts,
     missing_attachments: Iterable[str] = (),
 ) -> dict[str, JsonValue]:
-    """The ``specgate.evidence/v3`` record of one AC (tests ordered by node id), judged by the policy.
+    """The ``specgate.evidence/v3`` record of one AC (tests ordered by node id), judged by the policy."""
+    return judged_ac_record(ac_id, results, run, missing_attachments).document
+
+
+def judged_ac_record(
+    ac_id: str,
+    results: Sequence[ExecutedTest],
+    run: RunFacts,
+    missing_attachments: Iterable[str] = (),
+) -> JudgedRecord:
+    """:func:`build_ac_record` with its typed view and verdict, judged once (the bundle writer
+    takes all three and judges it no more).
 
     ``missing_attachments``: ``"<nodeid>: <name>"`` of attachments that did not reach the bundle
     (those the collector marks with a ``problem`` are known from the test's own entry).
@@ -418,20 +435,7 @@ def build_ac_record(
         # redacts a mapping that several records hold once (``Redactor.values``).
         "run_provenance": run.run_provenance,
     }
-    return with_verdict(facts)
-
-
-def with_verdict(facts: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
-    """``facts`` with outcome, qualification, mode and waiver as :func:`judge` derives them."""
-    verdict = judge(AcRecord.built(facts))
-    return {
-        **facts,
-        "outcome": verdict.outcome,
-        "qualifying": verdict.qualifying,
-        "not_qualifying_reasons": list(verdict.reasons),
-        "mode": verdict.mode,
-        "waiver": None if verdict.waiver is None else verdict.waiver.to_dict(),
-    }
+    return judged_record(facts)
 
 
 def group_by_ac(results: Iterable[ExecutedTest]) -> dict[str, list[ExecutedTest]]:

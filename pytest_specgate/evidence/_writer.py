@@ -25,7 +25,7 @@ from pytest_specgate.evidence._bundle import (
 )
 from pytest_specgate.evidence._jsonio import pretty_json, record_json, replace_atomically, write_unlisted
 from pytest_specgate.evidence._markdown import render_markdown
-from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
+from pytest_specgate.evidence._policy import POLICY_VERSION, JudgedRecord, PolicyVerdict, judge
 from pytest_specgate.evidence._record_split import (
     RECORDS_NAME,
     RUN_FACTS_NAME,
@@ -138,11 +138,17 @@ def _write_built(path: Path, document: Mapping[str, JsonValue]) -> FileEntry:
     return file_entry(data)
 
 
+def _judged_line(own: Mapping[str, JsonValue], run: RunFacts) -> tuple[AcRecord, PolicyVerdict]:
+    """A record that came without its verdict (``merge``'s), joined back and judged."""
+    record = AcRecord.built(join_record(own, run))
+    return record, judge(record)
+
+
 def write_bundle(
     run_dir: Path,
     redactor: Redactor,
     run_id: str,
-    records: Sequence[Mapping[str, JsonValue]],
+    records: Sequence[Mapping[str, JsonValue] | JudgedRecord],
     attachments: Mapping[str, FileEntry],
     receipt_for: Callable[[str, list[str]], Mapping[str, JsonValue]] | None,
     commit: str | None,
@@ -154,15 +160,17 @@ def write_bundle(
     ``evidence.md`` and then the manifest.
 
     ``records`` are valid ``specgate.evidence/v3`` documents whose text is redacted already: the
-    collector builds them from parts redacted where their text entered the run, ``merge`` passes
-    records of other bundles through :func:`redacted_record`. Nothing here redacts them again, and
-    ``evidence.md``, the statement, the receipt (``receipt_for`` hands it back redacted) and the
-    manifest are built from them as they are. ``attachments`` are the files
-    :func:`write_attachment` already put in ``run_dir``; ``receipt_for(verdict, reasons)`` builds
-    the receipt from the run verdict of what was written.
+    collector builds them from parts redacted where their text entered the run and hands each
+    over judged once (:class:`JudgedRecord`, its verdict taken as it is), ``merge`` passes
+    records of other bundles through :func:`redacted_record` and they are judged here. Nothing
+    here redacts them again, and ``evidence.md``, the statement, the receipt (``receipt_for``
+    hands it back redacted) and the manifest are built from them as they are. ``attachments``
+    are the files :func:`write_attachment` already put in ``run_dir``; ``receipt_for(verdict,
+    reasons)`` builds the receipt from the run verdict of what was written.
     """
     files: dict[str, FileEntry] = dict(sorted(attachments.items()))
-    split = split_records(records)
+    prejudged = {str(item.document["ac"]["id"]): item for item in records if isinstance(item, JudgedRecord)}
+    split = split_records(item.document if isinstance(item, JudgedRecord) else item for item in records)
     runs = {key: RunFacts(facts) for key, facts in split.runs.items()}
     lines = {ac_id: record_line_bytes(own) for ac_id, own in split.lines}
     record_entries = {ac_id: file_entry(data) for ac_id, data in lines.items()}
@@ -172,8 +180,11 @@ def write_bundle(
     run_facts = pretty_json(run_facts_document(split.runs)).encode()
     write_unlisted(run_dir / RUN_FACTS_NAME, run_facts)
     files[RUN_FACTS_NAME] = file_entry(run_facts)
-    typed = [AcRecord.built(join_record(own, runs[str(own[RUN_KEY])])) for _, own in split.lines]
-    judged = [(record, judge(record)) for record in typed]
+    judged = [
+        (prejudged[ac_id].record, prejudged[ac_id].verdict) if ac_id in prejudged
+        else _judged_line(own, runs[str(own[RUN_KEY])])
+        for ac_id, own in split.lines
+    ]
     for name, document in sorted((extra_documents or {}).items()):
         files[name] = file_entry(write_redacted(redactor, run_dir / name, document))
     if commit is not None:

@@ -282,3 +282,53 @@ def test_run_facts_are_redacted_where_they_enter_and_completeness_still_matches(
     assert record["completeness"]["not_reached"] == []
     assert record["completeness"]["deselected"] == [redactor.text(skipped_by_k)] != [skipped_by_k]
     assert redactor.value(record) == record
+
+
+def _judged_scenarios() -> list[tuple[list[ExecutedTest], RunFacts]]:
+    waived = {"id": "AC-10", "spec": "SPEC-028", "title": "t", "waived_to": "PR-C", "reason": "later"}
+    return [
+        ([_test()], _run()),
+        ([_test(outcome="failed")], _run()),
+        ([_test()], _run(diagnostic=True)),
+        ([_test(ac=waived)], _run()),
+        ([_test("t.py::a"), _test("t.py::b")], _run(census=Census(("tests",), {"t.py::a": "AC-10",
+                                                                             "t.py::c": "AC-10"}))),
+        ([_test(measurements=[{"nodeid": "t.py::a", "name": "median_speedup", "value": 1.2, "unit": "x",
+                               "at_least": 1.4, "at_most": None}])], _run()),
+    ]
+
+
+@pytest.mark.parametrize("scenario", range(len(_judged_scenarios())))
+def test_a_record_judged_once_carries_what_the_gate_recomputes(scenario: int) -> None:
+    """The writer takes the collector's verdict as it is: it must be the one ``judge`` gives the
+    written document, and the typed view the one the document reads back as."""
+    from pytest_specgate.evidence._acrecord import AcRecord
+    from pytest_specgate.evidence._policy import judge
+    from pytest_specgate.evidence._records import judged_ac_record
+
+    tests, run = _judged_scenarios()[scenario]
+    judged = judged_ac_record("AC-10", tests, run)
+    assert judge(AcRecord.built(judged.document)) == judged.verdict
+    assert AcRecord.built(judged.document) == judged.record
+    assert judged.document == build_ac_record("AC-10", tests, run)
+    assert (judged.document["qualifying"], judged.document["outcome"]) == (
+        judged.verdict.qualifying, judged.verdict.outcome)
+
+
+def test_the_writer_writes_the_same_bundle_from_judged_records_as_from_documents(tmp_path: Path) -> None:
+    """Judged once by the collector or judged by the writer (``merge``'s records): byte for byte
+    the same files."""
+    from pytest_specgate.evidence._records import judged_ac_record
+    from pytest_specgate.evidence._writer import write_bundle
+
+    redactor = build_redactor(Path("/srv/repo"), ())
+    judged = [judged_ac_record(f"AC-{n}", [_test(f"t.py::t{n}")], _run()) for n in (1, 2, 3)]
+    judged += [judged_ac_record("AC-4", [_test("t.py::t4", outcome="failed")], _run(diagnostic=True))]
+    written = {}
+    for name, records in (("judged", judged), ("documents", [item.document for item in judged])):
+        folder = tmp_path / name
+        folder.mkdir()
+        bundle = write_bundle(folder, redactor, "r1", records, {}, None, COMMIT, "0.1.0")
+        written[name] = (bundle.verdict, {path.name: path.read_bytes() for path in folder.iterdir()})
+    assert written["judged"] == written["documents"]
+    assert written["judged"][0] == "NOT QUALIFIED"

@@ -77,3 +77,21 @@ def test_an_ended_test_whose_node_id_the_redactor_changes_is_no_longer_running(t
     receipt = read_receipt(tmp_path)
     assert (receipt["running"], receipt["tests_finished"]) == ([], 1)
     assert receipt["reasons"] == ["run in progress; running: nothing"]
+
+
+def test_each_line_is_the_canonical_json_of_its_event(tmp_path: Path) -> None:
+    """The lines are formatted without a mapping to sort: they must still read as canonical JSON
+    (keys sorted, compact, not ASCII-escaped), with quotes and backslashes in a node id escaped."""
+    from pytest_specgate.evidence._jsonio import canonical_json
+
+    journal = _journal(tmp_path)
+    nodeid = 't.py::test_ü["a\\\\b"]'
+    journal.started(nodeid, None, "2026-12-03T10:00:01Z")
+    journal.started("t.py::test_a", "AC-1", "2026-12-03T10:00:02Z")
+    journal.ended(nodeid, 7, "2026-12-03T10:00:03Z")
+    assert (tmp_path / JOURNAL_NAME).read_text().splitlines() == [
+        canonical_json({"event": "start", "nodeid": nodeid, "ac": None, "at": "2026-12-03T10:00:01Z"}),
+        canonical_json({"event": "start", "nodeid": "t.py::test_a", "ac": "AC-1",
+                        "at": "2026-12-03T10:00:02Z"}),
+        canonical_json({"event": "end", "nodeid": nodeid, "finished": 7, "at": "2026-12-03T10:00:03Z"}),
+    ]

@@ -82,3 +82,14 @@ def test_the_cli_turns_an_input_error_no_command_worded_into_one_line_and_exit_2
     captured = capsys.readouterr()
     assert captured.err == "specgate hosts: --pyproject: expected a TOML file, found 'a directory'\n"
     assert captured.out == ""
+
+
+
+def test_parse_json_refuses_depth_past_the_bound_and_reads_brackets_in_strings_as_text() -> None:
+    """The walk is skipped only where the brackets cannot nest past the bound; brackets inside
+    strings count towards that quick bound, never towards the depth."""
+    assert validation.parse_json('[[["{[{["]]]', "cfg", max_depth=3) == [[["{[{["]]]
+    with pytest.raises(validation.JsonNestingError, match="nested deeper than 3"):
+        validation.parse_json('[[[["{"]]]]', "cfg", max_depth=3)
+    with pytest.raises(validation.JsonNestingError, match="nested deeper than 3"):
+        validation.parse_json('[[[{"a": 1}]]]', "cfg", max_depth=3)

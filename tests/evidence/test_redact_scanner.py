@@ -11,6 +11,7 @@ redactor is compared with a reference that has no line scan: the same output, by
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import re._compiler as sre_compile
@@ -26,7 +27,14 @@ from vendor_formats import CONTEXT_FORMS, corpus
 
 from benchmarks.redaction import adversarial_text, ordinary_text
 from pytest_specgate.evidence import LocalIdentity, Redactor, build_redactor
-from pytest_specgate.evidence._redact import RedactionRule, folded
+from pytest_specgate.evidence._redact import (
+    _PROTECTED,
+    RedactionRule,
+    _encoded_patterns,
+    _grouped_by_first_character,
+    folded,
+)
+from pytest_specgate.evidence._secret_rules import ENCODED_PREFIXES, TOKEN_FORMATS
 
 IDENTITY = LocalIdentity(
     user_names=("ops-user", "root"), host_names=("bench-host",), home_dirs=("/home/ops-user",)
@@ -200,3 +208,44 @@ def test_text_whose_lowered_form_is_longer_is_searched_whole() -> None:
     assert folded(text) is None
     assert "hunter2" not in _redactor().text(text)
     assert folded("ſecret KEY") == "secret key"
+
+
+ENCODED_LITERALS = [
+    *(literal for token in TOKEN_FORMATS for literal in token.encodable), *ENCODED_PREFIXES,
+]
+PLAIN_ENCODED = re.compile("|".join(_encoded_patterns(ENCODED_LITERALS)))
+GROUPED_ENCODED = re.compile(_grouped_by_first_character(_encoded_patterns(ENCODED_LITERALS)))
+PLAIN_PROTECTED = re.compile(
+    r"<REDACTED>|<SECRET>|<HF_TOKEN>|<TOKEN>|<EMAIL>|<PATH>|<HOME>|<IP>|<HOST>|<USER>"
+    r"|\b(?:ac|bundle)-sha256=[0-9a-f]{64}\b"
+)
+"""The two patterns as first written: one branch per encoded prefix, ``\\b`` before the digests."""
+REWRITTEN = [(PLAIN_ENCODED, GROUPED_ENCODED), (PLAIN_PROTECTED, _PROTECTED)]
+DIGEST = "0123456789abcdef" * 4
+
+
+def _encoded_forms(literal: str) -> list[str]:
+    raw = literal.encode()
+    return [raw.hex(), raw.hex().upper(), base64.b64encode(raw).decode()]
+
+
+ENCODED_PIECES = [
+    *(form for literal in ENCODED_LITERALS for form in _encoded_forms(literal)),
+    "0123456789abcdef", "QWxhZGRpbjpvcGVu", "==", "+", "/", "-", "_", "x", "é", " ",
+    "ac-sha256=" + DIGEST, "bundle-sha256=" + DIGEST, "<SECRET>", "<TOKEN",
+]
+
+
+@pytest.mark.parametrize(("plain", "rewritten"), REWRITTEN, ids=["encoded-token", "protected"])
+def test_rewritten_patterns_match_what_they_replaced_on_the_corpora(
+    plain: re.Pattern[str], rewritten: re.Pattern[str]
+) -> None:
+    digests = f"bundle-sha256={DIGEST}0 xac-sha256={DIGEST} ac-sha256={DIGEST}\n_bundle-sha256={DIGEST}"
+    for text in [JOINED, *BENCHMARK_TEXTS, " ".join(ENCODED_PIECES), "".join(ENCODED_PIECES), digests]:
+        assert [m.span() for m in rewritten.finditer(text)] == [m.span() for m in plain.finditer(text)]
+
+
+@given(st.lists(st.sampled_from(ENCODED_PIECES) | st.text(max_size=3), max_size=30).map("".join))
+def test_rewritten_patterns_match_what_they_replaced_on_random_text(text: str) -> None:
+    for plain, rewritten in REWRITTEN:
+        assert [m.span() for m in rewritten.finditer(text)] == [m.span() for m in plain.finditer(text)]

@@ -379,12 +379,14 @@ too), or a bare word. Strong words take any value that is not code; weak ones (`
 ``auth``, ``session``) only one with a digit or that reads random."""
 KEYWORD_VALUE_LINES = (
     r"(?:a(?:ccess|pi|uth)|c(?:o(?:nnection|okie)|red)|dsn|jwt|key|login|otp|p(?:a(?:ss|t)|in|rivate|wd)"
-    r"|s(?:e(?:cret|ssion)|ig)|token)[^\n]{0,32}?[=:]"
+    r"|s(?:e(?:cret|ssion)|ig)|token)[^\n]{0,40}?[=:]"
 )
 """What a line holding a :data:`KEYWORD_VALUE` holds in small letters: the start of a keyword
 (one branch per next letter, so the engine tries a letter, not every word), then its assignment
-within 32 characters (the rest of the longest word, ``connection string``, is 7; the name's own
-part 13, a closing quote 2 and spaces 4)."""
+within 40 characters (the rest of the longest word, ``connection string``, is 7; the name's own
+part 13, a closing quote 2 and spaces 4). The catalogue's ``high-entropy-key-value`` (its
+words a subset of these, its name's part up to 24 characters, ``credentials`` 7 after
+``cred``: 37) uses it too, so one scan finds the lines of both."""
 
 CODE_VALUES = frozenset({
     "none", "null", "nil", "true", "false", "str", "bytes", "int", "bool", "dict", "list", "optional",

@@ -212,14 +212,25 @@ class RedactionRule:
     (tests/evidence/test_redact_scanner.py proves both for every rule): the rule then searches
     only the lines this finds, in one fast case-sensitive scan, instead of the whole text."""
 
-    def claims_in_text(self, text: str, folded: str | None) -> Iterator[tuple[Claim, int, int]]:
+    def claims_in_text(
+        self,
+        text: str,
+        folded: str | None,
+        lines_found: dict[re.Pattern[str], list[tuple[int, int]]] | None = None,
+    ) -> Iterator[tuple[Claim, int, int]]:
         """:meth:`claims` over the whole of ``text``: over the lines :attr:`lines_with` finds
         in ``folded`` (each searched as the whole text would be: a match never leaves its line),
-        or over all of it (no such pattern, or no folded form)."""
+        or over all of it (no such pattern, or no folded form). ``lines_found`` keeps the lines
+        each pattern found in this text, for the next rule that names the same one."""
         if self.lines_with is None or folded is None:
             yield from self.claims(text, 0, len(text))
             return
-        for start, end in _lines_matching(self.lines_with, folded):
+        lines = None if lines_found is None else lines_found.get(self.lines_with)
+        if lines is None:
+            lines = _lines_matching(self.lines_with, folded)
+            if lines_found is not None:
+                lines_found[self.lines_with] = lines
+        for start, end in lines:
             yield from self.claims(text, start, end)
 
     def claims(self, text: str, start: int, end: int) -> Iterator[tuple[Claim, int, int]]:
@@ -776,10 +787,11 @@ class Redactor:
         claims = [(span.start(), span.end(), span.group(0)) for span in _PROTECTED.finditer(text)]
         known = self._known.rule
         if known is not None:
-            claims = _claim(text, claims, known, None)
+            claims = _claim(text, claims, known)
         lowered = folded(text)
+        lines_found: dict[re.Pattern[str], list[tuple[int, int]]] = {}
         for rule in self.rules:
-            claims = _claim(text, claims, rule, lowered)
+            claims = _claim(text, claims, rule, lowered, lines_found)
         return claims
 
     def _escaped_secrets(self, text: str) -> tuple[str, list[tuple[int, int]]]:
@@ -994,7 +1006,13 @@ _IDENTITY_RULES = frozenset({
 them out."""
 
 
-def _claim(text: str, claims: list[Claim], rule: RedactionRule, lowered: str | None) -> list[Claim]:
+def _claim(
+    text: str,
+    claims: list[Claim],
+    rule: RedactionRule,
+    lowered: str | None = None,
+    lines_found: dict[re.Pattern[str], list[tuple[int, int]]] | None = None,
+) -> list[Claim]:
     """``claims`` plus what ``rule`` claims in the text they leave free.
 
     A match that runs into an earlier claim is not dropped: the rule searches again inside
@@ -1002,7 +1020,7 @@ def _claim(text: str, claims: list[Claim], rule: RedactionRule, lowered: str | N
     """
     if rule.needs and not any(literal in text for literal in rule.needs):
         return claims
-    found = list(rule.claims_in_text(text, lowered))
+    found = list(rule.claims_in_text(text, lowered, lines_found))
     if not found:
         return claims
     accepted: list[Claim] = []

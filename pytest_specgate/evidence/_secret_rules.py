@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pytest_specgate.evidence._generic_secrets import KEYWORD_VALUE_LINES
+
 GITLEAKS = "gitleaks v8 cmd/generate/config/rules"
 DETECT_SECRETS = "detect-secrets 1.5 plugin"
 
@@ -217,8 +219,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         + r"([A-Za-z0-9+/_=-]{16,})",
         group=1,
         check="keyword-random",
-        lines_with=r"(?:auth|c(?:ookie|red)|jwt|key|p(?:a(?:ss|t)|rivate|wd)|s(?:e(?:cret|ssion)|ig)|token)"
-        r"[^\n]{0,40}?[=:]",
+        lines_with=KEYWORD_VALUE_LINES,
     ),
     ContextFormat(
         "secret-env-name",

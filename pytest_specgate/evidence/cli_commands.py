@@ -159,13 +159,15 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord]) -> bool:
         node = pending.pop()
         if isinstance(node, str):
             strings.add(node)
-        elif isinstance(node, Mapping | list) and id(node) not in seen:
+        elif node is None or isinstance(node, int | float) or id(node) in seen:
+            continue
+        elif isinstance(node, dict | Mapping):  # the run's facts, shared by its records, are read once
             seen.add(id(node))
-            if isinstance(node, Mapping):
-                strings.update(str(key) for key in node)
-                pending.extend(node.values())
-            else:
-                pending.extend(node)
+            strings.update(map(str, node))
+            pending.extend(node.values())
+        elif isinstance(node, list | tuple):
+            seen.add(id(node))
+            pending.extend(node)
     joined = "\n".join(sorted(strings))
     return redactor.text(joined) == joined
 

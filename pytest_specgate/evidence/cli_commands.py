@@ -145,8 +145,8 @@ def claimed_signers(bundle: Bundle) -> str:
 
 def records_read_clean(redactor: Redactor, records: Iterable[AcRecord]) -> bool:
     """Whether this host's redactor leaves every string of ``records`` as it is: then what is
-    rendered from them (with words and digests of specgate's own) needs no pass of its own, and
-    ``merge`` writes them as they are.
+    rendered from them (with words and digests of specgate's own) needs no pass of its own (the
+    ``render`` and ``compare`` output), and ``merge`` writes them as they are.
 
     The strings are redacted together, each once, on a line of its own: a bundle of 10,000 ACs
     holds a few distinct strings per AC, and its ``evidence.md`` 13 MB, which the redactor read
@@ -159,13 +159,15 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord]) -> bool:
         node = pending.pop()
         if isinstance(node, str):
             strings.add(node)
-        elif isinstance(node, Mapping | list) and id(node) not in seen:
+        elif node is None or isinstance(node, int | float) or id(node) in seen:
+            continue
+        elif isinstance(node, dict | Mapping):  # the run's facts, shared by its records, are read once
             seen.add(id(node))
-            if isinstance(node, Mapping):
-                strings.update(str(key) for key in node)
-                pending.extend(node.values())
-            else:
-                pending.extend(node)
+            strings.update(map(str, node))
+            pending.extend(node.values())
+        elif isinstance(node, list | tuple):
+            seen.add(id(node))
+            pending.extend(node)
     joined = "\n".join(sorted(strings))
     return redactor.text(joined) == joined
 
@@ -731,10 +733,13 @@ def run_compare(args: argparse.Namespace) -> int:
     except CompareInputError as error:
         return _error("compare", str(error))
     redactor = build_redactor(None)
+    clean = records_read_clean(redactor, [*base.values(), *new.values()])
     if args.json:
-        sys.stdout.write(pretty_json(redactor.value(comparison_json(comparison))))
+        document = comparison_json(comparison)
+        sys.stdout.write(pretty_json(document if clean else redactor.value(document)))
     else:
-        sys.stdout.write(redactor.text(comparison_markdown(comparison)))
+        markdown = comparison_markdown(comparison)
+        sys.stdout.write(markdown if clean else redactor.text(markdown))
     return EXIT_REJECTED if comparison.regressions else EXIT_OK
 
 

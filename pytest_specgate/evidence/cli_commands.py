@@ -569,28 +569,41 @@ def _print_gate_lines(verdict: GateVerdict) -> None:
     print(f"specgate gate: policy {verdict.policy}; commit {commit.sha} (from {commit.source})")
     for problem in verdict.run_problems:
         print(problem)
+    problems: list[tuple[str, str]] = []
     for judgement in verdict.judgements:
         for problem in judgement.problems:
             if problem == judgement.not_qualifying_problem:
-                print("\n".join(not_qualifying_lines(judgement)))
+                problems += [(judgement.ac_id, line) for line in not_qualifying_lines(judgement)]
             else:
-                print(f"{judgement.ac_id}: {problem}")
+                problems.append((judgement.ac_id, problem))
+    harness: list[tuple[str, str]] = []
     for judgement in verdict.judgements:
         if judgement.harness_changed is not None:
             sut = [f"{path} (system under test)" for path in judgement.sut_changed]
             shown = [*judgement.harness_changed, *sut]
             listed = ", ".join(shown) or "none"
-            print(f"{judgement.ac_id}: harness files changed since {verdict.base_commit}: {listed}")
+            harness.append((judgement.ac_id, f"harness files changed since {verdict.base_commit}: {listed}"))
+    for line in [*lines_naming_acs(problems), *lines_naming_acs(harness)]:
+        print(line)
     if not verdict.problems:
         print(f"specgate gate: accepted {', '.join(verdict.accepted)}")
 
 
+def lines_naming_acs(problems: Sequence[tuple[str, str]]) -> list[str]:
+    """``AC: problem`` once per problem, in the order first met, naming every AC that has it
+    (``AC-10, AC-11: diagnostic run: ...``): a run's reason is one line, not one per AC."""
+    acs: dict[str, list[str]] = {}
+    for ac_id, problem in problems:
+        acs.setdefault(problem, []).append(ac_id)
+    return [f"{', '.join(dict.fromkeys(named))}: {problem}" for problem, named in acs.items()]
+
+
 def not_qualifying_lines(judgement: AcJudgement) -> list[str]:
-    """One line per reason the policy gives, each once, as the evidence block groups them:
-    ``AC: not qualifying under POLICY: TEST: WHY`` for one test, ``WHY (N tests: ...)`` for a
+    """One problem per reason the policy gives, each once, as the evidence block groups them:
+    ``not qualifying under POLICY: TEST: WHY`` for one test, ``WHY (N tests: ...)`` for a
     reason several tests gave, ``WHY`` for one about the whole AC; not one joined line."""
     assert judgement.verdict is not None
-    prefix = f"{judgement.ac_id}: not qualifying under {judgement.verdict.policy}: "
+    prefix = f"not qualifying under {judgement.verdict.policy}: "
     lines = []
     for why, tests in judgement.not_qualifying:
         if len(tests) == 1:

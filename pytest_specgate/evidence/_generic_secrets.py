@@ -44,7 +44,7 @@ _ALLOWED_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("run id", re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}|merged-[0-9a-f]{12}")),
     ("request id",
      re.compile(rf"{_ID_PREFIXES}-[0-9a-f]{{32}}(?:-\d+)?")),
-    ("digest", re.compile(r"(?:sha1|sha256|sha512|md5|blake2b?)[-_:]?[0-9a-f]{32,128}")),
+    ("digest", re.compile(r"(?:sha1|sha256|sha512|md5|blake2b?)[-_:=]?[0-9a-f]{32,128}")),
     ("labelled digest", re.compile(r"(?:sha1|sha256|sha384|sha512)-[A-Za-z0-9+/=]{27,88}")),
 )
 """Identifiers evidence must keep, whole-run shapes (a commit and a sha256 digest are the bare

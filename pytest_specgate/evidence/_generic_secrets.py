@@ -18,6 +18,7 @@ from a key; the two together can.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -43,7 +44,7 @@ _ALLOWED_SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("run id", re.compile(r"\d{8}T\d{6}Z-[0-9a-f]{6}|merged-[0-9a-f]{12}")),
     ("request id",
      re.compile(rf"{_ID_PREFIXES}-[0-9a-f]{{32}}(?:-\d+)?")),
-    ("digest", re.compile(r"(?:sha1|sha256|sha512|md5|blake2b?)[-_:]?[0-9a-f]{32,128}")),
+    ("digest", re.compile(r"(?:sha1|sha256|sha512|md5|blake2b?)[-_:=]?[0-9a-f]{32,128}")),
     ("labelled digest", re.compile(r"(?:sha1|sha256|sha384|sha512)-[A-Za-z0-9+/=]{27,88}")),
 )
 """Identifiers evidence must keep, whole-run shapes (a commit and a sha256 digest are the bare
@@ -125,6 +126,7 @@ def reads_random(value: str, minimum: int) -> bool:
 _PADDING = re.compile(r"^(.)\1{3,}|(.)\2{3,}$")
 
 
+@functools.lru_cache(maxsize=8192)
 def looks_generated(run: str, minimum: int = MIN_TOKEN_LENGTH) -> bool:
     """Whether a run of credential characters is a credential: not on the allowlist, and the
     whole run (a prefix and its body) or one of its segments between separators reads as
@@ -133,7 +135,8 @@ def looks_generated(run: str, minimum: int = MIN_TOKEN_LENGTH) -> bool:
     (``pat-na1-<uuid>``). A run with a word-like part between slashes is a path
     (``attachments/…``, ``models--org--name/…``) and each part is judged alone. Bare hex passes
     only at 32 characters or more (shorter hex is an abbreviated commit or digest, an address,
-    a colour), and never at a digest's length."""
+    a colour), and never at a digest's length. Memoised: a pure function, judging a run reads
+    each character in Python, and a later pass and the escape decoding meet the same runs again."""
     parts = _path_parts(run)
     if parts is not None:
         return any(_part_generated(part, minimum) for part in parts if not _UUID4_NAME.fullmatch(part))
@@ -236,6 +239,8 @@ CUT_TOKEN = (
 )
 """A run that ends at a ``...`` (or ``…``) cut, or starts after one: pytest's ``saferepr`` keeps
 the two ends of a long value and drops its middle."""
+CUT_TOKEN_LINES = r"\.\.\.|…"
+"""What a line holding a :data:`CUT_TOKEN` holds: the cut."""
 
 
 _DIGEST_LABEL = re.compile(r"(?i:sha(?:1|256|384|512)|md5)[:-]")
@@ -253,6 +258,8 @@ JOINED_TOKEN = (
 replaced, possibly across one short word: ``pat…<SECRET>.<64 hex>``, ``<14>.atlasv1.<SECRET>``,
 ``00D…!<SECRET>``. It is found in the pass after the first part's, the text a placeholder
 left."""
+JOINED_TOKEN_LINES = r"<(?:secret|token)>"
+"""What a line holding a :data:`JOINED_TOKEN` holds: the placeholder of the part replaced."""
 
 
 def joined_token(match: re.Match[str]) -> bool:
@@ -269,6 +276,8 @@ ESCAPED_BREAK_TOKEN = (
 )
 """A run broken by an escaped line break or tab (``'zq_Xb7Kp2Lm9\\n4Rt6Ws8'``, how pytest's repr
 writes a value that held one): judged as the run it was."""
+ESCAPED_BREAK_TOKEN_LINES = r"\\[nrt]"
+"""What a line holding an :data:`ESCAPED_BREAK_TOKEN` holds: the escape."""
 
 
 def escaped_break_token(match: re.Match[str]) -> bool:
@@ -368,6 +377,16 @@ KEYWORD_VALUE = (
 ``::`` of a node id nor a ``://``), and the value (group ``kvv``): a quoted string whole (spaces
 too), or a bare word. Strong words take any value that is not code; weak ones (``key``,
 ``auth``, ``session``) only one with a digit or that reads random."""
+KEYWORD_VALUE_LINES = (
+    r"(?:a(?:ccess|pi|uth)|c(?:o(?:nnection|okie)|red)|dsn|jwt|key|login|otp|p(?:a(?:ss|t)|in|rivate|wd)"
+    r"|s(?:e(?:cret|ssion)|ig)|token)[^\n]{0,40}?[=:]"
+)
+"""What a line holding a :data:`KEYWORD_VALUE` holds in small letters: the start of a keyword
+(one branch per next letter, so the engine tries a letter, not every word), then its assignment
+within 40 characters (the rest of the longest word, ``connection string``, is 7; the name's own
+part 13, a closing quote 2 and spaces 4). The catalogue's ``high-entropy-key-value`` (its
+words a subset of these, its name's part up to 24 characters, ``credentials`` 7 after
+``cred``: 37) uses it too, so one scan finds the lines of both."""
 
 CODE_VALUES = frozenset({
     "none", "null", "nil", "true", "false", "str", "bytes", "int", "bool", "dict", "list", "optional",
@@ -419,7 +438,9 @@ NETRC_LINE = (
     r"(?m:^[ \t]*(?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|password|account|port|macdef)[ \t]+\S+)+)"
 )
 """A ``.netrc`` entry on one line: ``machine HOST login USER password PASS``."""
+NETRC_LINE_WORDS = r"machine|default"
 NETRC_FIELD = r"(?m:^[ \t]*(?:password|passwd|login|account)[ \t]+(\S+)[ \t]*$)"
+NETRC_FIELD_WORDS = r"password|passwd|login|account"
 """A field of a ``.netrc`` entry written one per line: the keyword, one word, nothing else."""
 _NETRC_VALUE = re.compile(r"(\b(?:login|password|account)[ \t]+)(\S+)")
 

@@ -9,11 +9,11 @@ from. Bundles of different commits are refused unless the caller says they may m
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._bundle import Bundle
-from pytest_specgate.evidence._policy import judge
+from pytest_specgate.evidence._policy import PolicyVerdict, judge
 
 UNKNOWN_COMMIT = "unknown"
 
@@ -41,13 +41,23 @@ class MergeChoice:
     kept: Bundle
     record: AcRecord
     passed_over: tuple[tuple[Bundle, AcRecord], ...]
+    verdicts: Mapping[int, PolicyVerdict] = field(default_factory=dict, compare=False, repr=False)
+    """Each candidate record's verdict by ``id`` of the record, judged once (a record missing here
+    is judged when asked)."""
+
+    def _verdict(self, record: AcRecord) -> PolicyVerdict:
+        verdict = self.verdicts.get(id(record))
+        return judge(record) if verdict is None else verdict
 
     def explain(self) -> str:
-        kept = f"{self.ac_id}: kept run {self.kept.run_id} ({standing(self.record)})"
+        kept = f"{self.ac_id}: kept run {self.kept.run_id} ({standing(self._verdict(self.record))})"
         if not self.passed_over:
             return f"{kept}: the only bundle with {self.ac_id}"
-        others = ", ".join(f"run {bundle.run_id} ({standing(record)})" for bundle, record in self.passed_over)
-        if all(_rank(record) == _rank(self.record) for _, record in self.passed_over):
+        others = ", ".join(
+            f"run {bundle.run_id} ({standing(self._verdict(record))})" for bundle, record in self.passed_over
+        )
+        rank = _rank(self._verdict(self.record))
+        if all(_rank(self._verdict(record)) == rank for _, record in self.passed_over):
             why = "equal standing, the first bundle given wins"
         else:
             why = "a passing, qualifying record wins over a passing one, which wins over the rest"
@@ -58,14 +68,12 @@ def record_commit(record: AcRecord) -> str:
     return record.source.commit or UNKNOWN_COMMIT
 
 
-def standing(record: AcRecord) -> str:
-    """The record's standing as the verdict policy recomputes it, not as the record states it."""
-    verdict = judge(record)
+def standing(verdict: PolicyVerdict) -> str:
+    """A record's standing as the verdict policy recomputes it, not as the record states it."""
     return f"{verdict.outcome}, {'qualifying' if verdict.qualifying else 'not qualifying'}"
 
 
-def _rank(record: AcRecord) -> int:
-    verdict = judge(record)
+def _rank(verdict: PolicyVerdict) -> int:
     passed = verdict.outcome == "passed"
     return 2 if passed and verdict.qualifying else int(passed)
 
@@ -97,12 +105,16 @@ def choose_records(sources: Sequence[SourceRecords]) -> list[MergeChoice]:
             candidates.setdefault(ac_id, []).append((source.bundle, record))
     choices = []
     for ac_id, found in sorted(candidates.items()):
-        qualifying = [bundle for bundle, record in found if _rank(record) == 2]
+        verdicts = {id(record): judge(record) for _, record in found}
+        ranks = [_rank(verdicts[id(record)]) for _, record in found]
+        qualifying = [bundle for (bundle, _), rank in zip(found, ranks, strict=True) if rank == 2]
         if len(qualifying) > 1:
             runs = " and ".join(f"{bundle.path}" for bundle in qualifying)
             raise MergeError(f"{ac_id} has qualifying evidence in both {runs}: merge only one of them")
-        best = max(range(len(found)), key=lambda index: (_rank(found[index][1]), -index))
+        best = max(range(len(found)), key=lambda index: (ranks[index], -index))
         kept, record = found[best]
         others = tuple(pair for index, pair in enumerate(found) if index != best)
-        choices.append(MergeChoice(ac_id=ac_id, kept=kept, record=record, passed_over=others))
+        choices.append(
+            MergeChoice(ac_id=ac_id, kept=kept, record=record, passed_over=others, verdicts=verdicts)
+        )
     return choices

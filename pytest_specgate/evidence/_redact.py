@@ -30,18 +30,25 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.validation import compiled_patterns
 from pytest_specgate.evidence._generic_secrets import (
     CUT_TOKEN,
+    CUT_TOKEN_LINES,
     ESCAPED_BREAK_TOKEN,
+    ESCAPED_BREAK_TOKEN_LINES,
     FLAG_VALUE,
     GENERIC_TOKEN,
     JOINED_TOKEN,
+    JOINED_TOKEN_LINES,
     KEYWORD_VALUE,
+    KEYWORD_VALUE_LINES,
     NETRC_FIELD,
+    NETRC_FIELD_WORDS,
     NETRC_LINE,
+    NETRC_LINE_WORDS,
     USER_FLAG_PASSWORD,
     cut_token,
     escaped_break_token,
@@ -83,9 +90,12 @@ PLACEHOLDERS = (
     "<USER>",
 )
 _PROTECTED = re.compile(
-    "|".join(re.escape(token) for token in PLACEHOLDERS) + r"|\b(?:ac|bundle)-sha256=[0-9a-f]{64}\b"
+    "|".join(re.escape(token) for token in PLACEHOLDERS)
+    + r"|a(?<!\wa)c-sha256=[0-9a-f]{64}\b|b(?<!\wb)undle-sha256=[0-9a-f]{64}\b"
 )
-"""Placeholders, and the digests of a markdown digest line, which no rule may rewrite."""
+"""Placeholders, and the digests of a markdown digest line, which no rule may rewrite. Every
+branch starts with a literal character (the digests' ``\\b`` is the look-behind after it), so the
+engine skips to those characters instead of trying the alternation at every one."""
 _HEX_DIGEST = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 _DIGEST_KEYS = frozenset({"sha256", "bundle_sha256", "commit", "gitCommit"})
 """Keys whose hex digests are kept as they are, which the generic detector would otherwise read
@@ -157,6 +167,12 @@ _IPV6_CANDIDATE = re.compile(
 )
 """An address has a hex digit and either ``::`` or eight groups, and ends where a word does: so
 the ``::`` of a node id (``test_x.py::Class::test``) and ``HH:MM:SS`` never reach the rule pass."""
+_AT_SIGN = re.compile("@")
+_DRIVE_SEPARATOR = re.compile(r":[\\/]")
+_DOTTED_QUAD = re.compile(r"\d\.\d{1,3}\.\d{1,3}\.\d")
+_COLON_GROUP = re.compile(r":[0-9a-f]{0,4}:")
+"""What a line holding an e-mail address, a Windows profile path, an IPv4 or an IPv6 address
+holds (in its :func:`folded` form)."""
 _ESCAPE = re.compile(r"\\u([0-9A-Fa-f]{4})|\\x([0-9A-Fa-f]{2})|\\(/)|%([0-9A-Fa-f]{2})")
 _WORD = re.compile(r"\S*")
 _FOLLOWING_WORD = re.compile(rf"(?:[ \t]++|{TOKEN_SPLIT})\S+")
@@ -190,6 +206,32 @@ class RedactionRule:
     needs: tuple[str, ...] = ()
     """Literals one of which a text must hold for this rule to match in it (a cut's ``...``, a
     placeholder, an escape): checked once per pass, at the speed of ``in``, before any search."""
+    lines_with: re.Pattern[str] | None = None
+    """What every line holding a claim of this rule matches in the line's :func:`folded` form
+    (small letters), for a ``pattern`` that never reads across a line break
+    (tests/evidence/test_redact_scanner.py proves both for every rule): the rule then searches
+    only the lines this finds, in one fast case-sensitive scan, instead of the whole text."""
+
+    def claims_in_text(
+        self,
+        text: str,
+        folded: str | None,
+        lines_found: dict[re.Pattern[str], list[tuple[int, int]]] | None = None,
+    ) -> Iterator[tuple[Claim, int, int]]:
+        """:meth:`claims` over the whole of ``text``: over the lines :attr:`lines_with` finds
+        in ``folded`` (each searched as the whole text would be: a match never leaves its line),
+        or over all of it (no such pattern, or no folded form). ``lines_found`` keeps the lines
+        each pattern found in this text, for the next rule that names the same one."""
+        if self.lines_with is None or folded is None:
+            yield from self.claims(text, 0, len(text))
+            return
+        lines = None if lines_found is None else lines_found.get(self.lines_with)
+        if lines is None:
+            lines = _lines_matching(self.lines_with, folded)
+            if lines_found is not None:
+                lines_found[self.lines_with] = lines
+        for start, end in lines:
+            yield from self.claims(text, start, end)
 
     def claims(self, text: str, start: int, end: int) -> Iterator[tuple[Claim, int, int]]:
         """Each claim in ``text[start:end]`` with the span of the whole match that made it."""
@@ -326,7 +368,8 @@ def _identity_rule(names: Sequence[str], placeholder: str, kind: str) -> list[Re
         return []
     distinct = frozenset(name.lower() for name in names if not name.isalpha())
     pattern = re.compile(_names_in_any_case(names))
-    return [RedactionRule(kind, pattern, placeholder, accept=_Identifies(kind, distinct))]
+    return [RedactionRule(kind, pattern, placeholder, accept=_Identifies(kind, distinct),
+                          lines_with=_lines_with_any(names))]
 
 
 def _path_identity_rule(users: Sequence[str], hosts: Sequence[str]) -> list[RedactionRule]:
@@ -348,15 +391,27 @@ def _path_identity_rule(users: Sequence[str], hosts: Sequence[str]) -> list[Reda
             lambda match: "<USER>" if match.group(1).lower() in user_set else "<HOST>", path
         )
 
-    return [RedactionRule("path-identity", _ABSOLUTE_PATH, "", rewrite=rewrite)]
+    return [RedactionRule("path-identity", _ABSOLUTE_PATH, "", rewrite=rewrite,
+                          lines_with=_lines_with_any(names))]
+
+
+def _lines_with_any(literals: Sequence[str]) -> re.Pattern[str] | None:
+    """Lines holding one of ``literals`` in any case, for a rule built from them; None (search
+    the whole text) when one is not plain ASCII without a line break: such a rule may cross a
+    line, and a letter outside ASCII may lower differently in a longer text (a final sigma)."""
+    if any(not literal.isascii() or "\n" in literal for literal in literals):
+        return None
+    return _any_literal(literal.lower() for literal in literals)
 
 
 def _directory_rules(directory: str, inside: str, itself: str, name: str) -> list[RedactionRule]:
     """``directory`` as a path of its own, not as the tail of a relative one (``data/root``)."""
     escaped = re.escape(directory.rstrip("/"))
+    lines = _lines_with_any([directory.rstrip("/")])
     return [
-        RedactionRule(f"{name}-inside", re.compile(r"(?<![\w.-])" + escaped + "/"), inside),
-        RedactionRule(name, re.compile(r"(?<![\w.-])" + escaped + r"(?![\w.-])", re.ASCII), itself),
+        RedactionRule(f"{name}-inside", re.compile(r"(?<![\w.-])" + escaped + "/"), inside, lines_with=lines),
+        RedactionRule(name, re.compile(r"(?<![\w.-])" + escaped + r"(?![\w.-])", re.ASCII), itself,
+                      lines_with=lines),
     ]
 
 
@@ -389,12 +444,23 @@ def _encoded_patterns(literals: Iterable[str]) -> list[str]:
     patterns = []
     for literal in literals:
         raw = literal.encode()
-        b64 = base64.b64encode(raw).decode()[: 4 * (len(raw) // 3)]
+        b64, hexed = base64.b64encode(raw).decode()[: 4 * (len(raw) // 3)], raw.hex()
         if len(b64) >= 4:
             patterns.append(f"{b64[0]}(?<![A-Za-z0-9+/]{b64[0]}){b64[1:]}[A-Za-z0-9+/_-]{{16,}}+={{0,2}}")
-        hexed = raw.hex()
         patterns.append(f"{hexed[0]}(?<![0-9A-Fa-f]{hexed[0]}){hexed[1:]}(?i:[0-9a-f]{{20,}}+)")
     return patterns
+
+
+def _grouped_by_first_character(branches: Sequence[str]) -> str:
+    """The alternation of ``branches`` (each starting with one plain character), written as one
+    branch per first character holding the rest of each in their order: it matches what the
+    plain alternation matches (only branches with the character at hand can match there, tried
+    in the same order), but the engine reads a candidate's first character once, not once per
+    branch."""
+    rests: dict[str, list[str]] = {}
+    for branch in branches:
+        rests.setdefault(branch[0], []).append(branch[1:])
+    return "|".join(f"{first}(?:{'|'.join(rest)})" for first, rest in rests.items())
 
 
 _HEX_VALUE = re.compile(r"[0-9a-f]+|[0-9A-F]+")
@@ -470,6 +536,7 @@ def _context_rule(context: ContextFormat) -> RedactionRule:
         context.placeholder,
         group=context.group,
         accept=_CHECKS[context.check] if context.check else None,
+        lines_with=re.compile(context.lines_with) if context.lines_with else None,
     )
 
 
@@ -486,9 +553,29 @@ def token_rules() -> list[RedactionRule]:
         for token in TOKEN_FORMATS
     ]
     literals = [literal for token in TOKEN_FORMATS for literal in token.encodable] + list(ENCODED_PREFIXES)
-    encoded = "|".join(_encoded_patterns(literals))
+    encoded = _grouped_by_first_character(_encoded_patterns(literals))
     rules.append(RedactionRule("encoded-token", re.compile(encoded), "<SECRET>"))
     return rules
+
+
+def _any_literal(literals: Iterable[str]) -> re.Pattern[str]:
+    """Where any of ``literals`` starts, as a trie (one branch per next character, a literal's
+    longer forms left out), so the engine tries a few characters at a candidate, not every
+    literal."""
+    trie: dict[str, dict[str, Any]] = {}
+    for literal in literals:
+        node = trie
+        for character in literal:
+            node = node.setdefault(character, {})
+        node[""] = {}
+
+    def branches(node: dict[str, Any]) -> str:
+        if "" in node:
+            return ""
+        parts = [re.escape(character) + branches(child) for character, child in sorted(node.items())]
+        return parts[0] if len(parts) == 1 else f"(?:{'|'.join(parts)})"
+
+    return re.compile(branches(trie))
 
 
 def context_rules() -> list[RedactionRule]:
@@ -501,12 +588,14 @@ def keyword_rules() -> list[RedactionRule]:
     case or separator, ``.netrc`` entries, ``--token VALUE`` and ``-u user:PASS``."""
     return [
         RedactionRule(
-            "keyword-value", re.compile(KEYWORD_VALUE), "<SECRET>", group="kvv", accept=keyword_value
+            "keyword-value", re.compile(KEYWORD_VALUE), "<SECRET>", group="kvv", accept=keyword_value,
+            lines_with=re.compile(KEYWORD_VALUE_LINES),
         ),
         RedactionRule("netrc", re.compile(NETRC_LINE), "", rewrite=netrc_rewrite,
-                      needs=("machine", "default")),
+                      needs=("machine", "default"), lines_with=re.compile(NETRC_LINE_WORDS)),
         RedactionRule("netrc-field", re.compile(NETRC_FIELD), "<SECRET>", group=1,
-                      needs=("password", "passwd", "login", "account")),
+                      needs=("password", "passwd", "login", "account"),
+                      lines_with=re.compile(NETRC_FIELD_WORDS)),
         RedactionRule("flag-value", re.compile(FLAG_VALUE), "<SECRET>", group=1, needs=("-",)),
         RedactionRule("user-flag-password", re.compile(USER_FLAG_PASSWORD), "<SECRET>", group=1,
                       needs=("-",)),
@@ -518,11 +607,13 @@ def generic_rules() -> list[RedactionRule]:
     at a ``...`` cut (:mod:`._generic_secrets`)."""
     return [
         RedactionRule("generic-token", re.compile(GENERIC_TOKEN), "<SECRET>", accept=generic_token),
-        RedactionRule("cut-token", re.compile(CUT_TOKEN), "<SECRET>", accept=cut_token, needs=("...", "…")),
+        RedactionRule("cut-token", re.compile(CUT_TOKEN), "<SECRET>", accept=cut_token, needs=("...", "…"),
+                      lines_with=re.compile(CUT_TOKEN_LINES)),
         RedactionRule("joined-token", re.compile(JOINED_TOKEN), "<SECRET>", accept=joined_token,
-                      needs=("<SECRET>", "<TOKEN>")),
+                      needs=("<SECRET>", "<TOKEN>"), lines_with=re.compile(JOINED_TOKEN_LINES)),
         RedactionRule("escaped-break-token", re.compile(ESCAPED_BREAK_TOKEN), "<SECRET>",
-                      accept=escaped_break_token, needs=("\\n", "\\r", "\\t")),
+                      accept=escaped_break_token, needs=("\\n", "\\r", "\\t"),
+                      lines_with=re.compile(ESCAPED_BREAK_TOKEN_LINES)),
     ]
 
 
@@ -697,8 +788,10 @@ class Redactor:
         known = self._known.rule
         if known is not None:
             claims = _claim(text, claims, known)
+        lowered = folded(text)
+        lines_found: dict[re.Pattern[str], list[tuple[int, int]]] = {}
         for rule in self.rules:
-            claims = _claim(text, claims, rule)
+            claims = _claim(text, claims, rule, lowered, lines_found)
         return claims
 
     def _escaped_secrets(self, text: str) -> tuple[str, list[tuple[int, int]]]:
@@ -913,7 +1006,13 @@ _IDENTITY_RULES = frozenset({
 them out."""
 
 
-def _claim(text: str, claims: list[Claim], rule: RedactionRule) -> list[Claim]:
+def _claim(
+    text: str,
+    claims: list[Claim],
+    rule: RedactionRule,
+    lowered: str | None = None,
+    lines_found: dict[re.Pattern[str], list[tuple[int, int]]] | None = None,
+) -> list[Claim]:
     """``claims`` plus what ``rule`` claims in the text they leave free.
 
     A match that runs into an earlier claim is not dropped: the rule searches again inside
@@ -921,7 +1020,7 @@ def _claim(text: str, claims: list[Claim], rule: RedactionRule) -> list[Claim]:
     """
     if rule.needs and not any(literal in text for literal in rule.needs):
         return claims
-    found = list(rule.claims(text, 0, len(text)))
+    found = list(rule.claims_in_text(text, lowered, lines_found))
     if not found:
         return claims
     accepted: list[Claim] = []
@@ -940,6 +1039,42 @@ def _claim(text: str, claims: list[Claim], rule: RedactionRule) -> list[Claim]:
     accepted.sort()
     merged = sorted(claims + _without_overlaps(accepted))
     return merged
+
+
+_FOLDS = str.maketrans({"ſ": "s", "ı": "i"})
+"""The two letters Python's case-insensitive matching equates with a small ASCII letter that
+``str.lower`` leaves alone (``re``'s own table of equivalences); the Kelvin sign lowers to ``k``."""
+
+
+def folded(text: str) -> str | None:
+    """``text`` in small letters, each character at its own index, so that a word a rule matches in
+    any case shows in one spelling; None when lowering changes the length (``İ`` lowers to two
+    characters), and the rules then search the whole text."""
+    lowered = text.lower()
+    if len(lowered) != len(text):
+        return None
+    return lowered.translate(_FOLDS) if "ſ" in lowered or "ı" in lowered else lowered
+
+
+def _lines_matching(gate: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    """The lines of ``text`` that ``gate`` matches in, each with its line break, neighbours
+    merged: one search per line found, the rest skipped at the speed of the regex engine."""
+    windows: list[tuple[int, int]] = []
+    position, length = 0, len(text)
+    while position < length:
+        found = gate.search(text, position)
+        if found is None:
+            break
+        newline = text.rfind("\n", position, found.start())
+        start = position if newline < 0 else newline + 1
+        end = text.find("\n", found.start())
+        end = length if end < 0 else end + 1
+        if windows and start <= windows[-1][1]:
+            windows[-1] = (windows[-1][0], end)
+        else:
+            windows.append((start, end))
+        position = end
+    return windows
 
 
 def _gaps_touched(
@@ -1142,19 +1277,19 @@ def build_redactor(
         RedactionRule("bearer", _BEARER, "<TOKEN>", group=1),
         RedactionRule("auth-header", _AUTH_HEADER, "<TOKEN>", group=1),
         RedactionRule("url-credentials", _URL_CREDENTIALS, "<SECRET>", group=1),
-        RedactionRule("email", _EMAIL, "<EMAIL>"),
+        RedactionRule("email", _EMAIL, "<EMAIL>", lines_with=_AT_SIGN),
     ]
     for root in _root_spellings(rootdir):
         rules += _directory_rules(root, inside="", itself=".", name="rootdir")
     rules.append(RedactionRule("path", _SENSITIVE_PATH, "<PATH>"))
-    rules.append(RedactionRule("windows-profile", _WINDOWS_PROFILE, "<PATH>"))
+    rules.append(RedactionRule("windows-profile", _WINDOWS_PROFILE, "<PATH>", lines_with=_DRIVE_SEPARATOR))
     rules += generic_rules()
     for home in who.home_dirs:
         if home != "/":
             rules += _directory_rules(home, inside="<HOME>/", itself="<HOME>", name="home")
     rules += [
-        RedactionRule("ipv4", _IPV4_CANDIDATE, "<IP>", accept=_is_public_ip),
-        RedactionRule("ipv6", _IPV6_CANDIDATE, "<IP>", accept=_is_public_ipv6),
+        RedactionRule("ipv4", _IPV4_CANDIDATE, "<IP>", accept=_is_public_ip, lines_with=_DOTTED_QUAD),
+        RedactionRule("ipv6", _IPV6_CANDIDATE, "<IP>", accept=_is_public_ipv6, lines_with=_COLON_GROUP),
     ]
     rules += _identity_rule(who.host_names, "<HOST>", "host")
     rules += _identity_rule(who.user_names, "<USER>", "user")

@@ -88,10 +88,11 @@ class _Compiler:
         if unknown:
             raise SchemaCompileError(f"keywords not implemented: {sorted(unknown)}")
         checks: list[Check] = []
-        if "type" in node:
+        is_object = "properties" in node or "additionalProperties" in node or "required" in node
+        if "type" in node and not (is_object and node["type"] == "object"):
             checks.append(self._type(node["type"]))
-        if "properties" in node or "additionalProperties" in node or "required" in node:
-            checks.append(self._object(node))
+        if is_object:
+            checks.append(self._object(node, must_be_object=node.get("type") == "object"))
         for keyword, value in node.items():
             build = self._keywords.get(keyword)
             if build is not None:
@@ -125,15 +126,18 @@ class _Compiler:
 
         return of_type
 
-    def _object(self, node: Mapping[str, JsonValue]) -> Check:
-        """``required``, ``properties`` and ``additionalProperties`` of one object in one loop."""
+    def _object(self, node: Mapping[str, JsonValue], *, must_be_object: bool) -> Check:
+        """``required``, ``properties`` and ``additionalProperties`` of one object in one loop
+        (and ``"type": "object"`` where ``must_be_object``); a property whose schema is a type
+        alone is checked here, without a call."""
         required = node.get("required", [])
         properties = node.get("properties", {})
         if not isinstance(required, list) or not all(isinstance(name, str) for name in required):
             raise SchemaCompileError(f"required must list property names, found {required!r}")
         if not isinstance(properties, Mapping):
             raise SchemaCompileError(f"properties must be an object, found {properties!r}")
-        named = {str(name): self.compile(child) for name, child in properties.items()}
+        leaves = {str(name): leaf for name, child in properties.items() if (leaf := _type_leaf(child))}
+        named = {str(name): self.compile(child) for name, child in properties.items() if name not in leaves}
         additional_schema = node.get("additionalProperties", True)
         refuse_others = additional_schema is False
         others = None if additional_schema is True or refuse_others else self.compile(additional_schema)
@@ -141,12 +145,20 @@ class _Compiler:
 
         def object_check(value: object, path: Path, problems: list[Problem]) -> None:
             if not isinstance(value, dict):
+                if must_be_object:
+                    problems.append((path, f"{value!r} is not of type 'object'"))
                 return
             for name in required_names:
                 if name not in value:
                     problems.append((path, f"{name!r} is a required property"))
             unexpected: list[str] = []
             for key, item in value.items():
+                leaf = leaves.get(key)
+                if leaf is not None:
+                    kinds, not_bool, shown = leaf
+                    if not isinstance(item, kinds) or (not_bool and type(item) is bool):
+                        problems.append(((*path, key), f"{item!r} is not of type {shown}"))
+                    continue
                 check = named.get(key)
                 if check is not None:
                     check(item, (*path, key), problems)
@@ -327,6 +339,26 @@ class _Compiler:
         "exclusiveMinimum": _exclusive_minimum, "exclusiveMaximum": _exclusive_maximum,
         "oneOf": _one_of, "anyOf": _any_of, "not": _not, "$ref": _ref,
     }
+
+
+def _type_leaf(node: JsonValue) -> tuple[tuple[type, ...], bool, str] | None:
+    """``(classes, bool refused, names as messages show them)`` of a schema that is a ``type``
+    alone, of kinds an ``isinstance`` decides (``integer`` also takes ``1.0``: it is compiled)."""
+    if not isinstance(node, Mapping) or set(node) - ANNOTATIONS != {"type"}:
+        return None
+    declared = node["type"]
+    names = [declared] if isinstance(declared, str) else declared
+    if not isinstance(names, list) or not names or not set(names) <= set(_LEAF_CLASSES):
+        return None
+    classes = tuple(kind for name in names for kind in _LEAF_CLASSES[str(name)])
+    not_bool = "number" in names and "boolean" not in names
+    return classes, not_bool, ", ".join(repr(name) for name in names)
+
+
+_LEAF_CLASSES: Final[Mapping[str, tuple[type, ...]]] = {
+    "object": (dict,), "array": (list,), "string": (str,), "boolean": (bool,), "null": (type(None),),
+    "number": (int, float),
+}
 
 
 def _nothing(value: object, path: Path, problems: list[Problem]) -> None:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pytest_specgate.evidence._generic_secrets import KEYWORD_VALUE_LINES
+
 GITLEAKS = "gitleaks v8 cmd/generate/config/rules"
 DETECT_SECRETS = "detect-secrets 1.5 plugin"
 
@@ -147,6 +149,10 @@ class ContextFormat:
     placeholder: str = "<SECRET>"
     group: int = 0
     check: str = ""
+    lines_with: str = ""
+    """What every line holding a match of ``pattern`` matches in small letters (a pattern that
+    never crosses a line): the redactor searches only those lines
+    (tests/evidence/test_redact_scanner.py)."""
 
 
 _JWT_PART = rf"[A-Za-z0-9_-]*+(?:{TOKEN_SPLIT}[A-Za-z0-9_-]++)?"
@@ -192,6 +198,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         r"|refresh[_-]?token|token|auth|code|client[_-]?secret|secret|password|pwd|session|t)="
         r"([^&#;,()\[\]{}\s\"'`<>]{4,})",
         group=1,
+        lines_with=r"[?&;][^\s=]{1,24}=",
     ),
     ContextFormat(
         "aws-secret-access-key",
@@ -199,6 +206,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         r"[aA](?i:(?<=a)ws)[^\n]{0,20}?(?i:key|pwd|pw|password|pass|token)[^\n]{0,20}?"
         r"[\"'=: ]([0-9a-zA-Z/+]{40})(?![0-9a-zA-Z/+])",
         group=1,
+        lines_with="aws",
     ),
     ContextFormat(
         "high-entropy-key-value",
@@ -211,6 +219,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         + r"([A-Za-z0-9+/_=-]{16,})",
         group=1,
         check="keyword-random",
+        lines_with=KEYWORD_VALUE_LINES,
     ),
     ContextFormat(
         "secret-env-name",

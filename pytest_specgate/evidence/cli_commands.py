@@ -145,7 +145,8 @@ def claimed_signers(bundle: Bundle) -> str:
 
 def records_read_clean(redactor: Redactor, records: Iterable[AcRecord]) -> bool:
     """Whether this host's redactor leaves every string of ``records`` as it is: then what is
-    rendered from them (with words and digests of specgate's own) needs no pass of its own.
+    rendered from them (with words and digests of specgate's own) needs no pass of its own (the
+    ``render`` and ``compare`` output), and ``merge`` writes them as they are.
 
     The strings are redacted together, each once, on a line of its own: a bundle of 10,000 ACs
     holds a few distinct strings per AC, and its ``evidence.md`` 13 MB, which the redactor read
@@ -158,13 +159,15 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord]) -> bool:
         node = pending.pop()
         if isinstance(node, str):
             strings.add(node)
-        elif isinstance(node, Mapping | list) and id(node) not in seen:
+        elif node is None or isinstance(node, int | float) or id(node) in seen:
+            continue
+        elif isinstance(node, dict | Mapping):  # the run's facts, shared by its records, are read once
             seen.add(id(node))
-            if isinstance(node, Mapping):
-                strings.update(str(key) for key in node)
-                pending.extend(node.values())
-            else:
-                pending.extend(node)
+            strings.update(map(str, node))
+            pending.extend(node.values())
+        elif isinstance(node, list | tuple):
+            seen.add(id(node))
+            pending.extend(node)
     joined = "\n".join(sorted(strings))
     return redactor.text(joined) == joined
 
@@ -288,6 +291,7 @@ def run_merge(args: argparse.Namespace) -> int:
         for choice in choices:
             print(choice.explain())
     redactor = build_redactor(None)
+    clean = records_read_clean(redactor, [choice.record for choice in choices])
     attachments: dict[str, FileEntry] = {}
     documents: list[dict[str, JsonValue]] = []
     for choice in choices:
@@ -315,11 +319,12 @@ def run_merge(args: argparse.Namespace) -> int:
                 return _unwritable_merge(output, error)
             rows.append({**row_document, "name": name, "path": relative, "sha256": entry.sha256,
                          "size": entry.size})
-        # Records read from older bundles (v2) are written as this version's, redacted here once.
+        # Records read from older bundles (v2) are written as this version's, redacted here once
+        # where this host's redactor would change any of their strings.
+        document = {**choice.record.document, "schema": SCHEMA_ID, "attachments": rows}
         where = choice.kept.record_name(choice.ac_id)
         try:
-            documents.append(redacted_record(where, redactor, {**choice.record.document, "schema": SCHEMA_ID,
-                                                              "attachments": rows}))
+            documents.append(document if clean else redacted_record(where, redactor, document))
         except RecordError as error:
             return _error("merge", str(error))
     kept = sorted({choice.kept.path: choice.kept for choice in choices}.values(), key=lambda b: b.digest)
@@ -564,28 +569,41 @@ def _print_gate_lines(verdict: GateVerdict) -> None:
     print(f"specgate gate: policy {verdict.policy}; commit {commit.sha} (from {commit.source})")
     for problem in verdict.run_problems:
         print(problem)
+    problems: list[tuple[str, str]] = []
     for judgement in verdict.judgements:
         for problem in judgement.problems:
             if problem == judgement.not_qualifying_problem:
-                print("\n".join(not_qualifying_lines(judgement)))
+                problems += [(judgement.ac_id, line) for line in not_qualifying_lines(judgement)]
             else:
-                print(f"{judgement.ac_id}: {problem}")
+                problems.append((judgement.ac_id, problem))
+    harness: list[tuple[str, str]] = []
     for judgement in verdict.judgements:
         if judgement.harness_changed is not None:
             sut = [f"{path} (system under test)" for path in judgement.sut_changed]
             shown = [*judgement.harness_changed, *sut]
             listed = ", ".join(shown) or "none"
-            print(f"{judgement.ac_id}: harness files changed since {verdict.base_commit}: {listed}")
+            harness.append((judgement.ac_id, f"harness files changed since {verdict.base_commit}: {listed}"))
+    for line in [*lines_naming_acs(problems), *lines_naming_acs(harness)]:
+        print(line)
     if not verdict.problems:
         print(f"specgate gate: accepted {', '.join(verdict.accepted)}")
 
 
+def lines_naming_acs(problems: Sequence[tuple[str, str]]) -> list[str]:
+    """``AC: problem`` once per problem, in the order first met, naming every AC that has it
+    (``AC-10, AC-11: diagnostic run: ...``): a run's reason is one line, not one per AC."""
+    acs: dict[str, list[str]] = {}
+    for ac_id, problem in problems:
+        acs.setdefault(problem, []).append(ac_id)
+    return [f"{', '.join(dict.fromkeys(named))}: {problem}" for problem, named in acs.items()]
+
+
 def not_qualifying_lines(judgement: AcJudgement) -> list[str]:
-    """One line per reason the policy gives, each once, as the evidence block groups them:
-    ``AC: not qualifying under POLICY: TEST: WHY`` for one test, ``WHY (N tests: ...)`` for a
+    """One problem per reason the policy gives, each once, as the evidence block groups them:
+    ``not qualifying under POLICY: TEST: WHY`` for one test, ``WHY (N tests: ...)`` for a
     reason several tests gave, ``WHY`` for one about the whole AC; not one joined line."""
     assert judgement.verdict is not None
-    prefix = f"{judgement.ac_id}: not qualifying under {judgement.verdict.policy}: "
+    prefix = f"not qualifying under {judgement.verdict.policy}: "
     lines = []
     for why, tests in judgement.not_qualifying:
         if len(tests) == 1:
@@ -728,10 +746,13 @@ def run_compare(args: argparse.Namespace) -> int:
     except CompareInputError as error:
         return _error("compare", str(error))
     redactor = build_redactor(None)
+    clean = records_read_clean(redactor, [*base.values(), *new.values()])
     if args.json:
-        sys.stdout.write(pretty_json(redactor.value(comparison_json(comparison))))
+        document = comparison_json(comparison)
+        sys.stdout.write(pretty_json(document if clean else redactor.value(document)))
     else:
-        sys.stdout.write(redactor.text(comparison_markdown(comparison)))
+        markdown = comparison_markdown(comparison)
+        sys.stdout.write(markdown if clean else redactor.text(markdown))
     return EXIT_REJECTED if comparison.regressions else EXIT_OK
 
 

@@ -286,3 +286,24 @@ def test_render_redacts_a_secret_a_forged_record_holds_and_leaves_clean_records_
     assert code == 0 and PLANTED_HF_TOKEN not in shown and "canary with <" in shown
     assert cli(capsys, configure_render_parser, run_render, str(written.path), f"--out={out}")[0] == 0
     assert PLANTED_HF_TOKEN not in out.read_text()
+
+
+def test_merge_redacts_a_secret_a_forged_record_holds(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    clean = tmp_path / "clean"
+    assert cli(capsys, configure_merge_parser, run_merge, str(written.path), "--out", str(clean))[0] == 0
+    assert (clean / "records.jsonl").read_bytes() == (written.path / "records.jsonl").read_bytes()
+
+    def plant(record: dict[str, Any]) -> None:
+        record["tests"][0]["message"] = f"token {PLANTED_HF_TOKEN} in a log line"
+
+    reseal_bundle(written.path, {"AC-10": plant})
+    assert PLANTED_HF_TOKEN.encode() in (written.path / "records.jsonl").read_bytes()
+    merged = tmp_path / "merged"
+    code, _, err = cli(capsys, configure_merge_parser, run_merge, str(written.path), "--out", str(merged))
+    assert (code, err) == (0, "")
+    for path in merged.rglob("*"):
+        assert path.is_dir() or PLANTED_HF_TOKEN.encode() not in path.read_bytes(), path
+    assert b"token <" in (merged / "records.jsonl").read_bytes()

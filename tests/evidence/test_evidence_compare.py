@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evidence_testkit import AC10, TEST_ENV, GitRepo, SyntheticRun, cli, reseal_bundle
+from evidence_testkit import AC10, PLANTED_HF_TOKEN, TEST_ENV, GitRepo, SyntheticRun, cli, reseal_bundle
 
 from pytest_specgate.cli import main
 from pytest_specgate.contracts.samples import RecordedSamples
@@ -374,3 +374,20 @@ def test_a_recorded_interval_is_read_at_the_level_it_was_recorded_at() -> None:
     document["measurements"] = [{**document["measurements"][0], "ci_low": 1.8, "ci_high": 2.0,
                                  "confidence_level": 0.5}]
     assert judged(0.95, AcRecord.built(document)).change is Change.NO_CHANGE
+
+
+@pytest.mark.parametrize("options", [(), ("--json",)], ids=["markdown", "json"])
+def test_compare_redacts_a_secret_a_forged_record_holds(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], options: tuple[str, ...]
+) -> None:
+    bundle = tmp_path / "bundle"
+    shutil.copytree(LEGACY, bundle)
+    code, clean, _ = cli(capsys, configure_compare_parser, run_compare, str(bundle), str(bundle), *options)
+    assert code == 0 and "median_speedup" in clean
+
+    def plant(record: dict[str, Any]) -> None:
+        record["measurements"][0]["name"] = f"median_speedup {PLANTED_HF_TOKEN}"
+
+    reseal_bundle(bundle, {"AC-10": plant})
+    code, shown, _ = cli(capsys, configure_compare_parser, run_compare, str(bundle), str(bundle), *options)
+    assert code == 0 and "median_speedup <" in shown and PLANTED_HF_TOKEN not in shown

@@ -103,7 +103,7 @@ def test_changed_byte_in_any_bundle_file_is_rejected(
         (copy / name).write_bytes(bytes(data))
         code, out, _ = gate(capsys, *_args(body, copy, commit=commit))
         assert code == 1, name
-        assert out and all(line.startswith(("AC-10: bundle ", "AC-11: bundle ")) for line in out), out
+        assert out and all(line.startswith("AC-10, AC-11: bundle ") for line in out), out
         assert any(f"{name}: sha256 " in line for line in out), (name, out)
 
 
@@ -117,7 +117,7 @@ def test_changed_manifest_is_rejected(
     manifest["bundle_sha256"] = ("0" if stated[0] != "0" else "1") + stated[1:]
     manifest_path.write_text(json.dumps(manifest))
     code, out, _ = gate(capsys, *_args(body, bundle.path))
-    assert code == 1 and "AC-10: bundle " in out[0] and "manifest.json: " in out[0]
+    assert code == 1 and "AC-10, AC-11: bundle " in out[0] and "manifest.json: " in out[0]
     entry = manifest["records"]["AC-10"]
     entry["size"] += 1
     manifest_path.write_text(json.dumps(manifest))
@@ -156,9 +156,9 @@ def test_other_commit_is_rejected(
         capsys, *_args(pr_body(tmp_path, bundle.markdown), bundle.path, "--commit", OTHER_COMMIT)
     )
     assert code == 1
-    assert out == [
-        f"{ac}: evidence is for commit {git_repo.commit}, not {OTHER_COMMIT}" for ac in ("AC-10", "AC-11")
-    ]
+    assert out == [f"AC-10, AC-11: evidence is for commit {git_repo.commit}, not {OTHER_COMMIT}"], (
+        "a problem several ACs share is one line naming them"
+    )
 
 
 def test_diagnostic_run_is_rejected(
@@ -168,9 +168,8 @@ def test_diagnostic_run_is_rejected(
     code, out, _ = gate(capsys, *_args(pr_body(tmp_path, written.markdown), written.path))
     assert code == 1
     assert out == [
-        f"{ac}: not qualifying under specgate.policy/1: diagnostic run: evidence from --specgate-diagnostic "
-        "never qualifies"
-        for ac in ("AC-10", "AC-11")
+        "AC-10, AC-11: not qualifying under specgate.policy/1: diagnostic run: evidence from "
+        "--specgate-diagnostic never qualifies"
     ]
 
 
@@ -479,7 +478,7 @@ def test_an_evidence_md_edited_and_resealed_is_rejected(
     reseal_bundle(written.path, {}, rerender=False)
     code, out, _ = gate(capsys, *_args(pr_body(tmp_path, forged), written.path))
     problem = "evidence.md is not what its records render (edited after writing)"
-    assert (code, out) == (1, [f"{ac}: bundle {written.path.name}: {problem}" for ac in ("AC-10", "AC-11")])
+    assert (code, out) == (1, [f"AC-10, AC-11: bundle {written.path.name}: {problem}"])
 
 
 def _event(tmp_path: Path, payload: object) -> Path:
@@ -533,10 +532,24 @@ def test_not_qualifying_reasons_print_one_per_line_grouped_as_the_block_groups_t
     verdict = PolicyVerdict(qualifying=False, reasons=reasons, outcome="failed", mode="diagnostic",
                             waiver=None)
     judgement = AcJudgement("AC-10", verdict, ("x",), not_qualifying=grouped)
-    prefix = "AC-10: not qualifying under specgate.policy/1: "
+    prefix = "not qualifying under specgate.policy/1: "
     assert not_qualifying_lines(judgement) == [
         f"{prefix}diagnostic run: evidence from --specgate-diagnostic never qualifies",
         f"{prefix}{mock} (3 tests: t.py::test_a, t.py::test_b, t.py::test_c)",
         f"{prefix}t.py::test_a: failed: below",
     ]
     assert judgement.not_qualifying_problem == f"not qualifying under specgate.policy/1: {'; '.join(reasons)}"
+
+
+def test_a_problem_several_acs_share_is_one_line_naming_them_in_the_order_met() -> None:
+    from pytest_specgate.evidence.cli_commands import lines_naming_acs
+
+    problems = [("AC-10", "diagnostic run"), ("AC-10", "outcome is failed, not passed"),
+                ("AC-11", "diagnostic run"), ("AC-12", "diagnostic run"),
+                ("AC-12", "outcome is failed, not passed"),
+                ("AC-11", "not qualifying under specgate.policy/1: t.py::test_a: failed: below")]
+    assert lines_naming_acs(problems) == [
+        "AC-10, AC-11, AC-12: diagnostic run",
+        "AC-10, AC-12: outcome is failed, not passed",
+        "AC-11: not qualifying under specgate.policy/1: t.py::test_a: failed: below",
+    ]

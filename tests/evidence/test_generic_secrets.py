@@ -121,6 +121,9 @@ def test_random_vendor_like_tokens_with_fresh_prefixes_are_redacted() -> None:
         # A vLLM server's log: a model path before a log line's "...", a uuid4-named temp dir.
         "Starting to load model /tmp/fp-tiny/tiny-llama-ad3ef2f7643d01c4/target...",
         "distributed_init_method=file:///tmp/vllm_dist_6862644b625d4a3891eacf07b36a53ec backend=gloo",
+        # pip's log names a built wheel's digest as name=hex.
+        "filename=pytest_specgate-0.1.0-py3-none-any.whl size=6164 "
+        "sha256=4f68f620c473289b5f94c928e26b86fb7b997a70e8760e56ffb0b0801ae8f745",
     ],
 )
 def test_the_allowlist_keeps_what_evidence_must_show(text: str) -> None:

@@ -96,13 +96,14 @@ def judge(record: AcRecord) -> PolicyVerdict:
     """The verdict of ``record`` under :data:`POLICY_VERSION`; every reason names its fact."""
     mode = _mode(record)
     waiver, waiver_reasons = _effective_waiver(record)
+    census_reasons = _census_reasons(record)
     reasons = [
         *_run_reasons(record, mode),
         *boot_session_reasons(record),
         *_host_reasons(record),
         *_source_reasons(record),
         *_completeness_reasons(record),
-        *_census_reasons(record),
+        *census_reasons,
         *_run_provenance_reasons(record),
         *waiver_reasons,
     ]
@@ -116,7 +117,7 @@ def judge(record: AcRecord) -> PolicyVerdict:
         if not row.stored
     ]
     outcome = measured_outcome(ac_outcome(test.outcome for test in record.tests), record)
-    if outcome == "passed" and not _complete(record):
+    if outcome == "passed" and not _complete(record, census_reasons):
         outcome = "incomplete"
     # Two engines of one configuration (a pooled one and a booted baseline) give one reason.
     unique = tuple(dict.fromkeys(reasons))
@@ -232,11 +233,12 @@ def _source_reasons(record: AcRecord) -> list[str]:
     return []
 
 
-def _complete(record: AcRecord) -> bool:
+def _complete(record: AcRecord, census_reasons: list[str]) -> bool:
+    """``census_reasons``: :func:`_census_reasons` of ``record``, which :func:`judge` has already."""
     completeness = record.completeness
     skipped = [test for test in record.tests if test.outcome in _NOT_RUN]
     return not (completeness.deselected or completeness.not_reached or completeness.skipped or skipped
-                or _census_reasons(record))
+                or census_reasons)
 
 
 def not_collected(census_tests: Iterable[str], reported: Iterable[str], deselected: Iterable[str],

@@ -195,9 +195,10 @@ def write_bundle(
         receipt = receipt_for(verdict, reasons)
         files[RECEIPT_NAME] = _write_built(run_dir / RECEIPT_NAME, receipt)
     digest = bundle_digest(files, run_id, version, record_entries)
-    markdown_bytes = render_markdown(
+    markdown = render_markdown(
         [(record, outcome, record_entries[record.ac.id].sha256) for record, outcome in judged], digest
-    ).encode()
+    )
+    markdown_bytes = markdown.encode()
     replace_atomically(run_dir / MARKDOWN_NAME, markdown_bytes)
     files[MARKDOWN_NAME] = file_entry(markdown_bytes)
     manifest = manifest_document(run_id, files, version, record_entries)
@@ -205,7 +206,7 @@ def write_bundle(
     return WrittenBundle(
         path=run_dir,
         digest=digest,
-        markdown=markdown_bytes.decode(),
+        markdown=markdown,
         verdict=verdict,
         ac_ids=tuple(record.ac.id for record, _ in judged),
     )

@@ -126,7 +126,6 @@ def reads_random(value: str, minimum: int) -> bool:
 _PADDING = re.compile(r"^(.)\1{3,}|(.)\2{3,}$")
 
 
-@functools.lru_cache(maxsize=8192)
 def looks_generated(run: str, minimum: int = MIN_TOKEN_LENGTH) -> bool:
     """Whether a run of credential characters is a credential: not on the allowlist, and the
     whole run (a prefix and its body) or one of its segments between separators reads as
@@ -135,12 +134,30 @@ def looks_generated(run: str, minimum: int = MIN_TOKEN_LENGTH) -> bool:
     (``pat-na1-<uuid>``). A run with a word-like part between slashes is a path
     (``attachments/…``, ``models--org--name/…``) and each part is judged alone. Bare hex passes
     only at 32 characters or more (shorter hex is an abbreviated commit or digest, an address,
-    a colour), and never at a digest's length. Memoised: a pure function, judging a run reads
-    each character in Python, and a later pass and the escape decoding meet the same runs again."""
+    a colour), and never at a digest's length. Memoised for runs up to :data:`_MEMO_LONGEST`
+    characters: judging a run reads each character in Python, and a later pass and the escape
+    decoding meet the same runs again."""
+    if len(run) > _MEMO_LONGEST:
+        return _judged(run, minimum)
+    return _judged_memo(run, minimum)
+
+
+def _judged(run: str, minimum: int) -> bool:
     parts = _path_parts(run)
     if parts is not None:
         return any(_part_generated(part, minimum) for part in parts if not _UUID4_NAME.fullmatch(part))
     return _part_generated(run, minimum)
+
+
+_MEMO_LONGEST = 4096
+_judged_memo = functools.lru_cache(maxsize=4096)(_judged)
+"""The judgements of runs up to 4,096 characters, 4,096 of them at most (16 MB of keys at worst),
+shared by every redactor of the process: a pure function of the run."""
+
+
+def forget_judgements() -> None:
+    """Empty :func:`looks_generated`'s memo (a benchmark times a redaction from cold)."""
+    _judged_memo.cache_clear()
 
 
 def _path_parts(run: str) -> list[str] | None:

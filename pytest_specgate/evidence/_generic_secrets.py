@@ -126,7 +126,6 @@ def reads_random(value: str, minimum: int) -> bool:
 _PADDING = re.compile(r"^(.)\1{3,}|(.)\2{3,}$")
 
 
-@functools.lru_cache(maxsize=8192)
 def looks_generated(run: str, minimum: int = MIN_TOKEN_LENGTH) -> bool:
     """Whether a run of credential characters is a credential: not on the allowlist, and the
     whole run (a prefix and its body) or one of its segments between separators reads as
@@ -135,12 +134,30 @@ def looks_generated(run: str, minimum: int = MIN_TOKEN_LENGTH) -> bool:
     (``pat-na1-<uuid>``). A run with a word-like part between slashes is a path
     (``attachments/…``, ``models--org--name/…``) and each part is judged alone. Bare hex passes
     only at 32 characters or more (shorter hex is an abbreviated commit or digest, an address,
-    a colour), and never at a digest's length. Memoised: a pure function, judging a run reads
-    each character in Python, and a later pass and the escape decoding meet the same runs again."""
+    a colour), and never at a digest's length. Memoised for runs up to :data:`_MEMO_LONGEST`
+    characters: judging a run reads each character in Python, and a later pass and the escape
+    decoding meet the same runs again."""
+    if len(run) > _MEMO_LONGEST:
+        return _judged(run, minimum)
+    return _judged_memo(run, minimum)
+
+
+def _judged(run: str, minimum: int) -> bool:
     parts = _path_parts(run)
     if parts is not None:
         return any(_part_generated(part, minimum) for part in parts if not _UUID4_NAME.fullmatch(part))
     return _part_generated(run, minimum)
+
+
+_MEMO_LONGEST = 4096
+_judged_memo = functools.lru_cache(maxsize=4096)(_judged)
+"""The judgements of runs up to 4,096 characters, 4,096 of them at most (16 MB of keys at worst),
+shared by every redactor of the process: a pure function of the run."""
+
+
+def forget_judgements() -> None:
+    """Empty :func:`looks_generated`'s memo (a benchmark times a redaction from cold)."""
+    _judged_memo.cache_clear()
 
 
 def _path_parts(run: str) -> list[str] | None:
@@ -260,6 +277,47 @@ replaced, possibly across one short word: ``pat…<SECRET>.<64 hex>``, ``<14>.at
 left."""
 JOINED_TOKEN_LINES = r"<(?:secret|token)>"
 """What a line holding a :data:`JOINED_TOKEN` holds: the placeholder of the part replaced."""
+_PLACEHOLDERS = ("<SECRET>", "<TOKEN>")
+_SHORT_PART = 15
+"""Characters of a token that may stand between its replaced first part and a break: a part
+shorter than a generic token is not judged on its own (an escaped ``\\u005f``, decoded to ``_``
+only after the first part was replaced, left it apart)."""
+_TAIL = (
+    r"[ \t]{0,8}(?=[^\s0-9]*+[0-9]|[^\sa-z]*+[a-z][^\sA-Z]*+[A-Z])(?![a-z_]++[ \t]*[:=])"
+    rf"([{CREDENTIAL_ALPHABET}]{{{MIN_CUT_LENGTH},}}+)"
+)
+"""The rest of a token on the far side of a break: it reads as a random tail (a digit, or a capital
+after a small letter, as a token continued on the next line must), is no ``name:`` or ``name=``
+of its own, and has 8 characters or more (group 1)."""
+ESCAPED_BREAK_TAIL = (
+    "(?:" + "|".join(f"(?<={re.escape(placeholder)})" for placeholder in _PLACEHOLDERS) + ")"
+    rf"[.{CREDENTIAL_ALPHABET}]{{0,{_SHORT_PART}}}(?:\\[nrt]|%0[aAdD]){{1,2}}{_TAIL}"
+)
+"""The rest of a token after an escaped line break (a repr's or JSON's ``\\n``, a percent-encoded
+``%0A``) whose first part a placeholder already replaced: a first part long enough to read as
+generated on its own is replaced before :data:`ESCAPED_BREAK_TOKEN` can join the two, and the
+decoding step leaves an escaped break as written."""
+ESCAPED_BREAK_TAIL_LINES = r"<(?:secret|token)>[^\n]{0,15}(?:\\|%0)"
+"""What a line holding an :data:`ESCAPED_BREAK_TAIL` holds: the placeholder and the escape."""
+
+
+def _line_end_after_placeholder() -> str:
+    """Look-behinds, from a line break, for a line that ends with a placeholder and at most
+    :data:`_SHORT_PART` token characters; one per width (a look-behind has one width)."""
+    by_width: dict[int, list[str]] = {}
+    for placeholder in _PLACEHOLDERS:
+        for short in range(_SHORT_PART + 1):
+            for line_end in ("\n", "\r\n"):
+                spelled = f"{re.escape(placeholder)}[.{CREDENTIAL_ALPHABET}]{{{short}}}{re.escape(line_end)}"
+                by_width.setdefault(len(placeholder) + short + len(line_end), []).append(spelled)
+    return "|".join(f"(?<={'|'.join(spelled)})" for spelled in by_width.values())
+
+
+LINE_BREAK_TAIL = rf"\n(?:{_line_end_after_placeholder()}){_TAIL}"
+"""The rest of a token on the line after its first part's placeholder: the first part was
+replaced before a line break joined it to the rest, as when an escaped character (``\\u005f``,
+``%5F``) ended the first line and only the decoding step spelled it. Found from the line break
+(the engine skips ahead to each), never across a placeholder."""
 
 
 def joined_token(match: re.Match[str]) -> bool:

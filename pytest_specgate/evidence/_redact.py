@@ -30,13 +30,15 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TypeAlias
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.validation import compiled_patterns
 from pytest_specgate.evidence._generic_secrets import (
     CUT_TOKEN,
     CUT_TOKEN_LINES,
+    ESCAPED_BREAK_TAIL,
+    ESCAPED_BREAK_TAIL_LINES,
     ESCAPED_BREAK_TOKEN,
     ESCAPED_BREAK_TOKEN_LINES,
     FLAG_VALUE,
@@ -45,6 +47,7 @@ from pytest_specgate.evidence._generic_secrets import (
     JOINED_TOKEN_LINES,
     KEYWORD_VALUE,
     KEYWORD_VALUE_LINES,
+    LINE_BREAK_TAIL,
     NETRC_FIELD,
     NETRC_FIELD_WORDS,
     NETRC_LINE,
@@ -215,19 +218,20 @@ class RedactionRule:
     def claims_in_text(
         self,
         text: str,
-        folded: str | None,
+        lowered: str | None,
         lines_found: dict[re.Pattern[str], list[tuple[int, int]]] | None = None,
     ) -> Iterator[tuple[Claim, int, int]]:
         """:meth:`claims` over the whole of ``text``: over the lines :attr:`lines_with` finds
-        in ``folded`` (each searched as the whole text would be: a match never leaves its line),
-        or over all of it (no such pattern, or no folded form). ``lines_found`` keeps the lines
-        each pattern found in this text, for the next rule that names the same one."""
-        if self.lines_with is None or folded is None:
+        in ``lowered`` (``text``'s :func:`folded` form; each line searched as the whole text would
+        be: a match never leaves its line), or over all of it (no such pattern, or no lowered
+        form). ``lines_found`` keeps the lines each pattern found in this text, for the next rule
+        that names the same one."""
+        if self.lines_with is None or lowered is None:
             yield from self.claims(text, 0, len(text))
             return
         lines = None if lines_found is None else lines_found.get(self.lines_with)
         if lines is None:
-            lines = _lines_matching(self.lines_with, folded)
+            lines = _lines_matching(self.lines_with, lowered)
             if lines_found is not None:
                 lines_found[self.lines_with] = lines
         for start, end in lines:
@@ -444,9 +448,10 @@ def _encoded_patterns(literals: Iterable[str]) -> list[str]:
     patterns = []
     for literal in literals:
         raw = literal.encode()
-        b64, hexed = base64.b64encode(raw).decode()[: 4 * (len(raw) // 3)], raw.hex()
+        b64 = base64.b64encode(raw).decode()[: 4 * (len(raw) // 3)]
         if len(b64) >= 4:
             patterns.append(f"{b64[0]}(?<![A-Za-z0-9+/]{b64[0]}){b64[1:]}[A-Za-z0-9+/_-]{{16,}}+={{0,2}}")
+        hexed = raw.hex()
         patterns.append(f"{hexed[0]}(?<![0-9A-Fa-f]{hexed[0]}){hexed[1:]}(?i:[0-9a-f]{{20,}}+)")
     return patterns
 
@@ -558,18 +563,21 @@ def token_rules() -> list[RedactionRule]:
     return rules
 
 
+_Trie: TypeAlias = dict[str, "_Trie"]
+
+
 def _any_literal(literals: Iterable[str]) -> re.Pattern[str]:
     """Where any of ``literals`` starts, as a trie (one branch per next character, a literal's
     longer forms left out), so the engine tries a few characters at a candidate, not every
     literal."""
-    trie: dict[str, dict[str, Any]] = {}
+    trie: _Trie = {}
     for literal in literals:
         node = trie
         for character in literal:
             node = node.setdefault(character, {})
         node[""] = {}
 
-    def branches(node: dict[str, Any]) -> str:
+    def branches(node: _Trie) -> str:
         if "" in node:
             return ""
         parts = [re.escape(character) + branches(child) for character, child in sorted(node.items())]
@@ -603,14 +611,20 @@ def keyword_rules() -> list[RedactionRule]:
 
 
 def generic_rules() -> list[RedactionRule]:
-    """Credentials of no vendor the catalogue names: a run that reads as generated, and a run
-    at a ``...`` cut (:mod:`._generic_secrets`)."""
+    """Credentials of no vendor the catalogue names: a run that reads as generated, a run at a
+    ``...`` cut, the part of a token a joiner or a break (escaped or not) parts from a part
+    already replaced, and a run broken by an escaped break (:mod:`._generic_secrets`)."""
     return [
         RedactionRule("generic-token", re.compile(GENERIC_TOKEN), "<SECRET>", accept=generic_token),
         RedactionRule("cut-token", re.compile(CUT_TOKEN), "<SECRET>", accept=cut_token, needs=("...", "…"),
                       lines_with=re.compile(CUT_TOKEN_LINES)),
         RedactionRule("joined-token", re.compile(JOINED_TOKEN), "<SECRET>", accept=joined_token,
                       needs=("<SECRET>", "<TOKEN>"), lines_with=re.compile(JOINED_TOKEN_LINES)),
+        RedactionRule("escaped-break-tail", re.compile(ESCAPED_BREAK_TAIL), "<SECRET>", group=1,
+                      accept=joined_token, needs=("<SECRET>", "<TOKEN>"),
+                      lines_with=re.compile(ESCAPED_BREAK_TAIL_LINES)),
+        RedactionRule("line-break-tail", re.compile(LINE_BREAK_TAIL), "<SECRET>", group=1,
+                      accept=joined_token, needs=("<SECRET>", "<TOKEN>")),
         RedactionRule("escaped-break-token", re.compile(ESCAPED_BREAK_TOKEN), "<SECRET>",
                       accept=escaped_break_token, needs=("\\n", "\\r", "\\t"),
                       lines_with=re.compile(ESCAPED_BREAK_TOKEN_LINES)),

@@ -194,6 +194,41 @@ def test_escaped_percent_encoded_and_cut_tokens_are_found(text: str) -> None:
     assert not any(TOKEN[i : i + 8] in redacted for i in range(len(TOKEN) - 8)), redacted
 
 
+TAIL = "tU5REgBN69E3qZJ"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        f" AIzabyAmg5GnM0bbjUkTRIo\\u005f\n{TAIL} ",
+        f" AIzabyAmg5GnM0bbjUkTRIo%5F\n{TAIL} ",
+        f" AIzah4cp-AhkpVg6y\\u005f6sqEgP\n{TAIL} ",
+        f" AIzaY85bQ6XDWsZA\\u005fbLiX\\u005fF1\r\n    {TAIL} ",
+        f" AIzabyAmg5GnM0bbjUkTRIo_\\n{TAIL} ",
+        f" AIzabyAmg5GnM0bbjUkTRIo_%0A{TAIL} ",
+    ],
+)
+def test_the_rest_of_a_token_after_a_break_its_replaced_first_part_left_is_found(text: str) -> None:
+    """A token's first part long enough to be replaced alone (before an escaped character between
+    the two was decoded, or before an escaped break could join them) leaves its rest on the far
+    side of the break: the soak's json-escaped and percent-encoded GCP key cut by a line break."""
+    assert TAIL not in REDACTOR.text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "token <SECRET>.\nTraceback (most recent call last):",
+        "x <SECRET>\ntest_foo.py::test_a1 FAILED",
+        "x <SECRET>\\nstarting server on port 8000",
+        "a <SECRET>\nname: Xb7Kp2Lm9Qr4",
+        "a <SECRET> end\nXb7Kp2Lm9Qr4",
+    ],
+)
+def test_a_line_after_a_placeholder_keeps_words_names_and_distant_tokens(text: str) -> None:
+    assert REDACTOR.text(text) == text
+
+
 @pytest.mark.parametrize(
     "text",
     [

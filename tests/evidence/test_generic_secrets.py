@@ -307,6 +307,16 @@ def test_redacted_lines_hold_a_line_until_it_ends() -> None:
     assert target.getvalue().endswith("next")
 
 
+@pytest.mark.parametrize("inside", ["\x0b", "\x0c", "\x1c", "\x85", "\u2028"])
+def test_redacted_lines_end_at_a_line_feed_only(inside: str) -> None:
+    """A quoted value holding a character ``str.splitlines`` breaks at is redacted whole, as the
+    evidence files redact it: the rules know no line break but ``\\n``."""
+    target = io.StringIO()
+    stream = RedactedLines(target, lambda: REDACTOR.secrets_only().text)
+    stream.write(f'connect password: "Pa55{inside}word-9" ok\nnext\r\n')
+    assert target.getvalue() == 'connect password: "<SECRET>" ok\nnext\r\n'
+
+
 # --- planted everywhere a run writes text, and in the terminal --------------------------------
 
 

@@ -492,14 +492,19 @@ def keyword_value(match: re.Match[str]) -> bool:
     return at_start and looks_generated(value, MIN_WEAK_VALUE_LENGTH)
 
 
+_NETRC_LINE_START = r"(?:^|(?<=\r))"
+"""Where a ``.netrc`` line starts: after a ``\n`` or a ``\r`` (a file written with ``\r\n`` or
+``\r`` line ends, which curl and Python's ``netrc`` read as whitespace like any other)."""
 NETRC_LINE = (
-    r"(?m:^[ \t]*(?:machine[ \t]+\S+|default)(?:[ \t]+(?:login|password|account|port|macdef)[ \t]+\S+)+)"
+    rf"(?m:{_NETRC_LINE_START}[ \t]*(?:machine[ \t]+\S+|default)"
+    r"(?:[ \t]+(?:login|password|account|port|macdef)[ \t]+\S+)+)"
 )
 """A ``.netrc`` entry on one line: ``machine HOST login USER password PASS``."""
 NETRC_LINE_WORDS = r"machine|default"
-NETRC_FIELD = r"(?m:^[ \t]*(?:password|passwd|login|account)[ \t]+(\S+)[ \t]*$)"
+NETRC_FIELD = rf"(?m:{_NETRC_LINE_START}[ \t]*(?:password|passwd|login|account)[ \t]+(\S+)[ \t]*(?=\r|$))"
 NETRC_FIELD_WORDS = r"password|passwd|login|account"
-"""A field of a ``.netrc`` entry written one per line: the keyword, one word, nothing else."""
+"""A field of a ``.netrc`` entry written one per line: the keyword, one word, nothing else (a
+``\r`` may end the line)."""
 _NETRC_VALUE = re.compile(r"(\b(?:login|password|account)[ \t]+)(\S+)")
 
 

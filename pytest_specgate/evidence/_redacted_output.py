@@ -59,10 +59,12 @@ class RedactedLines(io.TextIOBase):
         self._target.flush()
 
     def _redacted(self, text: str) -> str:
+        """``text`` redacted line by line, a line ending at ``\n`` only: the rules' patterns know
+        no other line break, so a value holding a ``\r``, ``\x0c``, ``\x1c`` or ``\u2028`` (which
+        ``str.splitlines`` breaks at) is read whole, as the evidence files read it."""
         if self._redact is None:
             self._redact = self._redact_factory()
-        redact = self._redact
-        return "".join(redact(line) for line in text.splitlines(keepends=True))
+        return "\n".join(map(self._redact, text.split("\n")))
 
 
 def write_mask_commands(target: TextIO, values: Iterable[str], environ: Mapping[str, str],

@@ -332,3 +332,40 @@ def test_the_writer_writes_the_same_bundle_from_judged_records_as_from_documents
         written[name] = (bundle.verdict, {path.name: path.read_bytes() for path in folder.iterdir()})
     assert written["judged"] == written["documents"]
     assert written["judged"][0] == "NOT QUALIFIED"
+
+
+def test_a_run_judges_each_ac_once_and_its_bundle_holds_the_verdicts_the_gate_recomputes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Three ACs, one failing: ``judge`` runs three times in the whole write (twice each before
+    records were judged once), and the written lines read back to the same verdicts."""
+    from evidence_testkit import AC10, TEST_ENV, SyntheticRun, make_git_repo
+
+    from pytest_specgate.evidence import _policy, load_bundle, read_records
+    from pytest_specgate.evidence._acrecord import AcRecord
+
+    calls: list[str] = []
+    judge = _policy.judge
+
+    def counted(record: AcRecord) -> Any:
+        calls.append(record.ac.id)
+        return judge(record)
+
+    from pytest_specgate.evidence import _writer
+
+    for module in (_policy, _writer):
+        monkeypatch.setattr(module, "judge", counted)
+    repo = make_git_repo(tmp_path).path
+    run = SyntheticRun(repo, TEST_ENV)
+    for number in (10, 11, 12):
+        run.run_test(f"tests/test_ac.py::test_{number}", {**AC10, "id": f"AC-{number}"},
+                     outcome="failed" if number == 11 else "passed")
+    bundle = run.finish()
+    assert sorted(calls) == ["AC-10", "AC-11", "AC-12"]
+    written = read_records(load_bundle(bundle.path))
+    assert sorted(written) == ["AC-10", "AC-11", "AC-12"]
+    for record in written.values():
+        verdict = judge(record)
+        assert (record.outcome, record.qualifying, record.reasons) == (
+            verdict.outcome, verdict.qualifying, verdict.reasons)
+    assert written["AC-11"].outcome == "failed"

@@ -159,6 +159,10 @@ def test_allowlist_entries_are_named_and_a_vendor_prefix_is_not_an_id(run: str, 
         ("machine api.example.com login bob password s3cr3t!",
          "machine api.example.com login <SECRET> password <SECRET>"),
         ("machine h\n  login bob\n  password s3cr3t!", "machine h\n  login <SECRET>\n  password <SECRET>"),
+        ("machine h\r\n  login bob\r\n  password s3cr3t!\r\n",
+         "machine h\r\n  login <SECRET>\r\n  password <SECRET>\r\n"),
+        ("default\rlogin bob\rpasswd s3cr3t!\r", "default\rlogin <SECRET>\rpasswd <SECRET>\r"),
+        ("x\rmachine h login bob password s3cr3t!\r\n", "x\rmachine h login <SECRET> password <SECRET>\r\n"),
         ("run --hf-token tok123value --port 8000", "run --hf-token <SECRET> --port 8000"),
         ("curl -u admin:Pa55w0rd https://x", "curl -u admin:<SECRET> https://x"),
         ("auth=a1b2c3d4e5f6", "auth=<SECRET>"),
@@ -301,6 +305,16 @@ def test_redacted_lines_hold_a_line_until_it_ends() -> None:
     assert target.getvalue() == "error at http://<SECRET>@host/v1\n"
     stream.flush()
     assert target.getvalue().endswith("next")
+
+
+@pytest.mark.parametrize("inside", ["\x0b", "\x0c", "\x1c", "\x85", "\u2028"])
+def test_redacted_lines_end_at_a_line_feed_only(inside: str) -> None:
+    """A quoted value holding a character ``str.splitlines`` breaks at is redacted whole, as the
+    evidence files redact it: the rules know no line break but ``\\n``."""
+    target = io.StringIO()
+    stream = RedactedLines(target, lambda: REDACTOR.secrets_only().text)
+    stream.write(f'connect password: "Pa55{inside}word-9" ok\nnext\r\n')
+    assert target.getvalue() == 'connect password: "<SECRET>" ok\nnext\r\n'
 
 
 # --- planted everywhere a run writes text, and in the terminal --------------------------------

@@ -48,7 +48,7 @@ from pytest_specgate.evidence._gate import (
     resolve_gate,
 )
 from pytest_specgate.evidence._jsonio import pretty_json, sha256_hex, utc_timestamp
-from pytest_specgate.evidence._markdown import NOT_SIGNED, digest_line, render_markdown
+from pytest_specgate.evidence._markdown import NOT_SIGNED, criterion_heading, digest_line, render_markdown
 from pytest_specgate.evidence._merge import (
     MergeChoice,
     MergeError,
@@ -151,9 +151,14 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord]) -> bool:
     The strings are redacted together, each once, on a line of its own: a bundle of 10,000 ACs
     holds a few distinct strings per AC, and its ``evidence.md`` 13 MB, which the redactor read
     at about 1 µs a character. Where any string changes, the caller redacts its whole output.
+
+    Each string is also read as the markdown lays it out on one line: a rule that reads one line
+    (``password: …``) must see what a reader will. So a string with line breaks is read flattened
+    as a table cell shows it, and an AC's spec and title joined as its Criterion line joins them.
     """
     seen: set[int] = set()
-    strings: set[str] = set()
+    records = list(records)
+    strings: set[str] = {criterion_heading(record) for record in records}
     pending: list[object] = [record.document for record in records]
     while pending:
         node = pending.pop()
@@ -168,6 +173,7 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord]) -> bool:
         elif isinstance(node, list | tuple):
             seen.add(id(node))
             pending.extend(node)
+    strings.update([string.replace("\n", " ") for string in strings if "\n" in string])
     joined = "\n".join(sorted(strings))
     return redactor.text(joined) == joined
 

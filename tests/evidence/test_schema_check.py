@@ -6,7 +6,11 @@ bundle of main, a record enriched with every optional shape (a hardware verdict,
 memory sides, waivers, an estimate), the format-2 line and run facts cut from each, and every
 mutation of each (a value replaced by values of every JSON type and by near misses, a field
 removed, a field added). They must agree on whether a document is valid and on where each
-problem is.
+problem is. Hypothesis then forges documents as a PR author would (up to three edits: any JSON
+value, a near miss of the value's own type, every leaf of a subtree swapped at once, fields
+removed or added), and checks that a format-2 line and run facts that pass their own checks
+join into a record the record schema accepts (the gate types a joined record without checking
+it whole).
 """
 
 from __future__ import annotations
@@ -20,8 +24,10 @@ from typing import Any
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from pytest_specgate.evidence._record_split import split_records
+from pytest_specgate.evidence._record_split import RunFacts, join_record, split_records
 from pytest_specgate.evidence._schema import (
     evidence_schema,
     record_line_problems,
@@ -202,3 +208,133 @@ def test_each_keyword_means_what_jsonschema_means_by_it(
         assert problems_of(check, document) == [] and _jsonschema_paths(schema, document) == [], document
     for document in invalid:
         assert problems_of(check, document) and _jsonschema_paths(schema, document), document
+
+
+SCHEMA_WORDS = ("ac", "id", "tests", "value", "unit", "engines", "hardware", "waiver", "to", "reason",
+                "outcome", "phases", "call", "duration_s", "measurements", "schema", "run_facts", "texts")
+TRICKY_STRINGS = (
+    "AC-10\n", "AC-10", "AC-\u0661\u0660", "AC-\uff11\uff10", "FR-1.2\n", "PR-C\n", "PR-\u0661",
+    "0" * 64 + "\n", "a" * 40 + "\n", "2026-12-04T15:00:00Z\n", "2026-12-04T15:00:00Z", "\n", " ",
+    "attachments/0123456789abcdef-x.txt\n", "specgate.policy/1\n", "passed", "failed", "default",
+)
+"""Strings near the schema's patterns and enums: a trailing newline after a ``$`` anchor (Python's
+``$`` matches before it, and so does ``jsonschema``'s), digits outside ASCII (``[0-9]`` takes none)."""
+JSON_LEAVES = (
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=2**63 - 2, max_value=2**70)
+    | st.integers(min_value=-(2**70), max_value=-(2**63) + 2)
+    | st.floats(allow_nan=True, allow_infinity=True) | st.sampled_from((0.0, -0.0, 1.0, 2.0, 1e308, 5e-324))
+    | st.text(max_size=8) | st.sampled_from(TRICKY_STRINGS) | st.sampled_from(SCHEMA_WORDS)
+)
+JSON_VALUES = st.recursive(
+    JSON_LEAVES,
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.sampled_from(SCHEMA_WORDS) | st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+
+
+FORGERIES = max(settings().max_examples, 150)
+"""Forged documents per corpus document (``HYPOTHESIS_PROFILE=soak``: 10,000)."""
+
+
+def _near_misses(value: Any) -> list[Any]:
+    """What a forger would put where ``value`` was: its type's nearest neighbours in the other types."""
+    if isinstance(value, bool):
+        return [int(value), float(value), str(value).lower(), None]
+    if isinstance(value, int):
+        return [value == 1, bool(value), float(value), value + 0.5, str(value), -value - 1, 2**64, None]
+    if isinstance(value, float):
+        return [int(value) if value == value and abs(value) != float("inf") else 0, value != 0,
+                float("nan"), float("inf"), -float("inf"), -value, str(value), None]
+    if isinstance(value, str):
+        return [value + "\n", "\n" + value, value.upper(), value[:-1], "", value.translate(_WIDE_DIGITS),
+                [value], None, 0]
+    if isinstance(value, list):
+        return [[], [*value, *value[:1]], value[1:], {}, None, [None]]
+    if isinstance(value, dict):
+        return [{}, [], None, list(value)]
+    return [None]
+
+
+def _swapped(value: Any, which: int) -> Any:
+    """``value`` with every leaf inside it replaced by its ``which``-th near miss (where it has one):
+    each field of a subtree forged at once, so a rule of a rarely drawn field is reached too."""
+    if isinstance(value, dict):
+        return {key: _swapped(item, which) for key, item in value.items()}
+    if isinstance(value, list) and value and not isinstance(value[0], dict | list):
+        misses = _near_misses(value)
+        return misses[which % len(misses)] if which % 3 == 0 else [_swapped(item, which) for item in value]
+    if isinstance(value, list):
+        return [_swapped(item, which) for item in value]
+    misses = _near_misses(value)
+    return misses[which % len(misses)]
+
+
+_WIDE_DIGITS = str.maketrans("0123456789", "\uff10\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18\uff19")
+
+
+@st.composite
+def _forged(draw: st.DrawFn, document: dict[str, Any]) -> Any:
+    """``document`` with one to three mutations at places drawn from it: a value replaced by a near
+    miss of its own or by any JSON value, a field removed, a field added, a container emptied."""
+    forged: Any = copy.deepcopy(document)
+    for _ in range(draw(st.integers(min_value=1, max_value=3))):
+        places = list(_places(forged))
+        path = draw(st.sampled_from(places))
+        here = forged
+        for part in path:
+            here = here[part]
+        choices = ["replace", "near", "near everywhere"]
+        choices += ["remove", "add"] if isinstance(here, dict) and here else []
+        action = draw(st.sampled_from(choices))
+        if action == "near everywhere":
+            forged = _replaced(forged, path, _swapped(here, draw(st.integers(min_value=0, max_value=7))))
+        elif action == "replace":
+            forged = _replaced(forged, path, draw(JSON_VALUES))
+        elif action == "near":
+            forged = _replaced(forged, path, draw(st.sampled_from(_near_misses(here))))
+        elif action == "remove":
+            key = draw(st.sampled_from(sorted(here)))
+            forged = _replaced(forged, path, {k: v for k, v in here.items() if k != key})
+        else:
+            key = draw(st.sampled_from(SCHEMA_WORDS) | st.text(max_size=6))
+            forged = _replaced(forged, path, {**here, key: draw(JSON_VALUES)})
+    return forged
+
+
+@pytest.mark.parametrize(("name", "schema", "document"), _documents(), ids=lambda value: "")
+@settings(max_examples=FORGERIES)
+@given(data=st.data())
+def test_the_compiled_check_and_jsonschema_agree_on_forged_documents(
+    name: str, schema: Mapping[str, Any], document: dict[str, Any], data: st.DataObject
+) -> None:
+    forged = data.draw(_forged(document), label="forged")
+    expected = _jsonschema_paths(schema, forged)
+    found = sorted(path for path, _ in problems_of(compile_schema(schema), forged))
+    assert found == expected, name
+
+
+def _split_corpus() -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(a format-2 line, its run's facts) for each record of the corpus."""
+    records = [*_legacy_records(), _enriched(_legacy_records()[0])]
+    split = split_records(copy.deepcopy(records))
+    return [(line, dict(split.runs[str(line["run_facts"])])) for _, line in split.lines]
+
+
+@pytest.mark.parametrize(("line", "facts"), _split_corpus(), ids=lambda value: "")
+@settings(max_examples=FORGERIES)
+@given(data=st.data())
+def test_a_forged_line_and_run_facts_that_pass_their_checks_join_into_a_record_the_schema_accepts(
+    line: dict[str, Any], facts: dict[str, Any], data: st.DataObject
+) -> None:
+    """The gate types a joined format-2 record without checking it whole (``AcRecord.built``): the
+    line's and the run's schemas must leave no record the record schema refuses."""
+    forged_line = data.draw(_forged(line) if data.draw(st.booleans()) else st.just(line), label="line")
+    forged_facts = data.draw(_forged(facts) if data.draw(st.booleans()) else st.just(facts), label="facts")
+    if record_line_problems(forged_line) or run_facts_problems(forged_facts):
+        return
+    try:
+        joined = join_record(forged_line, RunFacts(forged_facts))
+    except IndexError:
+        return
+    assert _jsonschema_paths(evidence_schema(), joined) == []

@@ -113,8 +113,12 @@ def encoded_forms(value: str) -> tuple[str, ...]:
 
 
 def mask_pattern(values: Iterable[str]) -> re.Pattern[str] | None:
-    """One alternation of every form of every value, longest first; None for no value."""
-    forms = usable_secrets(form for value in values for form in encoded_forms(value))
+    """One alternation of every form of every value, and of each line of a value that spans
+    lines, longest first; None for no value. What is read a line at a time (specgate's terminal
+    and command output, ``evidence.md``) never holds a value of several lines whole: its lines
+    are masked one by one, as the runner's ``::add-mask::`` masks them."""
+    pieces = [piece for value in values for piece in (value, *value.splitlines())]
+    forms = usable_secrets(form for piece in pieces for form in encoded_forms(piece))
     return re.compile("|".join(re.escape(form) for form in forms)) if forms else None
 
 

@@ -307,6 +307,20 @@ def test_redacted_lines_hold_a_line_until_it_ends() -> None:
     assert target.getvalue().endswith("next")
 
 
+def test_a_known_value_of_several_lines_is_masked_where_text_is_read_by_line() -> None:
+    redactor = build_redactor(Path("/srv/checkouts/specgate"), [], {}, IDENTITY)
+    value = "first-half-Q9\r\nsecond-half-Z8\u2028third-part-X7"
+    redactor.register_secret(value)
+    text = f"value: {value} end"
+    target = io.StringIO()
+    stream = RedactedLines(target, lambda: redactor.secrets_only().text)
+    stream.write(text + "\n")
+    printed = [redactor.text(text), redactor.by_lines(text), target.getvalue()]
+    assert printed[0] == "value: <SECRET> end"
+    parts = ("first-half", "second-half", "third-part")
+    assert [part for part in parts if any(part in output for output in printed)] == []
+
+
 @pytest.mark.parametrize("inside", ["\x0b", "\x0c", "\x1c", "\x85", "\u2028"])
 def test_redacted_lines_end_at_a_line_feed_only(inside: str) -> None:
     """A quoted value holding a character ``str.splitlines`` breaks at is redacted whole, as the

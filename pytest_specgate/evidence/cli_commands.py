@@ -21,6 +21,7 @@ from pytest_specgate._version import __version__
 from pytest_specgate.contracts.gates import GateOrderError, parse_gate_name
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.safe_read import MAX_FILE_BYTES
+from pytest_specgate.contracts.validation import shown_on_one_line
 from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord, RecordError
 from pytest_specgate.evidence._bundle import (
     MERGE_NAME,
@@ -571,10 +572,13 @@ def _add_pyproject_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _print_gate_lines(verdict: GateVerdict) -> None:
+    """The gate's account, one problem a line: what a record's author wrote (a node id, a test
+    name) is shown with its line breaks and control characters escaped, so no line of it can read
+    as the gate's own (``specgate gate: accepted``) or as a runner's command (``::notice::``)."""
     commit = verdict.commit
     print(f"specgate gate: policy {verdict.policy}; commit {commit.sha} (from {commit.source})")
     for problem in verdict.run_problems:
-        print(problem)
+        print(shown_on_one_line(problem))
     problems: list[tuple[str, str]] = []
     for judgement in verdict.judgements:
         for problem in judgement.problems:
@@ -590,7 +594,7 @@ def _print_gate_lines(verdict: GateVerdict) -> None:
             listed = ", ".join(shown) or "none"
             harness.append((judgement.ac_id, f"harness files changed since {verdict.base_commit}: {listed}"))
     for line in [*lines_naming_acs(problems), *lines_naming_acs(harness)]:
-        print(line)
+        print(shown_on_one_line(line))
     if not verdict.problems:
         print(f"specgate gate: accepted {', '.join(verdict.accepted)}")
 

@@ -173,6 +173,20 @@ def one_line_text(value: str, where: str) -> str:
     return value
 
 
+def shown_on_one_line(text: str) -> str:
+    """``text`` with every character that is not printable shown as its escape (``\\n``,
+    ``\\r``, ``\\u2028``, a bidirectional override's ``\\u202e``), so text a bundle's author
+    wrote (a forged node id) stays on the line it is printed on: it cannot start a line that
+    reads as specgate's own (``specgate gate: accepted``), a CI runner's command (``::error::``)
+    or a markdown row, nor rewrite the line a terminal shows (``\\r``)."""
+    if text.isprintable():  # the common case, in C
+        return text
+    return "".join(
+        character if character.isprintable() else character.encode("unicode_escape").decode("ascii")
+        for character in text
+    )
+
+
 def compiled_patterns(patterns: Sequence[object], where: str) -> tuple[re.Pattern[str], ...]:
     """Each of ``patterns`` compiled as a regular expression; the error names the one that is not."""
     compiled = []

@@ -25,7 +25,7 @@ from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.gates import GateName, parse_gate_name, undeclared_gate_problem
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.safe_read import read_regular_file
-from pytest_specgate.contracts.validation import decode_utf8
+from pytest_specgate.contracts.validation import decode_utf8, shown_on_one_line
 from pytest_specgate.evidence._ac_definitions import ac_definition_problems
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._base_members import BaseMembership, base_membership, membership_problems
@@ -689,7 +689,9 @@ def gate_result_json(verdict: GateVerdict) -> dict[str, JsonValue]:
 
 
 def _summary_cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """One table cell: a line break read as a space, ``|`` escaped, and every other character
+    that could end the row (``\\r``, ``\\u2028``...) shown as its escape."""
+    return shown_on_one_line(text.replace("\n", " ")).replace("|", "\\|")
 
 
 def gate_summary_markdown(verdict: GateVerdict) -> str:

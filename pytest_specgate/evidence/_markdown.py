@@ -317,13 +317,18 @@ def verdict_line(verdict: PolicyVerdict) -> str:
     return f"{VERDICT_PREFIX}{verdict.label}**"
 
 
+def criterion_heading(record: AcRecord) -> str:
+    """The AC's spec and title as its ``- Criterion:`` line joins them (empty where neither)."""
+    return " ".join(part for part in (record.ac.spec, record.ac.title) if part)
+
+
 def render_ac_block(record: AcRecord, verdict: PolicyVerdict, ac_sha256: str, bundle_sha256: str) -> str:
     """One AC's block, every verdict in it as :func:`judge` derived it, not as the record states.
 
     Self-contained (the gate compares a pasted block line by line with this rendering) and
     deterministic: everything comes from the record, in the record's order.
     """
-    heading = " ".join(part for part in (record.ac.spec, record.ac.title) if part)
+    heading = criterion_heading(record)
     lines = [f"## {record.ac.id} evidence", "", verdict_line(verdict), ""]
     if heading:
         lines.append(f"- Criterion: {_cell(heading)}")

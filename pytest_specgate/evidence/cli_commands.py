@@ -21,6 +21,7 @@ from pytest_specgate._version import __version__
 from pytest_specgate.contracts.gates import GateOrderError, parse_gate_name
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.safe_read import MAX_FILE_BYTES
+from pytest_specgate.contracts.validation import shown_on_one_line
 from pytest_specgate.evidence._acrecord import SCHEMA_ID, AcRecord, RecordError
 from pytest_specgate.evidence._bundle import (
     MERGE_NAME,
@@ -48,7 +49,7 @@ from pytest_specgate.evidence._gate import (
     resolve_gate,
 )
 from pytest_specgate.evidence._jsonio import pretty_json, sha256_hex, utc_timestamp
-from pytest_specgate.evidence._markdown import NOT_SIGNED, digest_line, render_markdown
+from pytest_specgate.evidence._markdown import NOT_SIGNED, criterion_heading, digest_line, render_markdown
 from pytest_specgate.evidence._merge import (
     MergeChoice,
     MergeError,
@@ -151,9 +152,14 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord]) -> bool:
     The strings are redacted together, each once, on a line of its own: a bundle of 10,000 ACs
     holds a few distinct strings per AC, and its ``evidence.md`` 13 MB, which the redactor read
     at about 1 µs a character. Where any string changes, the caller redacts its whole output.
+
+    Each string is also read as the markdown lays it out on one line: a rule that reads one line
+    (``password: …``) must see what a reader will. So a string with line breaks is read flattened
+    as a table cell shows it, and an AC's spec and title joined as its Criterion line joins them.
     """
     seen: set[int] = set()
-    strings: set[str] = set()
+    records = list(records)
+    strings: set[str] = {criterion_heading(record) for record in records}
     pending: list[object] = [record.document for record in records]
     while pending:
         node = pending.pop()
@@ -168,6 +174,7 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord]) -> bool:
         elif isinstance(node, list | tuple):
             seen.add(id(node))
             pending.extend(node)
+    strings.update([string.replace("\n", " ") for string in strings if "\n" in string])
     joined = "\n".join(sorted(strings))
     return redactor.text(joined) == joined
 
@@ -565,10 +572,13 @@ def _add_pyproject_option(parser: argparse.ArgumentParser) -> None:
 
 
 def _print_gate_lines(verdict: GateVerdict) -> None:
+    """The gate's account, one problem a line: what a record's author wrote (a node id, a test
+    name) is shown with its line breaks and control characters escaped, so no line of it can read
+    as the gate's own (``specgate gate: accepted``) or as a runner's command (``::notice::``)."""
     commit = verdict.commit
     print(f"specgate gate: policy {verdict.policy}; commit {commit.sha} (from {commit.source})")
     for problem in verdict.run_problems:
-        print(problem)
+        print(shown_on_one_line(problem))
     problems: list[tuple[str, str]] = []
     for judgement in verdict.judgements:
         for problem in judgement.problems:
@@ -584,7 +594,7 @@ def _print_gate_lines(verdict: GateVerdict) -> None:
             listed = ", ".join(shown) or "none"
             harness.append((judgement.ac_id, f"harness files changed since {verdict.base_commit}: {listed}"))
     for line in [*lines_naming_acs(problems), *lines_naming_acs(harness)]:
-        print(line)
+        print(shown_on_one_line(line))
     if not verdict.problems:
         print(f"specgate gate: accepted {', '.join(verdict.accepted)}")
 

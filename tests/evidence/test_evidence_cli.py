@@ -307,3 +307,23 @@ def test_merge_redacts_a_secret_a_forged_record_holds(
     for path in merged.rglob("*"):
         assert path.is_dir() or PLANTED_HF_TOKEN.encode() not in path.read_bytes(), path
     assert b"token <" in (merged / "records.jsonl").read_bytes()
+
+
+@pytest.mark.parametrize(
+    ("spec", "title"),
+    [("SPEC-028", "db password:\nhunter2x"), ("password:", "hunter2x")],
+    ids=["a line break the markdown flattens", "spec and title the Criterion line joins"],
+)
+def test_render_redacts_a_secret_that_only_the_markdown_puts_on_one_line(
+    git_repo: GitRepo, capsys: pytest.CaptureFixture[str], spec: str, title: str
+) -> None:
+    """No string of the record is redacted alone (the keyword rule reads one line), but the
+    rendered ``- Criterion: SPEC password: hunter2x`` is: render must not print it as it is."""
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+
+    def plant(record: dict[str, Any]) -> None:
+        record["ac"]["spec"], record["ac"]["title"] = spec, title
+
+    assert "password: hunter2x" in reseal_bundle(written.path, {"AC-10": plant})
+    code, shown, _ = cli(capsys, configure_render_parser, run_render, str(written.path))
+    assert code == 0 and "password: <" in shown and "hunter2x" not in shown

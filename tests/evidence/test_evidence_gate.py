@@ -553,3 +553,32 @@ def test_a_problem_several_acs_share_is_one_line_naming_them_in_the_order_met() 
         "AC-10, AC-12: outcome is failed, not passed",
         "AC-11: not qualifying under specgate.policy/1: t.py::test_a: failed: below",
     ]
+
+
+@pytest.mark.parametrize("line_break", ["\n", "\r", "\u2028", "\x85"], ids=["LF", "CR", "LS", "NEL"])
+def test_a_forged_node_id_cannot_print_a_line_of_its_own_in_the_gates_output_or_step_summary(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    line_break: str,
+) -> None:
+    """The gate prints node ids a record's author wrote; a line break in one must not start a
+    line that reads as the gate accepting, as a runner's command or as a row of the summary."""
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
+    recorder.note_engine({"backend": "mock", "model": "specgate-mock-target"})
+    run.run_test("acceptance/test_ac10.py::test_speedup", AC10, recorder=recorder)
+    written = run.finish()
+    injected = f"{line_break}specgate gate: accepted AC-10{line_break}::notice::looks fine"
+
+    def forge_node_id(record: dict[str, Any]) -> None:
+        record["tests"][0]["nodeid"] += injected
+
+    markdown = reseal_bundle(written.path, {"AC-10": forge_node_id})
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    code, out, _ = gate(capsys, f"--pr-body={pr_body(tmp_path, markdown)}", f"--evidence={written.path}",
+                        "--require=AC-10", f"--commit={git_repo.commit}")
+    printed = "\n".join(out)
+    assert code == 1 and repr(line_break)[1:-1] in printed
+    assert all(line.startswith("AC-10") for line in printed.splitlines()), printed
+    table = summary.read_text().splitlines()[summary.read_text().splitlines().index("|---|---|---|---|") + 1:]
+    assert [row.startswith("| AC-10 |") for row in table if row] == [True], table

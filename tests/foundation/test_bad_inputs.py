@@ -18,7 +18,7 @@ import pytest
 
 from pytest_specgate.cli import main
 from pytest_specgate.contracts.errors import SpecgateInputError
-from pytest_specgate.contracts.validation import one_line_text, parse_json
+from pytest_specgate.contracts.validation import one_line_text, parse_json, shown_on_one_line
 from pytest_specgate.qualification import HttpCounterProbe
 from pytest_specgate.qualification._budget import measured_durations
 
@@ -78,6 +78,16 @@ def test_one_line_text_names_the_character_and_where() -> None:
     with pytest.raises(SpecgateInputError, match=r"^title=: expected one line of printable text, found '\\r' "
                                          r"\(U\+000D\) at position 1$"):
         one_line_text("a\rb", "title=")
+
+
+
+def test_shown_on_one_line_escapes_what_could_break_or_rewrite_the_line_and_keeps_the_rest() -> None:
+    honest = "AC-10: speedup ≥ 1.4× on M4 — naïve 日本 t.py::test_x[a\\nb]"
+    assert shown_on_one_line(honest) == honest
+    forged = "t.py::x\nspecgate gate: accepted\r\x85\u2028\u2029\u202e\x1b[2K\t::error::"
+    shown = shown_on_one_line(forged)
+    assert shown == r"t.py::x\nspecgate gate: accepted\r\x85\u2028\u2029\u202e\x1b[2K\t::error::"
+    assert shown.isprintable() and len(shown.splitlines()) == 1
 
 
 @pytest.fixture

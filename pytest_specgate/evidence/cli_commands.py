@@ -296,7 +296,7 @@ def run_merge(args: argparse.Namespace) -> int:
         return _error("merge", str(error))
     if not args.json:
         for choice in choices:
-            print(choice.explain())
+            print(shown_on_one_line(choice.explain()))
     redactor = build_redactor(None)
     clean = records_read_clean(redactor, [choice.record for choice in choices])
     attachments: dict[str, FileEntry] = {}
@@ -685,7 +685,8 @@ def run_waivers(args: argparse.Namespace) -> int:
             rows.append({"ac": ac_id, "to": target, "reason": reason, "runs": list(runs), "due": expired})
             if not args.json:
                 state = " (DUE: this is gate " + gate.text + ")" if expired and gate is not None else ""
-                print(f"{ac_id} waived → {target}: {reason} [run {', '.join(runs)}]{state}")
+                line = f"{ac_id} waived → {target}: {reason} [run {', '.join(runs)}]{state}"
+                print(shown_on_one_line(line))
     except (GateInputError, TrustedConfigError, BundleError, GateOrderError) as error:
         return _error("waivers", str(error))
     if args.json:

@@ -327,3 +327,29 @@ def test_render_redacts_a_secret_that_only_the_markdown_puts_on_one_line(
     assert "password: hunter2x" in reseal_bundle(written.path, {"AC-10": plant})
     code, shown, _ = cli(capsys, configure_render_parser, run_render, str(written.path))
     assert code == 0 and "password: <" in shown and "hunter2x" not in shown
+
+
+def test_merge_and_waivers_print_a_forged_run_id_or_reason_on_its_own_line(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bundle's run id and a waiver's reason are the author's text: a line break in them must not
+    start a line of the command's output (a CI runner reads ``::error::`` there as a command)."""
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    run.run_test("acceptance/test_ac10.py::test_speedup", AC10 | {"waived_to": "PR-C", "reason": "no M4"})
+    written = run.finish()
+    manifest = json.loads((written.path / "manifest.json").read_text())
+    manifest["run_id"] = "r1\n::error::forged run"
+    (written.path / "manifest.json").write_text(json.dumps(manifest))
+
+    def forge_reason(record: dict[str, Any]) -> None:
+        for waived in (record["waiver"], record["tests"][0]["waiver"]):
+            waived["reason"] = "no M4\r::error::forged reason"
+
+    reseal_bundle(written.path, {"AC-10": forge_reason})
+    code, out, _ = cli(capsys, configure_merge_parser, run_merge, str(written.path), "--out",
+                       str(tmp_path / "merged"))
+    assert code == 0 and out.splitlines()[0].startswith("AC-10: kept run r1\\n::error::forged run (")
+    code, out, _ = cli(capsys, configure_waivers_parser, run_waivers, str(written.path))
+    assert code == 0 and out.splitlines() == [
+        "AC-10 waived → PR-C: no M4\\r::error::forged reason [run r1\\n::error::forged run]"
+    ]

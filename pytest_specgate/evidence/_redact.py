@@ -214,6 +214,10 @@ class RedactionRule:
     (small letters), for a ``pattern`` that never reads across a line break
     (tests/evidence/test_redact_scanner.py proves both for every rule): the rule then searches
     only the lines this finds, in one fast case-sensitive scan, instead of the whole text."""
+    resume_in: str | None = None
+    """The group where a search starts again after ``accept`` rejects a match, instead of after
+    the match: a weak keyword's value that is not a credential (``key=foo:password=PASS``, a
+    stray quote in ``sig=' password: 'PASS'``) may hold the next keyword and its value."""
 
     def claims_in_text(
         self,
@@ -239,9 +243,12 @@ class RedactionRule:
 
     def claims(self, text: str, start: int, end: int) -> Iterator[tuple[Claim, int, int]]:
         """Each claim in ``text[start:end]`` with the span of the whole match that made it."""
-        for match in self.pattern.finditer(text, start, end):
+        matches = self.pattern.finditer(text, start, end)
+        while (match := next(matches, None)) is not None:
             found = match.group(self.group)
             if not found or (self.accept is not None and not self.accept(match)):
+                if self.resume_in is not None and match.start(self.resume_in) > match.start():
+                    matches = self.pattern.finditer(text, match.start(self.resume_in), end)
                 continue
             replacement = self.replacement if self.rewrite is None else self.rewrite(found)
             if replacement != found:
@@ -597,7 +604,7 @@ def keyword_rules() -> list[RedactionRule]:
     return [
         RedactionRule(
             "keyword-value", re.compile(KEYWORD_VALUE), "<SECRET>", group="kvv", accept=keyword_value,
-            lines_with=re.compile(KEYWORD_VALUE_LINES),
+            lines_with=re.compile(KEYWORD_VALUE_LINES), resume_in="kvv",
         ),
         RedactionRule("netrc", re.compile(NETRC_LINE), "", rewrite=netrc_rewrite,
                       needs=("machine", "default"), lines_with=re.compile(NETRC_LINE_WORDS)),

@@ -169,6 +169,9 @@ def test_allowlist_entries_are_named_and_a_vendor_prefix_is_not_an_id(run: str, 
         ("keyword: a1b2c3d4e5f6 monkey=banana bypass=1 key=lambda",
          "keyword: a1b2c3d4e5f6 monkey=banana bypass=1 key=lambda"),
         ("token: str, password=None, secret=self.secret", "token: str, password=None, secret=self.secret"),
+        ("key=foo:password=s3cr3t!", "key=foo:password=<SECRET>"),
+        ("auth=basic/secret=s3cr3t! sig=x|token=s3cr3t!", "auth=basic/secret=<SECRET> sig=x|token=<SECRET>"),
+        ("sig='x password: 'hunter2 hunter2'", "sig='x password: '<SECRET>'"),
     ],
 )
 def test_values_after_credential_words_in_any_case_or_separator(text: str, expected: str) -> None:

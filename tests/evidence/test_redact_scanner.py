@@ -249,3 +249,93 @@ def test_rewritten_patterns_match_what_they_replaced_on_the_corpora(
 def test_rewritten_patterns_match_what_they_replaced_on_random_text(text: str) -> None:
     for plain, rewritten in REWRITTEN:
         assert [m.span() for m in rewritten.finditer(text)] == [m.span() for m in plain.finditer(text)]
+
+
+LINE_BREAKS = [
+    "", "\n", "\r", "\r\n", "\u2028", "\u2029", "\x85", "\x0b", "\x0c", "\x1c", "\x1e", "\x00", " ", "\t",
+]
+"""What may stand on either side of a secret (the empty string: the start or end of the text, the
+letter that lowers apart aside): every break ``str.splitlines`` knows, which the rules do not read
+as one, a NUL, and plain spaces."""
+FOLD_SHIFTERS = ["İ", "K", "ẞ", "ß", "ſ", "ı", "Σ", "ﬀ", "ǅ"]
+"""Letters whose lower-case form has another length, or is another letter's, at the start of the
+text: every position after one shifts if a lowered text is searched in its place."""
+_TOKEN = "Qm4Zt8Rw2Yp6Hs0Lk3Vn5Bc"
+
+
+def _hex_escaped(text: str) -> str:
+    return "".join(f"\\x{ord(c):02x}" for c in text)
+
+
+PLANTED_SECRETS = [
+    (_TOKEN, _TOKEN),
+    ("password=hunter2hunter2", "hunter2"),
+    ("Api-Key: 'Pa55 word-9x' and Api-Key: 'Rw2Yp6Hs0Lk3Vn5Bc'", "Rw2Yp6Hs0Lk3"),
+    ("http://svc:hunter2hunter2@host.example/v1", "hunter2"),
+    ("Authorization: Bearer abcdEFGH12345678", "abcdEFGH1234"),
+    ("ghp_aB3dE5gH7jK9mN1pQ3sT5vW7yZ9bC1dE3fG5", "mN1pQ3sT5vW7"),
+    ("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "wJalrXUtnFEMI"),
+    (f"{_TOKEN[:12]}...", _TOKEN[:12]),
+    (f"...{_TOKEN[-12:]}", _TOKEN[-12:]),
+    ("api\\u005fkey=hunter2hunter2", "hunter2"),
+    ("password%3Dhunter2hunter2", "hunter2"),
+    ("'" + _hex_escaped(_TOKEN) + "'", _hex_escaped(_TOKEN[:8])),
+    (f"'{_TOKEN[:12]}\\n{_TOKEN[12:]}'", _TOKEN[:12]),
+    ("eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.abcDEF123ghiJKL456", "eyJzdWIiOiIxMjM0"),
+    ("mail jane.doe@corp.example.org", "jane.doe@"),
+    ("at /home/ops-user/models", "ops-user/models"),
+]
+"""Secrets of every family the line scan gates (keyword values, cuts, URL userinfo, escapes,
+percent-encoding, addresses, paths) and some it does not, each with a core that must not survive
+(none of :data:`PIECES` holds one)."""
+
+
+def _beside(secret: str, line_break: str, shifter: str) -> list[str]:
+    """``secret`` at the start and the end of a text, and on a line after ``shifter``."""
+    return [
+        secret + line_break, line_break + secret, f"{shifter}{line_break}{secret}{line_break}end",
+        f"one{line_break}{shifter}two{line_break}{secret}",
+    ]
+
+
+def test_a_secret_beside_every_line_break_and_letter_that_lowers_apart_is_redacted() -> None:
+    """Every secret beside every break, and a quoted value holding a break that is no ``\\n`` to
+    the rules: the line scan reads it as one line, as the reference does."""
+    redactor, reference = _redactor(), _reference(_redactor())
+    texts = [
+        (text, core)
+        for secret, core in PLANTED_SECRETS
+        for line_break in LINE_BREAKS
+        for shifter in FOLD_SHIFTERS
+        for text in _beside(secret, line_break, shifter)
+    ]
+    texts += [
+        (f"x = 1\nconnect password: 'Pa55{line_break}word-9x' ok\n{shifter}", "word-9x")
+        for line_break in LINE_BREAKS
+        if line_break and "\n" not in line_break and "\r" not in line_break
+        for shifter in FOLD_SHIFTERS
+    ]
+    differing = [text for text, _ in texts if redactor.text(text) != reference.text(text)]
+    leaking = [text for text, core in texts if core in redactor.text(text)]
+    assert (differing, leaking) == ([], [])
+
+
+@given(
+    st.lists(st.sampled_from(PIECES) | st.text(max_size=4), max_size=12).map("".join),
+    st.sampled_from(LINE_BREAKS),
+    st.sampled_from(PLANTED_SECRETS),
+    st.sampled_from(["", *FOLD_SHIFTERS]),
+    st.sampled_from(LINE_BREAKS),
+    st.lists(st.sampled_from(PIECES) | st.text(max_size=4), max_size=12).map("".join),
+)
+def test_a_secret_beside_any_line_break_or_letter_that_lowers_apart_is_redacted(
+    before: str, left: str, planted: tuple[str, str], shifter: str, right: str, after: str
+) -> None:
+    """The line scan splits lines at ``\\n`` only and reads the lowered text (searching the whole
+    text when lowering changes its length): whatever break or letter stands beside a secret, the
+    redactor says what the reference says, and the secret's core is gone."""
+    secret, core = planted
+    text = shifter + (before + left if left else "") + secret + (right + after if right else "")
+    redacted = _redactor().text(text)
+    assert redacted == _reference(_redactor()).text(text)
+    assert core not in redacted

@@ -90,6 +90,25 @@ def _finite_float(text: str) -> float:
     return value
 
 
+_FLOAT_DIGITS = 308
+"""An integer of more digits than this may be past the largest float (``2e308``), which readers
+turn it into: :func:`_integer_within_float_range` checks those few exactly."""
+
+
+def _integer_within_float_range(text: str) -> int:
+    """An integer a reader can take as a float: ``10**400`` is valid JSON and a number to the
+    schema, but ``float()`` of it raised OverflowError in the typed record (a traceback)."""
+    value = int(text)
+    if len(text) > _FLOAT_DIGITS:
+        try:
+            float(value)
+        except OverflowError:
+            raise SpecgateInputError(
+                f"found an integer of {len(text.lstrip('-'))} digits, beyond the range of a finite number"
+            ) from None
+    return value
+
+
 def parse_json(text: str, where: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
     """``text`` parsed as strict JSON (no NaN, Infinity or a number that overflows to it), nested
     at most ``max_depth`` deep.
@@ -99,7 +118,8 @@ def parse_json(text: str, where: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any
     iterative walk measures the depth of what it built.
     """
     try:
-        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float,
+                           parse_int=_integer_within_float_range)
     except json.JSONDecodeError as error:
         raise SpecgateInputError(
             f"{where}: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"

@@ -81,15 +81,45 @@ def _refuse_constant(name: str) -> float:
     raise SpecgateInputError(f"found {name}; expected a finite number")
 
 
+def _finite_float(text: str) -> float:
+    """A number written with a fraction or exponent; ``1e400`` is valid JSON but parses to
+    infinity, which every writer here refuses (``allow_nan=False``) and every comparison passes."""
+    value = float(text)
+    if math.isinf(value):
+        raise SpecgateInputError(f"found {text}, beyond the range of a finite number")
+    return value
+
+
+_FLOAT_DIGITS = 308
+"""An integer of more digits than this may be past the largest float (``2e308``), which readers
+turn it into: :func:`_integer_within_float_range` checks those few exactly."""
+
+
+def _integer_within_float_range(text: str) -> int:
+    """An integer a reader can take as a float: ``10**400`` is valid JSON and a number to the
+    schema, but ``float()`` of it raised OverflowError in the typed record (a traceback)."""
+    value = int(text)
+    if len(text) > _FLOAT_DIGITS:
+        try:
+            float(value)
+        except OverflowError:
+            raise SpecgateInputError(
+                f"found an integer of {len(text.lstrip('-'))} digits, beyond the range of a finite number"
+            ) from None
+    return value
+
+
 def parse_json(text: str, where: str, *, max_depth: int = MAX_JSON_DEPTH) -> Any:
-    """``text`` parsed as strict JSON (no NaN or Infinity), nested at most ``max_depth`` deep.
+    """``text`` parsed as strict JSON (no NaN, Infinity or a number that overflows to it), nested
+    at most ``max_depth`` deep.
 
     Linear in the text and without a regular expression: the C parser runs first (it stops
     with a RecursionError past Python's recursion limit, which is refused here too), then an
     iterative walk measures the depth of what it built.
     """
     try:
-        value = json.loads(text, parse_constant=_refuse_constant)
+        value = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float,
+                           parse_int=_integer_within_float_range)
     except json.JSONDecodeError as error:
         raise SpecgateInputError(
             f"{where}: not valid JSON: {error.msg} at line {error.lineno} column {error.colno}"

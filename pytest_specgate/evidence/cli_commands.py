@@ -144,8 +144,9 @@ def claimed_signers(bundle: Bundle) -> str:
     return f"{keys} (claimed; the gate verifies)"
 
 
-def records_read_clean(redactor: Redactor, records: Iterable[AcRecord]) -> bool:
-    """Whether this host's redactor leaves every string of ``records`` as it is: then what is
+def records_read_clean(redactor: Redactor, records: Iterable[AcRecord], others: Iterable[str] = ()) -> bool:
+    """Whether this host's redactor leaves every string of ``records`` and ``others`` (what else
+    of the bundles the output shows: their run ids, the signers they claim) as it is: then what is
     rendered from them (with words and digests of specgate's own) needs no pass of its own (the
     ``render`` and ``compare`` output), and ``merge`` writes them as they are.
 
@@ -159,7 +160,7 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord]) -> bool:
     """
     seen: set[int] = set()
     records = list(records)
-    strings: set[str] = {criterion_heading(record) for record in records}
+    strings: set[str] = {*others, *(criterion_heading(record) for record in records)}
     pending: list[object] = [record.document for record in records]
     while pending:
         node = pending.pop()
@@ -209,16 +210,17 @@ def run_render(args: argparse.Namespace) -> int:
         records = _verified_records(bundle)
     except BundleError as error:
         return _error("render", str(error))
+    signers = claimed_signers(bundle)
     markdown = render_markdown(
         [
             (records[ac_id], judge(records[ac_id]), _record_sha256(bundle, ac_id))
             for ac_id in sorted(records)
         ],
         bundle.digest,
-        claimed_signers(bundle),
+        signers,
     )
     redactor = build_redactor(None)
-    clean = records_read_clean(redactor, records.values())
+    clean = records_read_clean(redactor, records.values(), (bundle.run_id, signers))
     text = markdown if clean else redactor.text(markdown)
     if args.json:
         document = _render_json(bundle, records, text)
@@ -744,6 +746,7 @@ def run_compare(args: argparse.Namespace) -> int:
     except ValueError as error:
         return _error("compare", str(error))
     sides = []
+    run_ids = []
     for path in (args.base, args.new):
         try:
             bundle = only_bundle(path)
@@ -751,13 +754,14 @@ def run_compare(args: argparse.Namespace) -> int:
         except BundleError as error:
             return _error("compare", str(error))
         sides.append((bundle_side(bundle.run_id, bundle.digest, records), records))
+        run_ids.append(bundle.run_id)
     (base_side, base), (new_side, new) = sides
     try:
         comparison = compare_records(base, new, base_side, new_side, tolerance, level)
     except CompareInputError as error:
         return _error("compare", str(error))
     redactor = build_redactor(None)
-    clean = records_read_clean(redactor, [*base.values(), *new.values()])
+    clean = records_read_clean(redactor, [*base.values(), *new.values()], run_ids)
     if args.json:
         document = comparison_json(comparison)
         sys.stdout.write(pretty_json(document if clean else redactor.value(document)))

@@ -21,10 +21,12 @@ from evidence_testkit import (
 
 from pytest_specgate.evidence import WrittenBundle, load_bundle, parse_pr_body, verify_bundle
 from pytest_specgate.evidence.cli_commands import (
+    configure_compare_parser,
     configure_gate_parser,
     configure_merge_parser,
     configure_render_parser,
     configure_waivers_parser,
+    run_compare,
     run_gate,
     run_merge,
     run_render,
@@ -353,3 +355,23 @@ def test_merge_and_waivers_print_a_forged_run_id_or_reason_on_its_own_line(
     assert code == 0 and out.splitlines() == [
         "AC-10 waived → PR-C: no M4\\r::error::forged reason [run r1\\n::error::forged run]"
     ]
+
+
+def test_render_and_compare_redact_a_secret_a_forged_run_id_holds(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The run id is the manifest's, not a record's: the check that lets clean records through
+    unredacted must read it too (render --json and compare print it)."""
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    manifest = json.loads((written.path / "manifest.json").read_text())
+    manifest["run_id"] = f"run-{PLANTED_HF_TOKEN}"
+    (written.path / "manifest.json").write_text(json.dumps(manifest))
+    reseal_bundle(written.path, {})
+    out = tmp_path / "rendered.json"
+    render = (configure_render_parser, run_render, str(written.path))
+    assert cli(capsys, *render, "--json", f"--out={out}")[0] == 0
+    assert PLANTED_HF_TOKEN not in out.read_text() and "run-<" in out.read_text()
+    for options in ((), ("--json",)):
+        compare = (configure_compare_parser, run_compare, str(written.path), str(written.path))
+        code, shown, _ = cli(capsys, *compare, *options)
+        assert code == 0 and PLANTED_HF_TOKEN not in shown and "run-<" in shown

@@ -47,6 +47,25 @@ def test_parse_json_refuses_depth_nan_and_infinity_with_where(depth: int) -> Non
     assert json.dumps(parse_json(_deep(100), "f.json")) == _deep(100)
 
 
+def test_parse_json_refuses_a_number_that_overflows_to_infinity_and_keeps_the_largest_finite_ones() -> None:
+    """``1e400`` is valid JSON that parses to inf: a record holding it passed the schema (a number)
+    and every threshold, then crashed merge and compare --json when they wrote it back; an integer
+    past the largest float crashed every reader of the record (``float()`` of it)."""
+    for written in ("1e400", "-1e999", "1.8e308"):
+        beyond = rf"^f.json: found {written}, beyond the range of a finite number$"
+        with pytest.raises(SpecgateInputError, match=beyond):
+            parse_json(f'{{"value": {written}}}', "f.json")
+    assert parse_json('[1.7976931348623157e308, -5e-324, 1e-400, 0.5, 10]', "f.json") == [
+        1.7976931348623157e308, -5e-324, 0.0, 0.5, 10]
+    largest = int(1.7976931348623157e308)
+    for written in (str(2 * 10**308), str(-(10**400))):
+        digits = len(written.lstrip("-"))
+        beyond = rf"^f.json: found an integer of {digits} digits, beyond the range of a finite number$"
+        with pytest.raises(SpecgateInputError, match=beyond):
+            parse_json(f'{{"ci_low": {written}}}', "f.json")
+    assert parse_json(f"[{largest}, {-largest}, {10**308}, 7]", "f.json") == [largest, -largest, 10**308, 7]
+
+
 def test_a_deeply_nested_note_fails_the_test_and_a_shallower_one_stays_readable_by_the_gate(
     pytester: pytest.Pytester,
 ) -> None:

@@ -131,9 +131,13 @@ class MeasurementChange:
 
     @property
     def ratio(self) -> float | None:
-        """``new / base`` of the recorded figures; None when either is not a number or base is 0."""
+        """``new / base`` of the recorded figures; None when either is not a number, base is 0 or
+        the ratio is past what a float holds."""
         base, new = finite_number(self.base), finite_number(self.new)
-        return None if base is None or new is None or base == 0 else new / base
+        if base is None or new is None or base == 0:
+            return None
+        ratio = new / base
+        return ratio if math.isfinite(ratio) else None
 
     @property
     def fails(self) -> bool:
@@ -236,7 +240,16 @@ def _half_width(interval: Interval | None, confidence_level: float) -> float | N
 def difference(ac_id: str, base: tuple[AcRecord, Measurement], new: tuple[AcRecord, Measurement],
                confidence_level: float) -> Difference | None:
     """The change of one figure with the best interval both records allow; None when a value is
-    not a number."""
+    not a number, or the change is past what a float holds (``1e308`` after ``5e-324``: JSON
+    cannot write the infinity it would be)."""
+    found = _difference(ac_id, base, new, confidence_level)
+    if found is None or not all(map(math.isfinite, (found.point, found.low, found.high))):
+        return None
+    return found
+
+
+def _difference(ac_id: str, base: tuple[AcRecord, Measurement], new: tuple[AcRecord, Measurement],
+                confidence_level: float) -> Difference | None:
     base_row, new_row = base[1], new[1]
     base_value, new_value = finite_number(base_row.value), finite_number(new_row.value)
     if base_value is None or new_value is None:

@@ -291,12 +291,12 @@ after a small letter, as a token continued on the next line must), is no ``name:
 of its own, and has 8 characters or more (group 1)."""
 ESCAPED_BREAK_TAIL = (
     "(?:" + "|".join(f"(?<={re.escape(placeholder)})" for placeholder in _PLACEHOLDERS) + ")"
-    rf"[.{CREDENTIAL_ALPHABET}]{{0,{_SHORT_PART}}}(?:\\[nrt]|%0[aAdD]){{1,2}}{_TAIL}"
+    rf"[.{CREDENTIAL_ALPHABET}]{{0,{_SHORT_PART}}}(?:\\[nrt]|\\x0[aAdD]|\\u000[aAdD]|%0[aAdD]){{1,2}}{_TAIL}"
 )
 """The rest of a token after an escaped line break (a repr's or JSON's ``\\n``, a percent-encoded
-``%0A``) whose first part a placeholder already replaced: a first part long enough to read as
-generated on its own is replaced before :data:`ESCAPED_BREAK_TOKEN` can join the two, and the
-decoding step leaves an escaped break as written."""
+``%0A``, a ``\\x0a`` or ``\\u000a``) whose first part a placeholder already replaced: a first part
+long enough to read as generated on its own is replaced before :data:`ESCAPED_BREAK_TOKEN` can
+join the two, and the decoding step leaves an escaped break as written."""
 ESCAPED_BREAK_TAIL_LINES = r"<(?:secret|token)>[^\n]{0,15}(?:\\|%0)"
 """What a line holding an :data:`ESCAPED_BREAK_TAIL` holds: the placeholder and the escape."""
 

@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import evidence_testkit
 import pytest
 from evidence_testkit import (
     AC10,
@@ -17,9 +18,12 @@ from evidence_testkit import (
     git,
     qualifying_bundle,
     reseal_bundle,
+    write_records,
 )
 
 from pytest_specgate.evidence import WrittenBundle, load_bundle, parse_pr_body, verify_bundle
+from pytest_specgate.evidence._bundle import FileEntry, file_entry, record_lines
+from pytest_specgate.evidence._record_split import RECORDS_NAME
 from pytest_specgate.evidence.cli_commands import (
     configure_compare_parser,
     configure_gate_parser,
@@ -375,3 +379,35 @@ def test_render_and_compare_redact_a_secret_a_forged_run_id_holds(
         compare = (configure_compare_parser, run_compare, str(written.path), str(written.path))
         code, shown, _ = cli(capsys, *compare, *options)
         assert code == 0 and PLANTED_HF_TOKEN not in shown and "run-<" in shown
+
+
+def test_a_token_escaped_in_the_raw_record_line_is_read_decoded_and_never_passes_through(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``\\u0068f_...`` in records.jsonl's bytes is ``hf_...`` to every reader: the clean check reads
+    decoded strings and keys, and merge writes the documents it parsed, never the line's bytes."""
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    escaped = ("\\u0068" + PLANTED_HF_TOKEN[1:]).encode()
+
+    def escape_in_bytes(bundle: Path, documents: Any) -> dict[str, FileEntry]:
+        write_records(bundle, documents)
+        data = (bundle / RECORDS_NAME).read_bytes().replace(b"MARK", escaped)
+        (bundle / RECORDS_NAME).write_bytes(data)
+        lines = zip(("AC-10", "AC-11"), record_lines(data), strict=True)
+        return {ac_id: file_entry(line) for ac_id, line in lines}
+
+    def plant(record: dict[str, Any]) -> None:
+        record["tests"][0]["message"] = "token MARK in a log line"
+        record["tests"][0]["notes"] = {"MARK": 1}
+
+    monkeypatch.setattr(evidence_testkit, "write_records", escape_in_bytes)
+    reseal_bundle(written.path, {"AC-10": plant}, rerender=False)
+    assert escaped in (written.path / RECORDS_NAME).read_bytes()
+    merged = tmp_path / "merged"
+    assert cli(capsys, configure_merge_parser, run_merge, str(written.path), "--out", str(merged))[0] == 0
+    for path in merged.rglob("*"):
+        assert path.is_dir() or PLANTED_HF_TOKEN[1:].encode() not in path.read_bytes(), path
+    for configure, run, arguments in [(configure_render_parser, run_render, ("--json",)),
+                                      (configure_compare_parser, run_compare, (str(written.path), "--json"))]:
+        code, shown, _ = cli(capsys, configure, run, str(written.path), *arguments)
+        assert code == 0 and PLANTED_HF_TOKEN[1:] not in shown

@@ -391,3 +391,17 @@ def test_compare_redacts_a_secret_a_forged_record_holds(
     reseal_bundle(bundle, {"AC-10": plant})
     code, shown, _ = cli(capsys, configure_compare_parser, run_compare, str(bundle), str(bundle), *options)
     assert code == 0 and "median_speedup <" in shown and PLANTED_HF_TOKEN not in shown
+
+
+@pytest.mark.parametrize(("base", "new", "ratio"),
+                         [(5e-324, 1e308, None), (-1.7e308, 1.7e308, -1.0), (1e-300, 10**300, None)],
+                         ids=["ratio", "difference", "integer"])
+def test_a_change_past_what_a_float_holds_is_reported_not_a_traceback(
+    base: float, new: float, ratio: float | None
+) -> None:
+    """Finite figures the schema accepts whose change overflows (``--json`` cannot write inf)."""
+    comparison = _comparison(_record(base, at_least=None), _record(new, at_least=None))
+    (change,) = comparison.changes
+    assert (change.difference, change.ratio, change.change) == (None, ratio, Change.NOT_A_NUMBER)
+    written = json.dumps(comparison_json(comparison), allow_nan=False)
+    assert json.loads(written)["measurements"][0]["new"] == new

@@ -222,6 +222,17 @@ def test_the_rest_of_a_token_after_a_break_its_replaced_first_part_left_is_found
     assert TAIL not in REDACTOR.text(text)
 
 
+LONG_CUT = "PVwRrEVQs6OKaHpPCYOXvNTZv01Q87GGkZ6DQS"
+
+
+@pytest.mark.parametrize("escaped_break", ["\\x0a", "\\u000A", "\\x0d\\x0a"])
+def test_the_rest_of_a_token_after_an_escape_of_a_break_left_as_written_is_found(escaped_break: str) -> None:
+    """``\\x0a`` and ``\\u000a`` stay as written through the decoding step (a control character):
+    the rest of a token after one, its first part replaced alone, went out whole."""
+    redacted = REDACTOR.text(f"'{LONG_CUT[:29]}{escaped_break}{LONG_CUT[29:]}'")
+    assert "<SECRET>" in redacted and LONG_CUT[29:] not in redacted, redacted
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -75,6 +75,67 @@ def is_image(data: bytes) -> bool:
     return data.startswith(_IMAGE_MAGIC) or (data[:4] == b"RIFF" and data[8:12] == b"WEBP")
 
 
+_PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+_PNG_TEXT_BYTES = 16 * 1024 * 1024
+"""A compressed PNG text chunk expanding beyond this is not opened (the whole file is read then)."""
+
+
+def png_readable_parts(data: bytes) -> bytes | None:
+    """What of a PNG a reader can read as text: every byte but the compressed pixel data (IDAT),
+    with compressed text chunks (zTXt, compressed iTXt) opened, the parts one per line; None when
+    ``data`` is not a well-formed PNG (then all of it is read). Shape rules read pixel data as
+    random characters, and a long enough picture holds a run that looks like a credential: a
+    plot an honest run attached was withheld."""
+    if not data.startswith(_PNG_SIGNATURE):
+        return None
+    parts, position = [data[:8]], 8
+    while position < len(data):
+        if position + 12 > len(data):
+            return None
+        length = int.from_bytes(data[position : position + 4], "big")
+        kind = data[position + 4 : position + 8]
+        end = position + 12 + length
+        if end > len(data):
+            return None
+        body = data[position + 8 : end - 4]
+        if kind == b"IDAT":
+            parts.append(data[position : position + 8])
+        else:
+            try:
+                opened = _opened_png_text(kind, body)
+            except ValueError:
+                return None
+            parts += [data[position:end], *([opened] if opened is not None else [])]
+        position = end
+        if kind == b"IEND":
+            parts.append(data[position:])
+            break
+    return b"\n".join(parts)
+
+
+def _opened_png_text(kind: bytes, body: bytes) -> bytes | None:
+    """A zTXt or compressed iTXt chunk's text; None for other chunks; ValueError when it cannot
+    be opened (corrupt, or larger than :data:`_PNG_TEXT_BYTES`)."""
+    if kind == b"zTXt":
+        _, _, rest = body.partition(b"\0")
+        compressed = rest[1:]
+    elif kind == b"iTXt":
+        _, _, rest = body.partition(b"\0")
+        if rest[:1] != b"\x01":
+            return None
+        compressed = rest[2:].split(b"\0", 2)[-1]
+    else:
+        return None
+    inflater = zlib.decompressobj()
+    try:
+        text = inflater.decompress(compressed, _PNG_TEXT_BYTES)
+    except zlib.error as error:
+        raise ValueError(f"a {kind.decode()} chunk does not inflate: {error}") from None
+    if inflater.unconsumed_tail:
+        raise ValueError(f"a {kind.decode()} chunk inflates beyond {_PNG_TEXT_BYTES} bytes")
+    return text
+
+
 _STRAY_BYTES_SHARE = 0.05
 """Text may hold this share of bytes that are not text (a NUL, a cut UTF-8 sequence) and still be
 text: a log with a stray byte is redacted like a log, not withheld like a picture."""

@@ -68,6 +68,7 @@ from pytest_specgate.evidence._payloads import (
     container_redaction,
     is_image,
     is_mostly_text,
+    png_readable_parts,
     text_form,
 )
 from pytest_specgate.evidence._secret_rules import (
@@ -962,10 +963,13 @@ class Redactor:
         return PLACEHOLDERS[0].encode()
 
     def _holds_credential(self, data: bytes) -> bool:
-        """Whether a credential rule or a known secret matches ``data`` in any of its readings."""
+        """Whether a known secret is in ``data``, or a credential rule matches what of it a reader
+        can read (all of it but a PNG's pixel data, :func:`png_readable_parts`) in any reading."""
         credentials = self._credentials_view
+        readable = png_readable_parts(data)
+        readable = data if readable is None else readable
         return self.binary(data) != data or any(
-            credentials._through(data, codec, errors) != data for codec, errors in _BYTE_VIEWS
+            credentials._through(readable, codec, errors) != readable for codec, errors in _BYTE_VIEWS
         )
 
     @cached_property

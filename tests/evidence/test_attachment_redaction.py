@@ -88,17 +88,55 @@ def test_merge_across_hosts_with_different_redaction_patterns_verifies_and_leaks
     assert out.splitlines()[-1] == "specgate gate: accepted AC-10, AC-11"
 
 
-def _png_with_text(comment: bytes) -> bytes:
-    """A 1x1 PNG carrying ``comment`` in a tEXt chunk, as a plotting library writes its metadata."""
+def _png_chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
-    def chunk(kind: bytes, body: bytes) -> bytes:
-        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
 
+def _png(*, text: tuple[bytes, bytes] = (b"tEXt", b"Comment\x00"),
+         pixels: bytes = zlib.compress(b"\x00\xff\x00\x00"), after: bytes = b"") -> bytes:
+    """A 1x1 PNG: a text chunk (tEXt, zTXt or iTXt), ``pixels`` as its IDAT data, ``after`` past IEND."""
     header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)
     return b"".join([
-        b"\x89PNG\r\n\x1a\n", chunk(b"IHDR", header), chunk(b"tEXt", b"Comment\x00" + comment),
-        chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00")), chunk(b"IEND", b""),
+        b"\x89PNG\r\n\x1a\n", _png_chunk(b"IHDR", header), _png_chunk(*text),
+        _png_chunk(b"IDAT", pixels), _png_chunk(b"IEND", b""), after,
     ])
+
+
+def _png_with_text(comment: bytes) -> bytes:
+    """A 1x1 PNG carrying ``comment`` in a tEXt chunk, as a plotting library writes its metadata."""
+    return _png(text=(b"tEXt", b"Comment\x00" + comment))
+
+
+RANDOM_RUN = b"Xq9vR2mT7pL4sK8wZ3nB6yH1cD5f"
+"""28 characters that read as a generated credential to the shape rules."""
+
+
+def test_a_png_whose_pixel_data_reads_like_a_token_is_stored_byte_identical(tmp_path: Path) -> None:
+    """Compressed pixels are no text a reader can read: a long plot holds runs that look random."""
+    png = _png(pixels=b"\x78\x9c" + RANDOM_RUN + b"\x00\x01" + RANDOM_RUN.lower())
+    redactor = build_redactor(tmp_path, ())
+    assert redactor.secrets_only().text(png.decode("latin-1")) != png.decode("latin-1")
+    recorder = SyntheticRun(tmp_path, TEST_ENV).recorder("tests/test_plot.py::test_plot")
+    attachment = recorder.attach("p.png", png)
+    assert attachment.problem is None and attachment.sha256 == hashlib.sha256(png).hexdigest()
+
+
+def test_a_token_anywhere_a_png_holds_text_withholds_it(tmp_path: Path) -> None:
+    token = PLANTED_HF_TOKEN.encode()
+    itxt = b"Comment\x00\x01\x00en\x00Comment\x00" + zlib.compress(b"key " + token)
+    pictures = {
+        "tEXt": _png_with_text(b"token " + token),
+        "zTXt": _png(text=(b"zTXt", b"Comment\x00\x00" + zlib.compress(b"token " + token))),
+        "iTXt": _png(text=(b"iTXt", itxt)),
+        "past IEND": _png(after=b"token " + token),
+        "raw in IDAT": _png(pixels=b"\x78\x9c" + token),
+        "cut chunk": _png_with_text(b"x")[:-20] + b"token " + token,
+    }
+    recorder = SyntheticRun(tmp_path, TEST_ENV).recorder("tests/test_plot.py::test_plot")
+    for where, png in pictures.items():
+        attachment = recorder.attach("plot.png", png)
+        assert attachment.sha256 is None and attachment.problem is not None, where
+        assert attachment.problem.startswith("refused: binary content"), where
 
 
 def test_a_png_whose_bytes_look_like_addresses_is_stored_byte_identical(tmp_path: Path) -> None:

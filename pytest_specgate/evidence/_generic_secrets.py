@@ -428,7 +428,7 @@ KEYWORD_VALUE = (
     r"(?:[_.-][A-Za-z0-9]{1,12}|[A-Z][a-z0-9]{1,11})?)"
     r"[\"'\]]{0,2}[ \t]{0,4}(?:=>|:=|==?|:(?![:\\/]))[ \t]{0,4}"
     r"(?P<kvq>[\"'`])?"
-    r"(?P<kvv>(?(kvq)[^\"'`\r\n]{1,256}?(?=[\"'`])|[^\s\"'`,;&<>(){}\[\]]{1,256}+))"
+    r"(?P<kvv>(?(kvq)[^\"'`\n]{1,256}?(?=[\"'`])|[^\s\"'`,;&<>(){}\[\]]{1,256}+))"
 )
 """A credential-ish key in any case or separator (``password``, ``DB_PASSWORD``, ``Api-Key``,
 ``x-auth-token``, ``apiKey``), its closing quote, an assignment (``=``, ``:``, ``=>``, ``:=``; not the

@@ -150,6 +150,7 @@ def test_allowlist_entries_are_named_and_a_vendor_prefix_is_not_an_id(run: str, 
     ("text", "expected"),
     [
         ("password=hunter22", "password=<SECRET>"),
+        ("password: \"Pa55\rword\"", "password: \"<SECRET>\""),
         ("DB_PASSWORD: 'correct horse battery staple'", "DB_PASSWORD: '<SECRET>'"),
         ("Api-Key = \"x9Fq2LmZ8\"", "Api-Key = \"<SECRET>\""),
         ("{\"apiKey\": \"abc\"}", "{\"apiKey\": \"<SECRET>\"}"),

@@ -1,7 +1,8 @@
 """SPEC-028 FR-1: with no draft model configured, answers are byte-identical to the build before.
 
 Operators who never set a draft must see no change at all: same bytes in every
-response (apart from the per-response ``id`` and ``created``), streamed or not,
+response (apart from the per-response ``id`` and ``created``, and the server's
+``system_fingerprint``, which names the host it runs on), streamed or not,
 greedy or sampled, and telemetry saying speculation is off. A stream is compared
 by what it delivers (``stream_as_delivered``), not by where the server cut it into
 events: that depends on how fast the client reads, in the build before as well.
@@ -64,8 +65,18 @@ def _answers(engine: Engine, served_as: str) -> list[ReferenceResponse]:
 
 
 def _comparable(body: object) -> object:
-    """A non-streamed body as it is; a stream (a list of events) as what it delivers."""
-    return stream_as_delivered(body) if isinstance(body, list) else body
+    """A non-streamed body as it is; a stream (a list of events) as what it delivers; either
+    without ``system_fingerprint``, which names the host rather than the answer (mlx-lm puts the
+    kernel's platform string in it, so a kernel update changed every answer's bytes)."""
+    if isinstance(body, list):
+        return stream_as_delivered([_without_fingerprint(event) for event in body])
+    return _without_fingerprint(body)
+
+
+def _without_fingerprint(body: object) -> object:
+    if isinstance(body, dict):
+        return {key: value for key, value in body.items() if key != "system_fingerprint"}
+    return body
 
 
 def _first_difference(got: object, want: object, where: str = "") -> str:

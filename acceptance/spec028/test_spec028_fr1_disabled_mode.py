@@ -1,8 +1,8 @@
 """SPEC-028 FR-1: with no draft model configured, answers are byte-identical to the build before.
 
 Operators who never set a draft must see no change at all: same bytes in every
-response (apart from the per-response ``id`` and ``created``, and the server's
-``system_fingerprint``, which names the host it runs on), streamed or not,
+response (apart from the per-response ``id`` and ``created``, and the host's
+operating-system release inside ``system_fingerprint``), streamed or not,
 greedy or sampled, and telemetry saying speculation is off. A stream is compared
 by what it delivers (``stream_as_delivered``), not by where the server cut it into
 events: that depends on how fast the client reads, in the build before as well.
@@ -14,6 +14,7 @@ and pinned by sha256, never a second server of the build under test.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -66,17 +67,22 @@ def _answers(engine: Engine, served_as: str) -> list[ReferenceResponse]:
 
 def _comparable(body: object) -> object:
     """A non-streamed body as it is; a stream (a list of events) as what it delivers; either
-    without ``system_fingerprint``, which names the host rather than the answer (mlx-lm puts the
-    kernel's platform string in it, so a kernel update changed every answer's bytes)."""
+    with the host's operating-system release taken out of ``system_fingerprint`` (mlx-lm writes
+    the kernel's platform string there, so a kernel update changed every answer's bytes; a
+    fingerprint the build before lacked, or any other change to it, still differs)."""
     if isinstance(body, list):
-        return stream_as_delivered([_without_fingerprint(event) for event in body])
-    return _without_fingerprint(body)
+        return stream_as_delivered([_host_neutral(event) for event in body])
+    return _host_neutral(body)
 
 
-def _without_fingerprint(body: object) -> object:
-    if isinstance(body, dict):
-        return {key: value for key, value in body.items() if key != "system_fingerprint"}
-    return body
+_OS_RELEASE = re.compile(r"(?<=Linux-)\S+?(?=-(?:x86_64|aarch64|arm64)\b)|(?<=macOS-)[0-9.]+")
+
+
+def _host_neutral(body: object) -> object:
+    fingerprint = body.get("system_fingerprint") if isinstance(body, dict) else None
+    if not isinstance(body, dict) or not isinstance(fingerprint, str):
+        return body
+    return {**body, "system_fingerprint": _OS_RELEASE.sub("<os release>", fingerprint)}
 
 
 def _first_difference(got: object, want: object, where: str = "") -> str:

@@ -49,14 +49,17 @@ class PolicyVerdict:
 
 @dataclass(frozen=True)
 class JudgedRecord:
-    """A record the collector built and judged once: its ``document`` carries the verdict's
-    labels (outcome, qualification, reasons, mode, waiver), ``record`` is its typed view and
+    """A record the collector built and judged once: ``record`` is its typed view, its document
+    carrying the verdict's labels (outcome, qualification, reasons, mode, waiver), and
     ``verdict`` what :func:`judge` said of it. The bundle writer takes these as they are instead
     of judging each record a second time; the gate still judges what it reads."""
 
-    document: dict[str, JsonValue]
     record: AcRecord
     verdict: PolicyVerdict
+
+    @property
+    def document(self) -> Mapping[str, JsonValue]:
+        return self.record.document
 
 
 def judged_record(facts: Mapping[str, JsonValue]) -> JudgedRecord:
@@ -77,7 +80,7 @@ def judged_record(facts: Mapping[str, JsonValue]) -> JudgedRecord:
         built, outcome=verdict.outcome, qualifying=verdict.qualifying, reasons=verdict.reasons,
         mode=verdict.mode, waiver=verdict.waiver, document=document,
     )
-    return JudgedRecord(document=document, record=record, verdict=verdict)
+    return JudgedRecord(record=record, verdict=verdict)
 
 
 def ac_outcome(outcomes: Iterable[str]) -> AcOutcome:

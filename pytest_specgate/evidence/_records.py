@@ -375,7 +375,7 @@ def build_ac_record(
     missing_attachments: Iterable[str] = (),
 ) -> dict[str, JsonValue]:
     """The ``specgate.evidence/v3`` record of one AC (tests ordered by node id), judged by the policy."""
-    return judged_ac_record(ac_id, results, run, missing_attachments).document
+    return dict(judged_ac_record(ac_id, results, run, missing_attachments).document)
 
 
 def judged_ac_record(

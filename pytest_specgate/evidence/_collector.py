@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import functools
 import gc
 import os
 import platform
@@ -120,13 +121,12 @@ def bound_source(source: SourceState, rootdir: Path, imported: Iterable[Path]) -
 def _now() -> str:
     """The time, to the second, as evidence writes it; formatted once a second, not once a line
     (two journal lines per AC test asked ``strftime`` two thousand times in a 1,000-AC run)."""
-    second = int(time.time())
-    if _LAST_SECOND[0] != second:
-        _LAST_SECOND[:] = [second, utc_timestamp(dt.datetime.fromtimestamp(second, dt.UTC))]
-    return str(_LAST_SECOND[1])
+    return _second_text(int(time.time()))
 
 
-_LAST_SECOND: list[int | str] = [-1, ""]
+@functools.lru_cache(maxsize=1)
+def _second_text(second: int) -> str:
+    return utc_timestamp(dt.datetime.fromtimestamp(second, dt.UTC))
 
 
 def _phase(report: pytest.TestReport, redactor: Redactor) -> PhaseResult:

@@ -255,24 +255,30 @@ class RedactionRule:
     def claims_in_windows(
         self,
         text: str,
-        lowered: str | None,
         windows: Sequence[tuple[int, int]],
+        lowered: Sequence[str | None],
         lines_found: dict[re.Pattern[str], tuple[object, list[tuple[int, int]]]],
     ) -> Iterator[tuple[Claim, int, int]]:
         """:meth:`claims_in_text` within ``windows`` (whole lines, each ending before its line
-        break): the lines :attr:`lines_with` finds in them, or all of each. ``lines_found`` keeps
-        the lines a pattern found in these same windows, for the next rule naming it."""
-        if self.lines_with is None or lowered is None:
+        break; ``lowered`` holds each one's :func:`folded` form): the lines :attr:`lines_with`
+        finds in them, or all of each. ``lines_found`` keeps the lines a pattern found in these
+        same windows, for the next rule naming it."""
+        gate = self.lines_with
+        if gate is None:
             for start, end in windows:
                 yield from self.claims(text, start, end)
             return
-        cached = lines_found.get(self.lines_with)
+        cached = lines_found.get(gate)
         if cached is not None and cached[0] is windows:
             lines = cached[1]
         else:
-            gate = self.lines_with
-            lines = [line for start, end in windows for line in _lines_matching(gate, lowered, start, end)]
-            lines_found[self.lines_with] = (windows, lines)
+            lines = []
+            for (start, end), window in zip(windows, lowered, strict=True):
+                if window is None:
+                    lines.append((start, end))
+                else:
+                    lines += [(start + s, start + e) for s, e in _lines_matching(gate, window)]
+            lines_found[gate] = (windows, lines)
         for start, end in lines:
             yield from self.claims(text, start, end)
 
@@ -841,22 +847,38 @@ class Redactor:
     def _claims(self, text: str, changed: Iterable[tuple[int, int]] | None = None) -> list[Claim]:
         """One pass's claims: every rule in order over the whole text, or, given the spans that
         ``changed`` since a pass over the whole text, over their :class:`_Neighbourhood`."""
-        claims = [(span.start(), span.end(), span.group(0)) for span in _PROTECTED.finditer(text)]
-        near = None if changed is None else _Neighbourhood(text, changed)
         known = self._known.rule
-        lowered = folded(text)
-        lines_found: dict[re.Pattern[str], list[tuple[int, int]]] = {}
+        rules = self.rules if known is None else (known, *self.rules)
+        if changed is None:
+            claims = _protected(text, [(0, len(text))])
+            lowered = folded(text)
+            lines_found: dict[re.Pattern[str], list[tuple[int, int]]] = {}
+            for rule in rules:
+                if not rule.needs or any(literal in text for literal in rule.needs):
+                    claims = _claim(text, claims, rule, rule.claims_in_text(text, lowered, lines_found))[0]
+            return claims
+        near = _Neighbourhood(text, changed)
+        # The placeholders a search may meet: those in the windows searched; all of them once a
+        # rule searching the whole text finds something.
+        covered = near.joined()
+        claims, everywhere = _protected(text, covered), False
         window_lines: dict[re.Pattern[str], tuple[object, list[tuple[int, int]]]] = {}
-        for rule in self.rules if known is None else (known, *self.rules):
+        for rule in rules:
             if rule.needs and not any(literal in text for literal in rule.needs):
                 continue
-            if near is None or rule.scope == "text":
-                found = rule.claims_in_text(text, lowered, lines_found)
+            if not everywhere and near.joined() is not covered:
+                covered = near.joined()
+                claims = sorted({*claims, *_protected(text, covered)})
+            found: Iterable[tuple[Claim, int, int]]
+            if rule.scope == "text":
+                found = list(rule.claims(text, 0, len(text)))
+                if found and not everywhere:
+                    claims, everywhere = sorted({*claims, *_protected(text, [(0, len(text))])}), True
             else:
                 windows = near.lines if rule.scope == "line" else near.joined()
-                found = rule.claims_in_windows(text, lowered, windows, window_lines)
+                found = rule.claims_in_windows(text, windows, near.lowered(windows), window_lines)
             claims, added = _claim(text, claims, rule, found)
-            if near is not None and added:
+            if added:
                 near.touch((start, end) for start, end, _ in added)
         return claims
 
@@ -1082,9 +1104,10 @@ def _claim(
     the text they leave free; and those new claims.
 
     A match that runs into an earlier claim is not dropped: the rule searches again inside
-    the free gaps that match touched, as if each gap, cut to the lines the match spans, were a
-    text of its own. The cut keeps a claim's effect local: a match never makes the rule search
-    lines far from it (a gap can run on for pages), which the later passes rely on.
+    the free gaps that match touched, as if each gap were a text of its own, for matches that
+    start on the lines the match spans. That keeps a claim's effect local: a match never makes
+    the rule search lines far from it (a gap can run on for pages), which the later passes rely
+    on (:class:`_Neighbourhood`).
     """
     accepted: list[Claim] = []
     searched: set[tuple[int, int]] = set()
@@ -1099,10 +1122,13 @@ def _claim(
         lines_end = text.find("\n", match_end)
         lines_end = len(text) if lines_end < 0 else lines_end
         for gap_start, gap_end in _gaps_touched(claims, index, match_start, match_end, len(text)):
-            gap = max(gap_start, lines_start), min(gap_end, lines_end)
-            if gap[0] < gap[1] and gap not in searched:
+            gap = max(gap_start, lines_start), gap_end
+            if gap[0] <= lines_end and gap not in searched:
                 searched.add(gap)
-                accepted += [inner for inner, _, _ in rule.claims(text, *gap)]
+                for inner, inner_start, _ in rule.claims(text, *gap):
+                    if inner_start > lines_end:
+                        break
+                    accepted.append(inner)
     if not accepted:
         return claims, []
     accepted.sort()
@@ -1125,21 +1151,18 @@ def folded(text: str) -> str | None:
     return lowered.translate(_FOLDS) if "ſ" in lowered or "ı" in lowered else lowered
 
 
-def _lines_matching(
-    gate: re.Pattern[str], text: str, position: int = 0, length: int | None = None
-) -> list[tuple[int, int]]:
-    """The lines of ``text`` (of ``text[position:length]``, whole lines) that ``gate`` matches
-    in, each with its line break, neighbours merged: one search per line found, the rest
-    skipped at the speed of the regex engine."""
+def _lines_matching(gate: re.Pattern[str], text: str) -> list[tuple[int, int]]:
+    """The lines of ``text`` that ``gate`` matches in, each with its line break, neighbours
+    merged: one search per line found, the rest skipped at the speed of the regex engine."""
     windows: list[tuple[int, int]] = []
-    length = len(text) if length is None else length
+    position, length = 0, len(text)
     while position < length:
-        found = gate.search(text, position, length)
+        found = gate.search(text, position)
         if found is None:
             break
         newline = text.rfind("\n", position, found.start())
         start = position if newline < 0 else newline + 1
-        end = text.find("\n", found.start(), length)
+        end = text.find("\n", found.start())
         end = length if end < 0 else end + 1
         if windows and start <= windows[-1][1]:
             windows[-1] = (windows[-1][0], end)
@@ -1231,7 +1254,16 @@ class _Neighbourhood:
         self.lines: list[tuple[int, int]] = []
         """Whole lines (each window ends at a line break or the text's end), sorted, apart."""
         self._joined: list[tuple[int, int]] | None = None
+        self._lowered: dict[int, tuple[list[tuple[int, int]], list[str | None]]] = {}
         self.touch(changed)
+
+    def lowered(self, windows: list[tuple[int, int]]) -> list[str | None]:
+        """The :func:`folded` form of each of ``windows`` (:attr:`lines` or :meth:`joined`)."""
+        cached = self._lowered.get(id(windows))
+        if cached is None or cached[0] is not windows:
+            cached = windows, [folded(self.text[start:end]) for start, end in windows]
+            self._lowered[id(windows)] = cached
+        return cached[1]
 
     def touch(self, spans: Iterable[tuple[int, int]]) -> None:
         """Add the lines ``spans`` lie on (a new list, so a cache keyed by the old one expires)."""
@@ -1282,6 +1314,16 @@ class _Neighbourhood:
                 windows.append((start, end))
         self._joined = windows
         return windows
+
+
+def _protected(text: str, windows: Iterable[tuple[int, int]]) -> list[Claim]:
+    """The spans :data:`_PROTECTED` matches in ``windows`` (none crosses a line), each claimed
+    by itself: no rule may claim them."""
+    return [
+        (span.start(), span.end(), span.group(0))
+        for start, end in windows
+        for span in _PROTECTED.finditer(text, start, end)
+    ]
 
 
 def _without_overlaps(claims: list[Claim]) -> list[Claim]:

@@ -1,4 +1,5 @@
-"""Who owns a file a run imported: the repository, an installed distribution, or the interpreter.
+"""Who owns a file a run imported: the repository, an installed distribution, the interpreter, or
+the tool that made the virtual environment.
 
 Every imported file resolves to one owner or is foreign. A repository file is bound by its git
 blob hash elsewhere (source binding). An installed distribution owns a file its ``RECORD`` lists
@@ -6,7 +7,8 @@ while the file still hashes as listed, so an edit after installing makes it fore
 are relative to the site directory, so ``../../../bin/pytest`` is the console script, and the
 ``__main__`` run from it is that distribution's. The interpreter owns its standard library as
 named there, links included: Debian links ``/usr/lib/python3.X/sitecustomize.py`` to a file
-under ``/etc``.
+under ``/etc``. The environment owns the ``_virtualenv`` files virtualenv and uv write into a
+venv's site directory while they hold a content a released tool wrote (``_venv_tools``).
 
 RECORDs are read lazily, as bytes, and searched for the files a run imported (not parsed
 into ``Distribution.files``, an object per line: 60,000 lines in a vLLM environment take most of
@@ -28,6 +30,8 @@ from pathlib import Path
 from types import FunctionType
 from typing import Final, Literal
 
+from pytest_specgate.evidence._venv_tools import venv_tool_file
+
 __all__ = ["FOREIGN_CAUSES", "InstalledIndex", "Locations", "Owner", "module_owner"]
 
 FOREIGN_CAUSES: Final = ("outside", "unrecorded", "edited", "unhashed", "not-a-file", "no-file", "frozen")
@@ -42,7 +46,7 @@ class Owner:
     """One file's owner: ``kind`` and, for a distribution's file, its name; ``cause`` (one of
     ``FOREIGN_CAUSES``) says why a foreign one is foreign."""
 
-    kind: Literal["repository", "distribution", "interpreter", "foreign"]
+    kind: Literal["repository", "distribution", "interpreter", "environment", "foreign"]
     distribution: str | None = None
     cause: str | None = None
 
@@ -52,6 +56,7 @@ class Owner:
 
 
 _INTERPRETER: Final = Owner("interpreter")
+_ENVIRONMENT: Final = Owner("environment")
 
 
 @dataclass(eq=False)
@@ -245,7 +250,7 @@ class Locations:
         if not os.path.isfile(path):
             return Owner("foreign", cause="not-a-file")
         if in_site:
-            return self._installed(path) or Owner("foreign", cause="unrecorded")
+            return self._installed(path) or self._environment(path) or Owner("foreign", cause="unrecorded")
         real = os.path.realpath(path)
         if real != path and _under(real, self._site_roots):
             return self._installed(path) or Owner("foreign", cause="unrecorded")
@@ -284,6 +289,9 @@ class Locations:
         if matches:
             return Owner("distribution", distribution)
         return Owner("foreign", distribution, "unhashed" if matches is None else "edited")
+
+    def _environment(self, path: str) -> Owner | None:
+        return _ENVIRONMENT if venv_tool_file(path, self._site_roots) is not None else None
 
     def _in_stdlib(self, path: str) -> bool:
         """Under the standard library as named (links allowed: the interpreter's own files), but

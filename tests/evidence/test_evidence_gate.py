@@ -542,16 +542,18 @@ def test_not_qualifying_reasons_print_one_per_line_grouped_as_the_block_groups_t
 
 
 def test_a_problem_several_acs_share_is_one_line_naming_them_in_the_order_met() -> None:
+    """A line is worded from records alone (and may skip the output's line pass) only where every
+    AC it names has the problem so: one AC's problem worded from elsewhere keeps the line's pass."""
     from pytest_specgate.evidence.cli_commands import lines_naming_acs
 
-    problems = [("AC-10", "diagnostic run"), ("AC-10", "outcome is failed, not passed"),
-                ("AC-11", "diagnostic run"), ("AC-12", "diagnostic run"),
-                ("AC-12", "outcome is failed, not passed"),
-                ("AC-11", "not qualifying under specgate.policy/1: t.py::test_a: failed: below")]
+    problems = [("AC-10", "diagnostic run", True), ("AC-10", "outcome is failed, not passed", True),
+                ("AC-11", "diagnostic run", True), ("AC-12", "diagnostic run", False),
+                ("AC-12", "outcome is failed, not passed", True),
+                ("AC-11", "not qualifying under specgate.policy/1: t.py::test_a: failed: below", True)]
     assert lines_naming_acs(problems) == [
-        "AC-10, AC-11, AC-12: diagnostic run",
-        "AC-10, AC-12: outcome is failed, not passed",
-        "AC-11: not qualifying under specgate.policy/1: t.py::test_a: failed: below",
+        ("AC-10, AC-11, AC-12: diagnostic run", False),
+        ("AC-10, AC-12: outcome is failed, not passed", True),
+        ("AC-11: not qualifying under specgate.policy/1: t.py::test_a: failed: below", True),
     ]
 
 

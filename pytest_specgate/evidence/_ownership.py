@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import machinery, metadata
 from pathlib import Path
-from types import FunctionType
+from types import FunctionType, ModuleType
 from typing import Final, Literal
 
 from pytest_specgate.evidence._venv_tools import venv_tool_file
@@ -317,6 +317,8 @@ def module_owner(name: str, module: object, locations: Locations) -> Owner | Non
     """
     where = getattr(module, "__file__", None)
     if isinstance(where, str):
+        if isinstance(module, ModuleType) and type(module) is not ModuleType and not os.path.isabs(where):
+            return _module_object_owner(module, locations)
         return locations.owner(where)
     spec = getattr(module, "__spec__", None)
     origin = getattr(spec, "origin", None)
@@ -329,6 +331,12 @@ def module_owner(name: str, module: object, locations: Locations) -> Owner | Non
         return None
     if name in ("__main__", "__mp_main__"):
         return Owner("foreign", cause="no-file")
+    return _functions_owner(module, locations)
+
+
+def _functions_owner(module: object, locations: Locations) -> Owner | None:
+    """The owner of the files a module's functions were compiled from (the first foreign one if
+    any); foreign when one was compiled from no file; None when it holds no function."""
     compiled_from = {value.__code__.co_filename for value in getattr(module, "__dict__", {}).values()
                      if isinstance(value, FunctionType)}
     if not compiled_from:
@@ -337,3 +345,16 @@ def module_owner(name: str, module: object, locations: Locations) -> Owner | Non
         return Owner("foreign", cause="no-file")
     owners = [locations.owner(source) for source in sorted(compiled_from)]
     return next((owner for owner in owners if owner.foreign), owners[0])
+
+
+def _module_object_owner(module: ModuleType, locations: Locations) -> Owner:
+    """A module object of a ``ModuleType`` subclass that names a relative ``__file__``: PyTorch
+    puts one in ``sys.modules`` as ``torch.classes`` (``__file__ = "_classes.py"``). Its code is
+    its class's, so it is judged by the file that class was defined in, and by the files of any
+    function it holds; foreign when that class comes from no file."""
+    defined_in = getattr(sys.modules.get(type(module).__module__), "__file__", None)
+    if not isinstance(defined_in, str) or not os.path.isabs(defined_in):
+        return Owner("foreign", cause="no-file")
+    owner = locations.owner(defined_in)
+    held = _functions_owner(module, locations)
+    return next((found for found in (owner, held) if found is not None and found.foreign), owner)

@@ -364,3 +364,33 @@ def test_the_judge_checks_a_recorded_environment_claim_itself(path: str, sha256:
     remake = ("the venv's _virtualenv files hold a content no known virtualenv or uv release wrote: "
               "make the venv again with python -m venv or uv 0.13 or later, which write none")
     assert reasons[1:] == ([remake] if path.endswith("/_virtualenv.pth") else [])
+
+
+def _module_object(name: str, defined_in: str | None, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """What PyTorch puts in ``sys.modules`` as ``torch.classes``: an instance of a ``ModuleType``
+    subclass whose ``__file__`` is relative, its class defined in the module ``name``."""
+    defining = types.ModuleType(name)
+    if defined_in is not None:
+        defining.__file__ = defined_in
+    monkeypatch.setitem(sys.modules, name, defining)
+    classes = type("_Classes", (types.ModuleType,), {"__module__": name, "__file__": "_classes.py"})
+    return classes("tool.classes")
+
+
+def test_a_module_object_with_a_relative_file_is_its_classs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, site = _venv(tmp_path)
+    where = _locations(site)
+    honest = _module_object("tool.cli", str(site / "tool" / "cli.py"), monkeypatch)
+    assert module_owner("tool.classes", honest, where) == Owner("distribution", "tool")
+    (tmp_path / "elsewhere.py").write_text("")
+    outside = _module_object("elsewhere", str(tmp_path / "elsewhere.py"), monkeypatch)
+    assert module_owner("tool.classes", outside, where) == Owner("foreign", cause="outside")
+    nowhere = _module_object("made_at_run_time", None, monkeypatch)
+    assert module_owner("tool.classes", nowhere, where) == Owner("foreign", cause="no-file")
+    exec("def patched_judge(*args):\n    return []\n", honest.__dict__)
+    assert module_owner("tool.classes", honest, where) == Owner("foreign", cause="no-file")
+    plain = types.ModuleType("plain")
+    plain.__file__ = "_classes.py"
+    assert module_owner("plain", plain, where) == Owner("foreign", cause="not-a-file")

@@ -562,6 +562,12 @@ def block_difference(block: EvidenceBlock, expected: str) -> str | None:
     """
     rendered = expected.split("\n")
     heading = next((index for index, line in enumerate(rendered) if line.lstrip().startswith("#")), -1)
+    # A block pasted as written shows the very lines rendered: equal lines are equal once
+    # whitespace is collapsed, and a line is dropped as blank on both sides alike (split() and
+    # strip() know the same whitespace), so only a block that differs is normalised line by line.
+    shown_as_is = [text for _, text in block.body if text.strip()]
+    if shown_as_is == [line for line in rendered[heading + 1 :] if line.strip()]:
+        return None
     wanted = [line for line in map(_normalised, rendered[heading + 1 :]) if line]
     shown = [(number, line) for number, text in block.body if (line := _normalised(text))]
     for index in range(max(len(wanted), len(shown))):

@@ -21,6 +21,8 @@ from evidence_testkit import (
     qualifying_bundle,
     reseal_bundle,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_specgate.evidence import BundleError, WrittenBundle, load_bundle, read_records, verify_bundle
 from pytest_specgate.evidence._gate import CommitChoice, GateInputError, resolve_commit
@@ -584,3 +586,14 @@ def test_a_forged_node_id_cannot_print_a_line_of_its_own_in_the_gates_output_or_
     assert all(line.startswith("AC-10") for line in printed.splitlines()), printed
     table = summary.read_text().splitlines()[summary.read_text().splitlines().index("|---|---|---|---|") + 1:]
     assert [row.startswith("| AC-10 |") for row in table if row] == [True], table
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from("a- \t\u00a0\u2003\u3000\x1c\x0b\x85|"), max_size=6)))
+def test_lines_equal_as_pasted_are_equal_once_whitespace_is_collapsed(lines: list[str]) -> None:
+    """``block_difference`` accepts a block whose non-blank lines equal the rendering's as they
+    are, without normalising them: a line is blank to ``strip()`` exactly when ``split()`` finds
+    no word in it (every Unicode space, ``\\x1c`` and ``\\x85`` too), so both sides drop the same."""
+    from pytest_specgate.evidence._gate import _normalised
+
+    as_pasted = [line for line in lines if line.strip()]
+    assert [line for line in map(_normalised, lines) if line] == list(map(_normalised, as_pasted))

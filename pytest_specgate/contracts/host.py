@@ -22,6 +22,7 @@ from pytest_specgate.contracts.errors import SpecgateInputError
 __all__ = [
     "GIB",
     "HOST_FACTS_SCHEMA",
+    "NVIDIA_DRIVER_DIRS",
     "OS_NAMES",
     "SYSTEM_TOOL_DIRS",
     "GpuFacts",
@@ -43,7 +44,14 @@ OS_NAMES: Final = {"macos": "macOS", "linux": "Linux", "windows": "Windows"}
 """Each OS a host-facts document may name, and how a reader sees it."""
 
 
-SYSTEM_TOOL_DIRS: Final = ("/usr/bin", "/bin", "/usr/sbin", "/sbin")
+NVIDIA_DRIVER_DIRS: Final = ("/usr/local/nvidia/bin", "/usr/local/nvidia/lib64", "/usr/local/nvidia/lib")
+"""Where GPU containers find the host's NVIDIA driver (``nvidia-smi`` and ``libnvidia-ml``) when it
+is mounted rather than installed: Kubernetes GPU nodes (GKE) mount it there, and NVIDIA's CUDA
+images put these folders on ``PATH`` and ``LD_LIBRARY_PATH``. An H200 container seen here had
+both tools nowhere else. Trusted like the system's own folders, with the same test: the file
+is owned by root and writable by nobody else."""
+
+SYSTEM_TOOL_DIRS: Final = ("/usr/bin", "/bin", "/usr/sbin", "/sbin", NVIDIA_DRIVER_DIRS[0])
 """Where the probe trusts a tool (``nvidia-smi``, ``sysctl``) to be found. ``/usr/local/bin`` is
 left out on purpose: Homebrew and hand installs make it writable without root."""
 

@@ -24,6 +24,7 @@ __all__ = [
     "SpecPayload",
     "UnbundledEvidence",
     "empty_payload",
+    "later_phase_payload",
     "mismatched_hardware_runs",
     "payload_of",
     "spec_payload",
@@ -69,11 +70,31 @@ def spec_payload(
     ``engines`` are the plugin's own records of the engines this test was handed; nothing the
     test recorded (``recorded``) can replace them.
     """
-    return {
+    first: SpecPayload = {
         "nodeid": nodeid,
         "ac": dict(ac) if ac is not None else None,
         "hardware": verdict.to_dict() if verdict is not None else None,
         "mode": decision.mode.value if decision is not None else "default",
+        "measurements": [],
+        "attachments": [],
+        "notes": {},
+        "engines": [],
+    }
+    return later_phase_payload(first, recorded, engines)
+
+
+def later_phase_payload(
+    first: SpecPayload, recorded: RecordedProperties | None, engines: Sequence[Mapping[str, Any]] = ()
+) -> SpecPayload:
+    """The payload of a later phase of the test whose earlier phase carried ``first``: the test's
+    node id, AC, hardware verdict and run mode do not change between its phases, so they are
+    ``first``'s (the same dicts: a payload is read, never written to); what it recorded by now
+    (``recorded``) and its ``engines`` are this phase's."""
+    return {
+        "nodeid": first["nodeid"],
+        "ac": first["ac"],
+        "hardware": first["hardware"],
+        "mode": first["mode"],
         "measurements": recorded["measurements"] if recorded else [],
         "attachments": recorded["attachments"] if recorded else [],
         "notes": recorded["notes"] if recorded else {},

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Literal, cast
 
 from pytest_specgate.contracts.host import HostFactsError, HostProvenance
@@ -107,9 +108,10 @@ class Measurement:
     confidence_level: float | None = None
     decide: Decide = "point"
 
-    @property
+    @cached_property
     def verdict(self) -> ThresholdVerdict:
-        """Passed, failed or inconclusive, computed from value, interval, bounds and rule."""
+        """Passed, failed or inconclusive, computed from value, interval, bounds and rule, once:
+        the recorder's soft check, the record's row, its ``passed`` and the judge all read it."""
         value = float(self.value) if isinstance(self.value, int | float) else math.nan
         return three_way_verdict(value, self.at_least, self.at_most, self.ci_low, self.ci_high,
                                  self.decide)

@@ -38,7 +38,7 @@ from pytest_specgate.contracts.payload import SpecPayload, payload_of
 from pytest_specgate.evidence._bundle import RECEIPT_NAME, RECEIPT_SCHEMA_ID, FileEntry
 from pytest_specgate.evidence._journal import JOURNAL_NAME, RunJournal
 from pytest_specgate.evidence._jsonio import replace_atomically, utc_timestamp
-from pytest_specgate.evidence._nodeids import redacted_nodeid
+from pytest_specgate.evidence._nodeids import NodeIdRedactor
 from pytest_specgate.evidence._payloads import RefusedPayload
 from pytest_specgate.evidence._policy import JudgedRecord
 from pytest_specgate.evidence._recorder import staging_dir
@@ -222,6 +222,8 @@ class EvidenceCollector:
         self._job_nonce = job_nonce
         self._environ = os.environ if environ is None else environ
         self.redactor: Redactor = build_redactor(rootdir, redact_patterns, self._environ)
+        self.nodeid = NodeIdRedactor(self.redactor)
+        """Redacts each node id once for the journal, the records, the receipt and the run's facts."""
         started = dt.datetime.now(dt.UTC)
         self.run_id = new_run_id(started)
         self._folder = prepare_evidence_dir(evidence_dir, self.run_id)
@@ -258,7 +260,7 @@ class EvidenceCollector:
         self._running: dict[str, None] = {}
         self._ac_by_nodeid: dict[str, str] = {}
         self._finished: dict[str, None] = {}
-        self._journal = RunJournal(self.run_dir / JOURNAL_NAME, self.redactor)
+        self._journal = RunJournal(self.run_dir / JOURNAL_NAME, self.nodeid)
         self._receipt_written = False
         self.bundle: WrittenBundle | None = None
         self.write_problem: str | None = None
@@ -423,12 +425,12 @@ class EvidenceCollector:
             outcome, message = fold_outcome(phases, finished=nodeid in self._finished)
             tests.append(
                 ExecutedTest(
-                    nodeid=redacted_nodeid(self.redactor, nodeid),
+                    nodeid=self.nodeid(nodeid),
                     outcome=outcome,
                     message=message,
                     duration=sum(phase.duration for phase in phases.values()),
                     phases=tuple(phases[when] for when in ("setup", "call", "teardown") if when in phases),
-                    properties=captured_payload(properties, self.redactor),
+                    properties=captured_payload(properties, self.nodeid),
                 )
             )
         return tests
@@ -436,7 +438,7 @@ class EvidenceCollector:
     def _run_facts(self, interrupted: bool) -> RunFacts:
         """The run's facts with their text redacted here, once, so every AC record is built
         from parts already redacted (the record-wide pass at the write then changes nothing)."""
-        return redacted_run_facts(self._raw_run_facts(interrupted), self.redactor)
+        return redacted_run_facts(self._raw_run_facts(interrupted), self.nodeid)
 
     def _raw_run_facts(self, interrupted: bool) -> RunFacts:
         return RunFacts(
@@ -535,7 +537,7 @@ class EvidenceCollector:
             "verdict": verdict,
             "reasons": reasons,
             "running": [
-                {"nodeid": redacted_nodeid(self.redactor, nodeid), "ac": self._ac_by_nodeid.get(nodeid)}
+                {"nodeid": self.nodeid(nodeid), "ac": self._ac_by_nodeid.get(nodeid)}
                 for nodeid in sorted(self._running)
             ],
             "tests_finished": len(self._finished),
@@ -552,19 +554,21 @@ class EvidenceCollector:
             write_redacted(self.redactor, self.run_dir / RECEIPT_NAME, receipt)
 
 
-def captured_payload(payload: SpecPayload, redactor: Redactor) -> SpecPayload:
+def captured_payload(payload: SpecPayload, nodeid: NodeIdRedactor) -> SpecPayload:
     """An AC test's payload with its free text redacted as it enters the run, once (the
-    redactor memoises): the marker's spec, title and waiver reason, the hardware verdict's
-    words, the measurements' names, units and text values, attachment names and problems,
-    notes and engine records. Fields the record schema constrains (the AC id, the gate a
-    waiver names, the run mode, a measurement's rule, digests) are kept as they are, so a
-    redaction rule can never turn a valid record into one the gate refuses."""
+    redactor memoises; ``nodeid`` is the run's node-id redaction and holds it): the marker's
+    spec, title and waiver reason, the hardware verdict's words, the measurements' names, units
+    and text values, attachment names and problems, notes and engine records. Fields the record
+    schema constrains (the AC id, the gate a waiver names, the run mode, a measurement's rule,
+    digests) are kept as they are, so a redaction rule can never turn a valid record into one
+    the gate refuses."""
+    redactor = nodeid.redactor
     text, value = redactor.text, redactor.value
     ac = payload["ac"]
     hardware = payload["hardware"]
     return {
         **payload,
-        "nodeid": redacted_nodeid(redactor, payload["nodeid"]),
+        "nodeid": nodeid(payload["nodeid"]),
         "ac": None if ac is None else {
             name: text(item) if name in ("spec", "title", "reason") and isinstance(item, str) else item
             for name, item in ac.items()
@@ -603,9 +607,11 @@ def _captured_hardware(hardware: Mapping[str, JsonValue], redactor: Redactor) ->
     return captured
 
 
-def redacted_run_facts(run: RunFacts, redactor: Redactor) -> RunFacts:
-    """``run`` with every text a host, a repository or a command line put in it redacted
-    (node ids the same way as the tests' own, so completeness still matches them)."""
+def redacted_run_facts(run: RunFacts, nodeid: NodeIdRedactor) -> RunFacts:
+    """``run`` with every text a host, a repository or a command line put in it redacted by
+    ``nodeid``'s redactor (node ids by ``nodeid``, as the tests' own, so completeness still
+    matches them)."""
+    redactor = nodeid.redactor
     source, selection = run.source, run.selection
     changed = source.changed_files
     return dataclasses.replace(
@@ -624,19 +630,20 @@ def redacted_run_facts(run: RunFacts, redactor: Redactor) -> RunFacts:
             args=tuple(redactor.text(arg) for arg in selection.args),
             keyword=None if selection.keyword is None else redactor.text(selection.keyword),
             markexpr=None if selection.markexpr is None else redactor.text(selection.markexpr),
-            selected={redacted_nodeid(redactor, nodeid): ac for nodeid, ac in selection.selected.items()},
-            deselected={redacted_nodeid(redactor, nodeid): ac for nodeid, ac in selection.deselected.items()},
+            selected={nodeid(test): ac for test, ac in selection.selected.items()},
+            deselected={nodeid(test): ac for test, ac in selection.deselected.items()},
         ),
-        census=None if run.census is None else redacted_census(run.census, redactor),
+        census=None if run.census is None else redacted_census(run.census, nodeid),
     )
 
 
-def redacted_census(census: Census, redactor: Redactor) -> Census:
+def redacted_census(census: Census, nodeid: NodeIdRedactor) -> Census:
     """The census with its node ids and paths redacted as the tests' own, so they still match."""
+    redactor = nodeid.redactor
     return Census(
         testpaths=tuple(redactor.text(path) for path in census.testpaths),
-        carriers={redacted_nodeid(redactor, nodeid): ac for nodeid, ac in census.carriers.items()},
-        errors=tuple(redacted_nodeid(redactor, nodeid) for nodeid in census.errors),
+        carriers={nodeid(test): ac for test, ac in census.carriers.items()},
+        errors=tuple(nodeid(test) for test in census.errors),
         problem=None if census.problem is None else redactor.text(census.problem),
     )
 

@@ -92,6 +92,13 @@ class AcJudgement:
     not_qualifying: tuple[tuple[str, tuple[str, ...]], ...] = ()
     """The policy's reasons grouped as the evidence block groups them (each ``why`` once, with the
     tests that gave it): how the gate's lines show the ``not qualifying under`` problem."""
+    record: AcRecord | None = None
+    """The bound record that was judged (None when none was reached)."""
+    worded_from_record: frozenset[str] = frozenset()
+    """The problems worded from ``record``, the trusted config and specgate's own words alone (the
+    verdict's outcome and reasons, what the AC's trusted definition finds): no PR body text, path,
+    signature or git message in them, so a command that found those strings clean may print them
+    without reading them again."""
 
     @property
     def accepted(self) -> bool:
@@ -433,21 +440,22 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
         waiver_problem = _waiver_problem(verdict.waiver.to, context.gate, trusted)
         if waiver_problem is None:
             return AcJudgement(ac_id, verdict, tuple(problems), waived=True, harness_changed=harness,
-                               sut_changed=sut)
+                               sut_changed=sut, record=record)
         problems.append(waiver_problem)
+    worded: list[str] = []
     if verdict.outcome != "passed":
-        problems.append(f"outcome is {verdict.outcome}, not passed")
+        worded.append(f"outcome is {verdict.outcome}, not passed")
     grouped: tuple[tuple[str, tuple[str, ...]], ...] = ()
     if not verdict.qualifying:
-        problems.append(f"not qualifying under {verdict.policy}: {'; '.join(verdict.reasons)}")
+        worded.append(f"not qualifying under {verdict.policy}: {'; '.join(verdict.reasons)}")
         grouped = tuple(grouped_reasons(record, verdict.reasons))
     engine = ac_definition_problems(record, trusted)
     engine += unenrolled_backends(used_backends(record.document), trusted.backends)
     if trusted.spec_paths is not None:
         engine += census_scope_reasons(record.document, trusted.spec_paths)
-    problems += [f"not qualifying under the trusted config ({trusted.source}): {reason}" for reason in engine]
-    return AcJudgement(ac_id, verdict, tuple(problems), harness_changed=harness, sut_changed=sut,
-                       not_qualifying=grouped)
+    worded += [f"not qualifying under the trusted config ({trusted.source}): {reason}" for reason in engine]
+    return AcJudgement(ac_id, verdict, (*problems, *worded), harness_changed=harness, sut_changed=sut,
+                       not_qualifying=grouped, record=record, worded_from_record=frozenset(worded))
 
 
 def census_scope_reasons(document: Mapping[str, object], spec_paths: Sequence[str]) -> list[str]:
@@ -554,6 +562,12 @@ def block_difference(block: EvidenceBlock, expected: str) -> str | None:
     """
     rendered = expected.split("\n")
     heading = next((index for index, line in enumerate(rendered) if line.lstrip().startswith("#")), -1)
+    # A block pasted as written shows the very lines rendered: equal lines are equal once
+    # whitespace is collapsed, and a line is dropped as blank on both sides alike (split() and
+    # strip() know the same whitespace), so only a block that differs is normalised line by line.
+    shown_as_is = [text for _, text in block.body if text.strip()]
+    if shown_as_is == [line for line in rendered[heading + 1 :] if line.strip()]:
+        return None
     wanted = [line for line in map(_normalised, rendered[heading + 1 :]) if line]
     shown = [(number, line) for number, text in block.body if (line := _normalised(text))]
     for index in range(max(len(wanted), len(shown))):

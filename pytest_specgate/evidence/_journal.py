@@ -19,10 +19,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Final, final
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
-from pytest_specgate.evidence._nodeids import redacted_nodeid
 
 if TYPE_CHECKING:
-    from pytest_specgate.evidence._redact import Redactor
+    from pytest_specgate.evidence._nodeids import NodeIdRedactor
 
 __all__ = ["JOURNAL_NAME", "JournalState", "RunJournal", "fold_journal", "read_receipt"]
 
@@ -118,20 +117,21 @@ class RunJournal:
     whole when the process is killed; nothing is renamed and nothing is rewritten.
     """
 
-    def __init__(self, path: Path, redactor: Redactor) -> None:
+    def __init__(self, path: Path, nodeid: NodeIdRedactor) -> None:
+        """``nodeid``: the run's node-id redaction, shared with its records and receipt."""
         self.path = path
-        self._redactor = redactor
+        self._nodeid = nodeid
         self._descriptor: int | None = None
 
     def started(self, nodeid: str, ac: str | None, at: str) -> None:
         """``ac``: the test's AC id, written as its record and the receipt hold it (the ``ac``
         marker allows only ``AC-12``/``FR-3.1`` forms, nothing a redaction rule is for)."""
         self._append(f'{{"ac":{_string(ac)},"at":{_string(at)},"event":"{_START}",'
-                     f'"nodeid":{_string(redacted_nodeid(self._redactor, nodeid))}}}\n')
+                     f'"nodeid":{_string(self._nodeid(nodeid))}}}\n')
 
     def ended(self, nodeid: str, tests_finished: int, at: str) -> None:
         self._append(f'{{"at":{_string(at)},"event":"{_END}","finished":{int(tests_finished)},'
-                     f'"nodeid":{_string(redacted_nodeid(self._redactor, nodeid))}}}\n')
+                     f'"nodeid":{_string(self._nodeid(nodeid))}}}\n')
 
     def _append(self, line: str) -> None:
         """``line``: one event as canonical JSON (keys sorted, compact), its words the journal's

@@ -447,6 +447,16 @@ def _closes(fence: str, candidate: str, rest: str) -> bool:
     return candidate[0] == fence[0] and len(candidate) >= len(fence) and not rest.strip()
 
 
+_MARKUP_STARTS = frozenset(" \t>`~")
+"""The first characters of a quote (``>``, after at most three spaces), a fence, indented code."""
+
+
+def plain_line(raw: str) -> bool:
+    """A line that starts no quote, fence or indented code and opens no comment: outside a fence
+    or a comment it is visible as it is (a PR body of 10,000 pasted blocks is such lines)."""
+    return raw[:1] not in _MARKUP_STARTS and _COMMENT_OPEN not in raw
+
+
 def _visible_lines(text: str) -> list[_Line]:
     """Classify each line: fenced and indented code and HTML comments are hidden from reviewers."""
     lines: list[_Line] = []
@@ -455,6 +465,11 @@ def _visible_lines(text: str) -> list[_Line]:
     previous_blank = True
     in_indented_code = False
     for number, raw in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
+        if fence is None and not in_comment and plain_line(raw):
+            lines.append(_Line(number, raw, ()))
+            previous_blank = not raw.strip()
+            in_indented_code = in_indented_code and previous_blank
+            continue
         content = raw
         while (quote := _QUOTE.match(content)) is not None:
             content = content[quote.end() :]

@@ -1,4 +1,5 @@
-"""Who owns a file a run imported: the repository, an installed distribution, or the interpreter.
+"""Who owns a file a run imported: the repository, an installed distribution, the interpreter, or
+the tool that made the virtual environment.
 
 Every imported file resolves to one owner or is foreign. A repository file is bound by its git
 blob hash elsewhere (source binding). An installed distribution owns a file its ``RECORD`` lists
@@ -6,7 +7,8 @@ while the file still hashes as listed, so an edit after installing makes it fore
 are relative to the site directory, so ``../../../bin/pytest`` is the console script, and the
 ``__main__`` run from it is that distribution's. The interpreter owns its standard library as
 named there, links included: Debian links ``/usr/lib/python3.X/sitecustomize.py`` to a file
-under ``/etc``.
+under ``/etc``. The environment owns the ``_virtualenv`` files virtualenv and uv write into a
+venv's site directory while they hold a content a released tool wrote (``_venv_tools``).
 
 RECORDs are read lazily, as bytes, and searched for the files a run imported (not parsed
 into ``Distribution.files``, an object per line: 60,000 lines in a vLLM environment take most of
@@ -25,8 +27,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib import machinery, metadata
 from pathlib import Path
-from types import FunctionType
+from types import FunctionType, ModuleType
 from typing import Final, Literal
+
+from pytest_specgate.evidence._venv_tools import venv_tool_file
 
 __all__ = ["FOREIGN_CAUSES", "InstalledIndex", "Locations", "Owner", "module_owner"]
 
@@ -42,7 +46,7 @@ class Owner:
     """One file's owner: ``kind`` and, for a distribution's file, its name; ``cause`` (one of
     ``FOREIGN_CAUSES``) says why a foreign one is foreign."""
 
-    kind: Literal["repository", "distribution", "interpreter", "foreign"]
+    kind: Literal["repository", "distribution", "interpreter", "environment", "foreign"]
     distribution: str | None = None
     cause: str | None = None
 
@@ -52,6 +56,7 @@ class Owner:
 
 
 _INTERPRETER: Final = Owner("interpreter")
+_ENVIRONMENT: Final = Owner("environment")
 
 
 @dataclass(eq=False)
@@ -245,7 +250,7 @@ class Locations:
         if not os.path.isfile(path):
             return Owner("foreign", cause="not-a-file")
         if in_site:
-            return self._installed(path) or Owner("foreign", cause="unrecorded")
+            return self._installed(path) or self._environment(path) or Owner("foreign", cause="unrecorded")
         real = os.path.realpath(path)
         if real != path and _under(real, self._site_roots):
             return self._installed(path) or Owner("foreign", cause="unrecorded")
@@ -285,6 +290,9 @@ class Locations:
             return Owner("distribution", distribution)
         return Owner("foreign", distribution, "unhashed" if matches is None else "edited")
 
+    def _environment(self, path: str) -> Owner | None:
+        return _ENVIRONMENT if venv_tool_file(path, self._site_roots) is not None else None
+
     def _in_stdlib(self, path: str) -> bool:
         """Under the standard library as named (links allowed: the interpreter's own files), but
         not in a site directory beneath it."""
@@ -309,6 +317,8 @@ def module_owner(name: str, module: object, locations: Locations) -> Owner | Non
     """
     where = getattr(module, "__file__", None)
     if isinstance(where, str):
+        if isinstance(module, ModuleType) and type(module) is not ModuleType and not os.path.isabs(where):
+            return _module_object_owner(module, locations)
         return locations.owner(where)
     spec = getattr(module, "__spec__", None)
     origin = getattr(spec, "origin", None)
@@ -321,6 +331,12 @@ def module_owner(name: str, module: object, locations: Locations) -> Owner | Non
         return None
     if name in ("__main__", "__mp_main__"):
         return Owner("foreign", cause="no-file")
+    return _functions_owner(module, locations)
+
+
+def _functions_owner(module: object, locations: Locations) -> Owner | None:
+    """The owner of the files a module's functions were compiled from (the first foreign one if
+    any); foreign when one was compiled from no file; None when it holds no function."""
     compiled_from = {value.__code__.co_filename for value in getattr(module, "__dict__", {}).values()
                      if isinstance(value, FunctionType)}
     if not compiled_from:
@@ -329,3 +345,16 @@ def module_owner(name: str, module: object, locations: Locations) -> Owner | Non
         return Owner("foreign", cause="no-file")
     owners = [locations.owner(source) for source in sorted(compiled_from)]
     return next((owner for owner in owners if owner.foreign), owners[0])
+
+
+def _module_object_owner(module: ModuleType, locations: Locations) -> Owner:
+    """A module object of a ``ModuleType`` subclass that names a relative ``__file__``: PyTorch
+    puts one in ``sys.modules`` as ``torch.classes`` (``__file__ = "_classes.py"``). Its code is
+    its class's, so it is judged by the file that class was defined in, and by the files of any
+    function it holds; foreign when that class comes from no file."""
+    defined_in = getattr(sys.modules.get(type(module).__module__), "__file__", None)
+    if not isinstance(defined_in, str) or not os.path.isabs(defined_in):
+        return Owner("foreign", cause="no-file")
+    owner = locations.owner(defined_in)
+    held = _functions_owner(module, locations)
+    return next((found for found in (owner, held) if found is not None and found.foreign), owner)

@@ -52,6 +52,19 @@ class RedactedLines(io.TextIOBase):
             self._target.write(self._redacted(held[:cut]))
         return len(text)
 
+    def write_cleared(self, text: str) -> int:
+        """Write ``text`` without the line pass: output the command built only from strings this
+        host's redactor read already and left as they were (``records_read_clean``) and words of
+        specgate's own. Only whole lines pass so: a line begun by :meth:`write` is redacted whole,
+        this text with it, and a last line without its end is held for :meth:`write` to finish."""
+        if self._held:
+            return self.write(text)
+        cut = text.rfind("\n") + 1
+        self._held = text[cut:]
+        if cut:
+            self._target.write(text[:cut])
+        return len(text)
+
     def flush(self) -> None:
         if self._held:
             held, self._held = self._held, ""
@@ -65,6 +78,15 @@ class RedactedLines(io.TextIOBase):
         if self._redact is None:
             self._redact = self._redact_factory()
         return "\n".join(map(self._redact, text.split("\n")))
+
+
+def write_cleared(stream: TextIO, text: str) -> None:
+    """``text`` to ``stream`` without a second redaction pass where ``stream`` redacts lines
+    (:meth:`RedactedLines.write_cleared` says what may pass so); elsewhere a plain write."""
+    if isinstance(stream, RedactedLines):
+        stream.write_cleared(text)
+    else:
+        stream.write(text)
 
 
 def write_mask_commands(target: TextIO, values: Iterable[str], environ: Mapping[str, str],

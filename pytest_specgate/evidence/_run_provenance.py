@@ -31,6 +31,7 @@ from typing import Final
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.markers import BUILTIN_BACKEND_NAMES
 from pytest_specgate.evidence._ownership import InstalledIndex, Locations, module_owner
+from pytest_specgate.evidence._venv_tools import VENV_TOOL_FILES
 
 __all__ = [
     "ENVIRONMENT_VARIABLES",
@@ -498,12 +499,24 @@ def run_provenance_reasons(provenance: JsonValue) -> list[str]:
                        + "; unset PYTHONPATH, or install what it provides")
     startup = provenance.get("startup_files")
     unowned = [str(entry.get("path")) for entry in (startup if isinstance(startup, list) else [])
-               if isinstance(entry, Mapping) and entry.get("executes")
-               and entry.get("owner", "distribution" if entry.get("distribution") else None) is None]
+               if isinstance(entry, Mapping) and entry.get("executes") and not _startup_file_owned(entry)]
     if unowned:
         reasons.append("start-up files that run code and belong to no installed distribution nor the "
                        "interpreter: " + _listed(unowned) + "; remove them, or install what they belong to")
+    if any(path.rpartition("/")[2] in VENV_TOOL_FILES for path in unowned):
+        reasons.append("the venv's _virtualenv files hold a content no known virtualenv or uv release wrote: "
+                       "make the venv again with python -m venv or uv 0.13 or later, which write none")
     return reasons
+
+
+def _startup_file_owned(entry: Mapping[str, JsonValue]) -> bool:
+    """Whether a recorded start-up file has an owner; a venv tool's file only with a content such a
+    tool wrote (the judge checks the recorded digest itself), directly in a site directory."""
+    owner = entry.get("owner", "distribution" if entry.get("distribution") else None)
+    if owner != "environment":
+        return owner is not None
+    site, _, name = str(entry.get("path")).rpartition("/")
+    return site == "<site-packages>" and entry.get("sha256") in VENV_TOOL_FILES.get(name, {})
 
 
 def unenrolled_backends(backends: Iterable[tuple[str, str | None]],

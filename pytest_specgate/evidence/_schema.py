@@ -12,7 +12,7 @@ from functools import cache
 from importlib import resources
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
-from pytest_specgate.evidence._schema_check import Check, compile_schema, problems_of
+from pytest_specgate.evidence._schema_check import CompiledSchema
 
 
 @cache
@@ -23,11 +23,11 @@ def evidence_schema() -> Mapping[str, JsonValue]:
 
 
 @cache
-def _check(schema: Callable[[], Mapping[str, JsonValue]]) -> Check:
+def _check(schema: Callable[[], Mapping[str, JsonValue]]) -> CompiledSchema:
     """Compiled once per schema (the record's, a format-2 line's, a run's facts): the gate and
     ``merge`` check every AC record of every bundle against them (``_schema_check`` says why
     not with ``jsonschema``)."""
-    return compile_schema(schema())
+    return CompiledSchema(schema())
 
 
 def schema_problems(record: JsonValue) -> list[str]:
@@ -35,10 +35,10 @@ def schema_problems(record: JsonValue) -> list[str]:
     return _problems(_check(evidence_schema), record)
 
 
-def _problems(check: Check, document: JsonValue) -> list[str]:
+def _problems(check: CompiledSchema, document: JsonValue) -> list[str]:
     return [
         f"{'/'.join(str(part) for part in path) or '<root>'}: {message}"
-        for path, message in problems_of(check, document)
+        for path, message in check.problems(document)
     ]
 
 
@@ -113,7 +113,7 @@ def run_facts_problems(facts: JsonValue) -> list[str]:
 
 def schema_error_paths(record: JsonValue) -> list[tuple[str | int, ...]]:
     """Where an AC record violates the schema (JSON paths; the root is the empty path)."""
-    return [path for path, _ in problems_of(_check(evidence_schema), record)]
+    return [path for path, _ in _check(evidence_schema).problems(record)]
 
 
 @cache

@@ -12,6 +12,13 @@ keyword it does not implement is a :class:`SchemaCompileError` when the schema i
 a rule silently skipped; the published schema files stay the contract, and a test checks that
 this module and ``jsonschema`` agree on a corpus of valid and mutated records, error paths
 included. Messages are worded as ``jsonschema`` words them.
+
+Each schema is compiled twice (:class:`CompiledSchema`): into checks that report every problem
+with its path, and into yes/no closures of the same rules that build no path and stop at the
+first rule broken. A reader asks the second first; only a document it refuses is checked again
+for the problems to report. Honest records, nearly all of what is read, cost half as much
+(10,000 record lines: about 0.2 s instead of 0.4), and the tests hold both to ``jsonschema``'s
+answer on every corpus document, mutation and forgery.
 """
 
 from __future__ import annotations
@@ -401,3 +408,194 @@ def problems_of(check: Check, document: object) -> list[Problem]:
     found: list[Problem] = []
     check(document, (), found)
     return sorted(found, key=lambda problem: [str(part) for part in problem[0]])
+
+
+Valid = Callable[[object], bool]
+"""Whether a value meets a schema node: the same rules as a :data:`Check`, without the paths,
+messages and lists a problem needs, stopping at the first rule broken."""
+
+
+class _ValidityCompiler:
+    """:class:`_Compiler`'s rules as yes/no closures (what every honest record takes: no problem
+    to report, so no path to build). Each keyword means exactly what :class:`_Compiler` compiles
+    it to; the schemas are first compiled there, which refuses whatever neither implements, and
+    the agreement tests hold the two to the same answer on every document they judge."""
+
+    def __init__(self, root: Mapping[str, JsonValue]) -> None:
+        self._root = root
+        self._refs: dict[str, Valid] = {}
+
+    def compile(self, node: JsonValue) -> Valid:
+        if node is True:
+            return _always
+        if node is False or not isinstance(node, Mapping):
+            return _never
+        checks: list[Valid] = []
+        is_object = "properties" in node or "additionalProperties" in node or "required" in node
+        if "type" in node and not (is_object and node["type"] == "object"):
+            checks.append(self._type(node["type"]))
+        if is_object:
+            checks.append(self._object(node, must_be_object=node.get("type") == "object"))
+        for keyword, value in node.items():
+            build = self._keywords.get(keyword)
+            if build is not None:
+                checks.append(build(self, value))
+        if not checks:
+            return _always
+        if len(checks) == 1:
+            return checks[0]
+        chain = tuple(checks)
+
+        def all_valid(value: object) -> bool:
+            # A loop, not all() over a generator: a generator's frame per call was half the cost.
+            for check in chain:  # noqa: SIM110
+                if not check(value):
+                    return False
+            return True
+
+        return all_valid
+
+    def _type(self, declared: JsonValue) -> Valid:
+        names = [declared] if isinstance(declared, str) else list(declared)
+        classes = tuple(_CLASSES[str(name)] for name in names if name in _CLASSES)
+        null, number, integer = "null" in names, "number" in names, "integer" in names
+
+        def of_type(value: object) -> bool:
+            return (isinstance(value, classes) or (null and value is None)
+                    or (number and _is_number(value)) or (integer and _is_integer(value)))
+
+        return of_type
+
+    def _object(self, node: Mapping[str, JsonValue], *, must_be_object: bool) -> Valid:
+        """Required and refused names by set comparisons, then each property's value; a property
+        whose schema is a type alone is checked here, without a call."""
+        required = frozenset(str(name) for name in node.get("required", []))
+        properties: Mapping[str, JsonValue] = node.get("properties", {})
+        leaves = {str(name): (leaf[0], leaf[1]) for name, child in properties.items()
+                  if (leaf := _type_leaf(child))}
+        named = {str(name): self.compile(child) for name, child in properties.items() if name not in leaves}
+        additional_schema = node.get("additionalProperties", True)
+        allowed = frozenset(map(str, properties)) if additional_schema is False else None
+        others = None if additional_schema is True or allowed is not None else self.compile(additional_schema)
+
+        def object_valid(value: object) -> bool:
+            if not isinstance(value, dict):
+                return not must_be_object
+            names = value.keys()
+            if not names >= required or (allowed is not None and not names <= allowed):
+                return False
+            for key, item in value.items():
+                leaf = leaves.get(key)
+                if leaf is not None:
+                    if not isinstance(item, leaf[0]) or (leaf[1] and type(item) is bool):
+                        return False
+                    continue
+                check = named.get(key, others)
+                if check is not None and not check(item):
+                    return False
+            return True
+
+        return object_valid
+
+    def _enum(self, allowed: JsonValue) -> Valid:
+        choices = list(allowed)
+        if all(isinstance(choice, str) for choice in choices):
+            strings = frozenset(choices)
+            return lambda value: isinstance(value, str) and value in strings
+        return lambda value: any(_json_equal(choice, value) for choice in choices)
+
+    def _const(self, constant: JsonValue) -> Valid:
+        return lambda value: _json_equal(constant, value)
+
+    def _property_names(self, schema: JsonValue) -> Valid:
+        check_name = self.compile(schema)
+        return lambda value: not isinstance(value, dict) or all(check_name(key) for key in value)
+
+    def _items(self, schema: JsonValue) -> Valid:
+        check_item = self.compile(schema)
+
+        def items_valid(value: object) -> bool:
+            if isinstance(value, list):
+                for item in value:
+                    if not check_item(item):
+                        return False
+            return True
+
+        return items_valid
+
+    def _min_items(self, limit: JsonValue) -> Valid:
+        bound = _count(limit, "minItems")
+        return lambda value: not isinstance(value, list) or len(value) >= bound
+
+    def _min_length(self, limit: JsonValue) -> Valid:
+        bound = _count(limit, "minLength")
+        return lambda value: not isinstance(value, str) or len(value) >= bound
+
+    def _pattern(self, pattern: JsonValue) -> Valid:
+        search = re.compile(str(pattern)).search
+        return lambda value: not isinstance(value, str) or search(value) is not None
+
+    def _minimum(self, limit: JsonValue) -> Valid:
+        bound = _bound(limit, "minimum")
+        return lambda value: not _is_number(value) or not value < bound  # type: ignore[operator]
+
+    def _exclusive_minimum(self, limit: JsonValue) -> Valid:
+        bound = _bound(limit, "exclusiveMinimum")
+        return lambda value: not _is_number(value) or not value <= bound  # type: ignore[operator]
+
+    def _exclusive_maximum(self, limit: JsonValue) -> Valid:
+        bound = _bound(limit, "exclusiveMaximum")
+        return lambda value: not _is_number(value) or not value >= bound  # type: ignore[operator]
+
+    def _one_of(self, schemas: JsonValue) -> Valid:
+        branches = tuple(self.compile(schema) for schema in schemas)
+        return lambda value: sum(1 for branch in branches if branch(value)) == 1
+
+    def _any_of(self, schemas: JsonValue) -> Valid:
+        branches = tuple(self.compile(schema) for schema in schemas)
+        return lambda value: any(branch(value) for branch in branches)
+
+    def _not(self, schema: JsonValue) -> Valid:
+        negated = self.compile(schema)
+        return lambda value: not negated(value)
+
+    def _ref(self, reference: JsonValue) -> Valid:
+        text = str(reference)
+        compiled = self._refs.get(text)
+        if compiled is not None:
+            return compiled
+        target: JsonValue = self._root
+        for part in text[2:].split("/"):
+            target = target[part.replace("~1", "/").replace("~0", "~")]
+        cell: list[Valid] = []
+        self._refs[text] = lambda value: cell[0](value)
+        cell.append(self.compile(target))
+        self._refs[text] = cell[0]
+        return cell[0]
+
+    _keywords: Final[Mapping[str, Callable[[_ValidityCompiler, JsonValue], Valid]]] = {
+        "enum": _enum, "const": _const, "propertyNames": _property_names, "items": _items,
+        "minItems": _min_items, "minLength": _min_length, "pattern": _pattern, "minimum": _minimum,
+        "exclusiveMinimum": _exclusive_minimum, "exclusiveMaximum": _exclusive_maximum,
+        "oneOf": _one_of, "anyOf": _any_of, "not": _not, "$ref": _ref,
+    }
+
+
+def _always(value: object) -> bool:
+    return True
+
+
+def _never(value: object) -> bool:
+    return False
+
+
+class CompiledSchema:
+    """A schema compiled both ways: :meth:`problems` answers an honest document from the yes/no
+    closures alone and builds the paths and messages only for a document that breaks a rule."""
+
+    def __init__(self, schema: Mapping[str, JsonValue]) -> None:
+        self.check = compile_schema(schema)  # first: refuses what is not implemented
+        self.valid = _ValidityCompiler(schema).compile(schema)
+
+    def problems(self, document: object) -> list[Problem]:
+        return [] if self.valid(document) else problems_of(self.check, document)

@@ -62,8 +62,10 @@ from pytest_specgate.evidence._policy import POLICY_VERSION, judge
 from pytest_specgate.evidence._pr_body_input import pr_body_input
 from pytest_specgate.evidence._records import attachment_path, safe_file_name
 from pytest_specgate.evidence._redact import Redactor, append_redacted, build_redactor
+from pytest_specgate.evidence._redacted_output import write_cleared
 from pytest_specgate.evidence._trusted import (
     UNTRUSTED,
+    TrustedConfig,
     TrustedConfigError,
     load_trusted_config,
     trusted_config_from_file,
@@ -158,26 +160,60 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord], others: 
     (``password: …``) must see what a reader will. So a string with line breaks is read flattened
     as a table cell shows it, and an AC's spec and title joined as its Criterion line joins them.
     """
-    seen: set[int] = set()
     records = list(records)
     strings: set[str] = {*others, *(criterion_heading(record) for record in records)}
-    pending: list[object] = [record.document for record in records]
-    while pending:
-        node = pending.pop()
-        if isinstance(node, str):
-            strings.add(node)
-        elif node is None or isinstance(node, int | float) or id(node) in seen:
-            continue
-        elif isinstance(node, dict | Mapping):  # the run's facts, shared by its records, are read once
-            seen.add(id(node))
-            strings.update(map(str, node))
-            pending.extend(node.values())
-        elif isinstance(node, list | tuple):
-            seen.add(id(node))
-            pending.extend(node)
+    strings |= strings_within([record.document for record in records])
     strings.update([string.replace("\n", " ") for string in strings if "\n" in string])
     joined = "\n".join(sorted(strings))
     return redactor.text(joined) == joined
+
+
+_SCALARS = frozenset({type(None), bool, int, float})
+
+
+def strings_within(documents: Iterable[object]) -> set[str]:
+    """Every string of ``documents`` (JSON-like trees), keys too. A container several of them
+    hold (a run's facts, shared by its records) is walked once; a string leaf is taken where it
+    is met, not queued (at 10,000 records, most of the walk)."""
+    strings: set[str] = set()
+    add, update = strings.add, strings.update
+    seen: set[int] = set()
+    pending: list[object] = list(documents)
+    pop, push = pending.pop, pending.append
+    while pending:
+        node = pop()
+        children: Iterable[object]
+        if type(node) is dict or (type(node) is not list and isinstance(node, Mapping)):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            update(map(str, node))
+            children = node.values()
+        elif type(node) is list or isinstance(node, tuple):
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            children = node
+        else:
+            if isinstance(node, str):
+                add(node)
+            continue
+        for child in children:
+            if type(child) is str:
+                add(child)
+            elif type(child) not in _SCALARS:
+                push(child)
+    return strings
+
+
+def _write_output(text: str, clean: bool) -> None:
+    """``text`` to stdout; where it was built from records and run ids :func:`records_read_clean`
+    found clean (and specgate's own words), past the output's line pass, which would read it all
+    again (at 10,000 ACs, seconds); otherwise through it."""
+    if clean:
+        write_cleared(sys.stdout, text)
+    else:
+        sys.stdout.write(text)
 
 
 def _render_json(bundle: Bundle, records: dict[str, AcRecord], markdown: str) -> dict[str, JsonValue]:
@@ -226,7 +262,7 @@ def run_render(args: argparse.Namespace) -> int:
         document = _render_json(bundle, records, text)
         text = pretty_json(document if clean else redactor.value(document))
     if args.out is None:
-        sys.stdout.write(text)
+        _write_output(text, clean)
         return EXIT_OK
     try:
         args.out.write_text(text, "utf-8")
@@ -296,11 +332,11 @@ def run_merge(args: argparse.Namespace) -> int:
         choices = choose_records(sources)
     except (GateInputError, BundleError, MergeError) as error:
         return _error("merge", str(error))
-    if not args.json:
-        for choice in choices:
-            print(shown_on_one_line(choice.explain()))
     redactor = build_redactor(None)
-    clean = records_read_clean(redactor, [choice.record for choice in choices])
+    clean = records_read_clean(redactor, [choice.record for choice in choices],
+                               [source.bundle.run_id for source in sources])
+    if not args.json:
+        _write_output("".join(shown_on_one_line(choice.explain()) + "\n" for choice in choices), clean)
     attachments: dict[str, FileEntry] = {}
     documents: list[dict[str, JsonValue]] = []
     for choice in choices:
@@ -573,41 +609,72 @@ def _add_pyproject_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _print_gate_lines(verdict: GateVerdict) -> None:
-    """The gate's account, one problem a line: what a record's author wrote (a node id, a test
-    name) is shown with its line breaks and control characters escaped, so no line of it can read
-    as the gate's own (``specgate gate: accepted``) or as a runner's command (``::notice::``)."""
+def gate_lines(verdict: GateVerdict) -> list[tuple[str, bool]]:
+    """The gate's account, one problem a line, each with whether it is worded from judged records,
+    the trusted config and specgate's words alone (:attr:`AcJudgement.worded_from_record`; the
+    policy line and every other problem may hold a path, PR body text or an error message).
+
+    What a record's author wrote (a node id, a test name) is shown with its line breaks and
+    control characters escaped, so no line of it can read as the gate's own
+    (``specgate gate: accepted``) or as a runner's command (``::notice::``)."""
     commit = verdict.commit
-    print(f"specgate gate: policy {verdict.policy}; commit {commit.sha} (from {commit.source})")
-    for problem in verdict.run_problems:
-        print(shown_on_one_line(problem))
-    problems: list[tuple[str, str]] = []
+    lines = [(f"specgate gate: policy {verdict.policy}; commit {commit.sha} (from {commit.source})", False)]
+    lines += [(problem, False) for problem in verdict.run_problems]
+    problems: list[tuple[str, str, bool]] = []
     for judgement in verdict.judgements:
         for problem in judgement.problems:
+            worded = problem in judgement.worded_from_record
             if problem == judgement.not_qualifying_problem:
-                problems += [(judgement.ac_id, line) for line in not_qualifying_lines(judgement)]
+                problems += [(judgement.ac_id, line, worded) for line in not_qualifying_lines(judgement)]
             else:
-                problems.append((judgement.ac_id, problem))
-    harness: list[tuple[str, str]] = []
+                problems.append((judgement.ac_id, problem, worded))
+    harness: list[tuple[str, str, bool]] = []
     for judgement in verdict.judgements:
         if judgement.harness_changed is not None:
             sut = [f"{path} (system under test)" for path in judgement.sut_changed]
             shown = [*judgement.harness_changed, *sut]
             listed = ", ".join(shown) or "none"
-            harness.append((judgement.ac_id, f"harness files changed since {verdict.base_commit}: {listed}"))
-    for line in [*lines_naming_acs(problems), *lines_naming_acs(harness)]:
-        print(shown_on_one_line(line))
+            harness.append((judgement.ac_id, f"harness files changed since {verdict.base_commit}: {listed}",
+                            False))
+    lines += [*lines_naming_acs(problems), *lines_naming_acs(harness)]
     if not verdict.problems:
-        print(f"specgate gate: accepted {', '.join(verdict.accepted)}")
+        # Every AC accepted was judged on its bound record, whose AC id it is.
+        lines.append((f"specgate gate: accepted {', '.join(verdict.accepted)}", True))
+    return [(shown_on_one_line(line), worded) for line, worded in lines]
 
 
-def lines_naming_acs(problems: Sequence[tuple[str, str]]) -> list[str]:
+def _print_gate_lines(verdict: GateVerdict, records_clean: bool) -> None:
+    """:func:`gate_lines`; those worded from records alone pass the output's line pass only where
+    ``records_clean`` (:func:`records_read_clean` found every string they are built from clean)."""
+    for line, worded in gate_lines(verdict):
+        if records_clean and worded:
+            write_cleared(sys.stdout, line + "\n")
+        else:
+            print(line)
+
+
+def trusted_config_strings(trusted: TrustedConfig) -> list[str]:
+    """What of the trusted config the gate's lines worded from records show: where it came from,
+    the ACs' pinned profiles and backends, the enrolled backends and their distributions, the spec
+    paths."""
+    strings = [trusted.source, *(trusted.spec_paths or ()), *trusted.backends, *trusted.backends.values()]
+    for settings in trusted.acs.values():
+        strings += [*([settings.profile] if settings.profile else []), *(settings.backends or ())]
+    return strings
+
+
+def lines_naming_acs(problems: Sequence[tuple[str, str, bool]]) -> list[tuple[str, bool]]:
     """``AC: problem`` once per problem, in the order first met, naming every AC that has it
-    (``AC-10, AC-11: diagnostic run: ...``): a run's reason is one line, not one per AC."""
+    (``AC-10, AC-11: diagnostic run: ...``): a run's reason is one line, not one per AC. Each
+    ``(ac, problem, worded)`` says whether that AC's problem is worded from its record alone; the
+    line is so only where every AC's is."""
     acs: dict[str, list[str]] = {}
-    for ac_id, problem in problems:
+    worded: dict[str, bool] = {}
+    for ac_id, problem, from_record in problems:
         acs.setdefault(problem, []).append(ac_id)
-    return [f"{', '.join(dict.fromkeys(named))}: {problem}" for problem, named in acs.items()]
+        worded[problem] = worded.get(problem, True) and from_record
+    return [(f"{', '.join(dict.fromkeys(named))}: {problem}", worded[problem])
+            for problem, named in acs.items()]
 
 
 def not_qualifying_lines(judgement: AcJudgement) -> list[str]:
@@ -649,7 +716,9 @@ def run_gate(args: argparse.Namespace) -> int:
     if args.json:
         sys.stdout.write(pretty_json(gate_result_json(verdict)))
     else:
-        _print_gate_lines(verdict)
+        records = [judgement.record for judgement in verdict.judgements if judgement.record is not None]
+        clean = records_read_clean(build_redactor(None), records, trusted_config_strings(trusted))
+        _print_gate_lines(verdict, clean)
     return EXIT_REJECTED if verdict.problems else EXIT_OK
 
 
@@ -764,10 +833,10 @@ def run_compare(args: argparse.Namespace) -> int:
     clean = records_read_clean(redactor, [*base.values(), *new.values()], run_ids)
     if args.json:
         document = comparison_json(comparison)
-        sys.stdout.write(pretty_json(document if clean else redactor.value(document)))
+        _write_output(pretty_json(document if clean else redactor.value(document)), clean)
     else:
         markdown = comparison_markdown(comparison)
-        sys.stdout.write(markdown if clean else redactor.text(markdown))
+        _write_output(markdown if clean else redactor.text(markdown), clean)
     return EXIT_REJECTED if comparison.regressions else EXIT_OK
 
 

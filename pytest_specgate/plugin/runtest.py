@@ -16,6 +16,7 @@ from pytest_specgate.plugin.stash import (
     AC_KEY,
     CURRENT_ITEM_KEY,
     DECISION_KEY,
+    FIRST_PAYLOAD_KEY,
     RECORDER_KEY,
     SETTINGS_KEY,
     VERDICT_KEY,
@@ -60,23 +61,31 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 
 
 def _attach_payload(item: pytest.Item, decision: RunDecision | None, report: pytest.TestReport) -> None:
+    """The setup report's payload is built whole and kept; the teardown's takes the test's own
+    parts from it (``later_phase_payload``) and adds what the test recorded."""
     verdict = item.stash.get(VERDICT_KEY, None)
     criterion = item.stash.get(AC_KEY, None)
     recorder = item.stash.get(RECORDER_KEY, None)
     engines = engine_entries(item)
     if criterion is None and verdict is None and recorder is None and not engines:
         return
-    from pytest_specgate.contracts.payload import SPEC_PROPERTY, spec_payload
+    from pytest_specgate.contracts.payload import SPEC_PROPERTY, later_phase_payload, spec_payload
 
     redact = session_redactor(item.config).value
-    payload = spec_payload(
-        item.nodeid,
-        ac=criterion.to_dict() if criterion is not None else None,
-        verdict=verdict,
-        decision=decision,
-        recorded=recorder.to_properties() if recorder is not None else None,
-        engines=[redact(entry) for entry in engines],
-    )
+    recorded = recorder.to_properties() if recorder is not None else None
+    redacted_engines = [redact(entry) for entry in engines]
+    first = item.stash.get(FIRST_PAYLOAD_KEY, None)
+    if first is None:
+        payload = item.stash[FIRST_PAYLOAD_KEY] = spec_payload(
+            item.nodeid,
+            ac=criterion.to_dict() if criterion is not None else None,
+            verdict=verdict,
+            decision=decision,
+            recorded=recorded,
+            engines=redacted_engines,
+        )
+    else:
+        payload = later_phase_payload(first, recorded, redacted_engines)
     report.user_properties = [*report.user_properties, (SPEC_PROPERTY, payload)]
 
 

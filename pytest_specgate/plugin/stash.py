@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from pytest_specgate.contracts.engine_config import EngineConfig
     from pytest_specgate.contracts.hardware import HardwareVerdict
     from pytest_specgate.contracts.host import HostFacts, HostProvenance
+    from pytest_specgate.contracts.payload import SpecPayload
     from pytest_specgate.contracts.runmode import RunDecision
     from pytest_specgate.engines.config import EngineChoice
     from pytest_specgate.engines.hygiene import MemoryLedger
@@ -40,6 +41,8 @@ HOST_PROVENANCE_KEY: Final[pytest.StashKey[HostProvenance]] = pytest.StashKey()
 DECISION_KEY: Final[pytest.StashKey[RunDecision]] = pytest.StashKey()
 VERDICT_KEY: Final[pytest.StashKey[HardwareVerdict]] = pytest.StashKey()
 AC_KEY: Final[pytest.StashKey[AcceptanceCriterion]] = pytest.StashKey()
+FIRST_PAYLOAD_KEY: Final[pytest.StashKey[SpecPayload]] = pytest.StashKey()
+"""A test's setup payload, whose node id, AC, hardware verdict and mode its teardown's reuses."""
 COLLECTOR_KEY: Final[pytest.StashKey[EvidenceCollector]] = pytest.StashKey()
 REDACTOR_KEY: Final[pytest.StashKey[Redactor]] = pytest.StashKey()
 RECORDER_KEY: Final[pytest.StashKey[EvidenceRecorder]] = pytest.StashKey()

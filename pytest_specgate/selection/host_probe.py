@@ -24,6 +24,7 @@ from typing import Any, Final
 
 from pytest_specgate.contracts.errors import SpecgateInputError
 from pytest_specgate.contracts.host import (
+    NVIDIA_DRIVER_DIRS,
     SYSTEM_TOOL_DIRS,
     GpuFacts,
     HostFacts,
@@ -41,6 +42,7 @@ __all__ = [
     "parse_meminfo_bytes",
     "parse_nvidia_smi_csv",
     "probe_host",
+    "under_system_prefix",
 ]
 
 _PROBE_TIMEOUT_S: Final = 5.0
@@ -48,10 +50,18 @@ _PROBE_TIMEOUT_S: Final = 5.0
 # NOT_SUPPORTED, so memory guards must fall back to the host figure.
 _UNIFIED_MEMORY_GPU = re.compile(r"\bGB10\b|\bOrin\b|\bThor\b", re.IGNORECASE)
 _APPLE_CHIP = re.compile(r"\bApple (M\d+)(?: (Pro|Max|Ultra))?\b")
-_SYSTEM_REAL_PREFIXES: Final = (*SYSTEM_TOOL_DIRS, "/usr/lib", "/usr/lib64", "/usr/libexec", "/lib",
-                                "/lib64")
+_SYSTEM_REAL_PREFIXES: Final = (*SYSTEM_TOOL_DIRS, *NVIDIA_DRIVER_DIRS[1:], "/usr/lib", "/usr/lib64",
+                                "/usr/libexec", "/lib", "/lib64")
 """Where such a tool (or the NVML library) may really live once symlinks are resolved
-(``/usr/bin/nvidia-smi`` -> ``/etc/alternatives`` -> ``/usr/lib/nvidia/...``)."""
+(``/usr/bin/nvidia-smi`` -> ``/etc/alternatives`` -> ``/usr/lib/nvidia/...``); the driver's
+mounted ``bin`` is a tool folder already."""
+
+
+def under_system_prefix(path: str, real: str) -> bool:
+    """Whether a tool found at absolute ``path``, whose symlinks resolve to ``real``, both lie
+    in folders of the system's own (pure: the paths only, no file is asked)."""
+    return all(any(candidate.startswith(prefix + "/") for prefix in _SYSTEM_REAL_PREFIXES)
+               for candidate in (os.path.normpath(path), os.path.normpath(real)))
 
 
 def in_system_location(path: str | None) -> bool:
@@ -63,9 +73,8 @@ def in_system_location(path: str | None) -> bool:
     if path is None or os.name != "posix" or not os.path.isabs(path):
         return False
     real = os.path.realpath(path)
-    for candidate in (os.path.normpath(path), real):
-        if not any(candidate.startswith(prefix + "/") for prefix in _SYSTEM_REAL_PREFIXES):
-            return False
+    if not under_system_prefix(path, real):
+        return False
     try:
         info = os.stat(real)
     except OSError:

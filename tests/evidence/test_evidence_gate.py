@@ -21,6 +21,8 @@ from evidence_testkit import (
     qualifying_bundle,
     reseal_bundle,
 )
+from hypothesis import given
+from hypothesis import strategies as st
 
 from pytest_specgate.evidence import BundleError, WrittenBundle, load_bundle, read_records, verify_bundle
 from pytest_specgate.evidence._gate import CommitChoice, GateInputError, resolve_commit
@@ -542,16 +544,18 @@ def test_not_qualifying_reasons_print_one_per_line_grouped_as_the_block_groups_t
 
 
 def test_a_problem_several_acs_share_is_one_line_naming_them_in_the_order_met() -> None:
+    """A line is worded from records alone (and may skip the output's line pass) only where every
+    AC it names has the problem so: one AC's problem worded from elsewhere keeps the line's pass."""
     from pytest_specgate.evidence.cli_commands import lines_naming_acs
 
-    problems = [("AC-10", "diagnostic run"), ("AC-10", "outcome is failed, not passed"),
-                ("AC-11", "diagnostic run"), ("AC-12", "diagnostic run"),
-                ("AC-12", "outcome is failed, not passed"),
-                ("AC-11", "not qualifying under specgate.policy/1: t.py::test_a: failed: below")]
+    problems = [("AC-10", "diagnostic run", True), ("AC-10", "outcome is failed, not passed", True),
+                ("AC-11", "diagnostic run", True), ("AC-12", "diagnostic run", False),
+                ("AC-12", "outcome is failed, not passed", True),
+                ("AC-11", "not qualifying under specgate.policy/1: t.py::test_a: failed: below", True)]
     assert lines_naming_acs(problems) == [
-        "AC-10, AC-11, AC-12: diagnostic run",
-        "AC-10, AC-12: outcome is failed, not passed",
-        "AC-11: not qualifying under specgate.policy/1: t.py::test_a: failed: below",
+        ("AC-10, AC-11, AC-12: diagnostic run", False),
+        ("AC-10, AC-12: outcome is failed, not passed", True),
+        ("AC-11: not qualifying under specgate.policy/1: t.py::test_a: failed: below", True),
     ]
 
 
@@ -582,3 +586,14 @@ def test_a_forged_node_id_cannot_print_a_line_of_its_own_in_the_gates_output_or_
     assert all(line.startswith("AC-10") for line in printed.splitlines()), printed
     table = summary.read_text().splitlines()[summary.read_text().splitlines().index("|---|---|---|---|") + 1:]
     assert [row.startswith("| AC-10 |") for row in table if row] == [True], table
+
+
+@given(st.lists(st.text(alphabet=st.sampled_from("a- \t\u00a0\u2003\u3000\x1c\x0b\x85|"), max_size=6)))
+def test_lines_equal_as_pasted_are_equal_once_whitespace_is_collapsed(lines: list[str]) -> None:
+    """``block_difference`` accepts a block whose non-blank lines equal the rendering's as they
+    are, without normalising them: a line is blank to ``strip()`` exactly when ``split()`` finds
+    no word in it (every Unicode space, ``\\x1c`` and ``\\x85`` too), so both sides drop the same."""
+    from pytest_specgate.evidence._gate import _normalised
+
+    as_pasted = [line for line in lines if line.strip()]
+    assert [line for line in map(_normalised, lines) if line] == list(map(_normalised, as_pasted))

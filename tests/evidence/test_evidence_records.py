@@ -10,6 +10,7 @@ from evidence_testkit import CLEAN_RUN_PROVENANCE, PROBED_HOST
 
 from pytest_specgate.contracts.census import Census
 from pytest_specgate.evidence import LocalIdentity, build_redactor, schema_problems
+from pytest_specgate.evidence._nodeids import NodeIdRedactor
 from pytest_specgate.evidence._policy import ac_outcome
 from pytest_specgate.evidence._records import (
     ExecutedOutcome,
@@ -275,7 +276,7 @@ def test_run_facts_are_redacted_where_they_enter_and_completeness_still_matches(
         selection=SelectionFacts(args=(f"--token={PLANTED_TOKEN}",), keyword=PLANTED_TOKEN,
                                  selected={ran: "AC-10"}, deselected={skipped_by_k: "AC-10"}),
     )
-    redacted = redacted_run_facts(run, redactor)
+    redacted = redacted_run_facts(run, NodeIdRedactor(redactor))
     test = dataclasses.replace(_test(), nodeid=redactor.text(ran))
     record = build_ac_record("AC-10", [test], redacted)
     assert PLANTED_TOKEN not in json.dumps(record)

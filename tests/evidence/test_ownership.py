@@ -1,5 +1,5 @@
-"""Every imported file resolves to its owner (repository, installed distribution, interpreter) or is
-foreign, and the import watcher keeps modules that later leave ``sys.modules``.
+"""Every imported file resolves to its owner (repository, installed distribution, interpreter, the
+venv's maker) or is foreign, and the import watcher keeps modules that later leave ``sys.modules``.
 
 Honest layouts (a console script in ``bin/``, Debian's linked ``sitecustomize.py``) must resolve to
 an owner; edits, unrecorded files, zips and file-less modules must not.
@@ -30,6 +30,7 @@ from pytest_specgate.evidence._run_provenance import (
     run_provenance_reasons,
     startup_files,
 )
+from pytest_specgate.evidence._venv_tools import VENV_TOOL_FILES
 
 SCRIPT = b"#!/venv/bin/python\nfrom tool.cli import main\nmain()\n"
 
@@ -303,3 +304,93 @@ def test_a_file_is_found_in_any_distributions_record_whatever_its_name(tmp_path:
     where = _locations(site)
     assert where.owner(str(site / "yaml" / "__init__.py")) == Owner("distribution", "unrelated")
     assert where.owner(str(site / "pkg3" / "mod.py")) == Owner("distribution", "dist3")
+
+
+VENV_TOOL_PTH = b"import _virtualenv"
+"""What virtualenv and uv write into ``_virtualenv.pth``, byte for byte."""
+
+
+def _venv_tool_site(tmp_path: Path, module: bytes, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, Locations]:
+    """A venv whose maker wrote ``_virtualenv.py`` (``module``, made a known release's content) and
+    its ``.pth``."""
+    known = VENV_TOOL_FILES["_virtualenv.py"]
+    monkeypatch.setitem(known, hashlib.sha256(module).hexdigest(), "a test's tool")
+    _, site = _venv(tmp_path)
+    (site / "_virtualenv.pth").write_bytes(VENV_TOOL_PTH)
+    (site / "_virtualenv.py").write_bytes(module)
+    return site, _locations(site)
+
+
+def test_the_pth_a_venv_tool_writes_is_known_by_its_real_content() -> None:
+    assert set(VENV_TOOL_FILES["_virtualenv.pth"]) == {hashlib.sha256(VENV_TOOL_PTH).hexdigest()}
+
+
+def test_the_files_a_venv_tool_writes_belong_to_the_environment(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site, where = _venv_tool_site(tmp_path, b"def patch(): pass\n", monkeypatch)
+    assert where.owner(str(site / "_virtualenv.py")) == Owner("environment")
+    assert where.owner(str(site / "_virtualenv.pth")) == Owner("environment")
+    files = startup_files({}, where, [str(site)])
+    assert [(fact["path"], fact["owner"], fact["executes"]) for fact in files] == [
+        ("<site-packages>/_virtualenv.pth", "environment", True)]
+    assert run_provenance_reasons({**CLEAN_RUN_PROVENANCE, "startup_files": files}) == []
+
+
+@pytest.mark.parametrize("place", ["edited", "renamed", "nested", "pth-that-runs-more"])
+def test_a_venv_tools_file_edited_renamed_or_moved_is_foreign(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, place: str
+) -> None:
+    module = b"def patch(): pass\n"
+    site, where = _venv_tool_site(tmp_path, module, monkeypatch)
+    target = {"edited": site / "_virtualenv.py", "renamed": site / "sitecustomize.py",
+              "nested": site / "tool" / "_virtualenv.py",
+              "pth-that-runs-more": site / "_virtualenv.pth"}[place]
+    target.write_bytes(VENV_TOOL_PTH + b"\nimport tool.cli" if place == "pth-that-runs-more" else
+                       module + (b"import os\n" if place == "edited" else b""))
+    assert where.owner(str(target)) == Owner("foreign", cause="unrecorded")
+
+
+@pytest.mark.parametrize(("path", "sha256"), [
+    ("<site-packages>/_virtualenv.pth", "0" * 64),
+    ("<repo>/_virtualenv.pth", hashlib.sha256(VENV_TOOL_PTH).hexdigest()),
+    ("<site-packages>/evil.pth", hashlib.sha256(VENV_TOOL_PTH).hexdigest()),
+], ids=["unknown-content", "in-the-repository", "another-name"])
+def test_the_judge_checks_a_recorded_environment_claim_itself(path: str, sha256: str) -> None:
+    claimed = {"path": path, "sha256": sha256, "distribution": None, "owner": "environment", "executes": True}
+    reasons = run_provenance_reasons({**CLEAN_RUN_PROVENANCE, "startup_files": [claimed]})
+    assert reasons[0] == (f"start-up files that run code and belong to no installed distribution nor the "
+                          f"interpreter: {path}; remove them, or install what they belong to")
+    remake = ("the venv's _virtualenv files hold a content no known virtualenv or uv release wrote: "
+              "make the venv again with python -m venv or uv 0.13 or later, which write none")
+    assert reasons[1:] == ([remake] if path.endswith("/_virtualenv.pth") else [])
+
+
+def _module_object(name: str, defined_in: str | None, monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    """What PyTorch puts in ``sys.modules`` as ``torch.classes``: an instance of a ``ModuleType``
+    subclass whose ``__file__`` is relative, its class defined in the module ``name``."""
+    defining = types.ModuleType(name)
+    if defined_in is not None:
+        defining.__file__ = defined_in
+    monkeypatch.setitem(sys.modules, name, defining)
+    classes = type("_Classes", (types.ModuleType,), {"__module__": name, "__file__": "_classes.py"})
+    return classes("tool.classes")
+
+
+def test_a_module_object_with_a_relative_file_is_its_classs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, site = _venv(tmp_path)
+    where = _locations(site)
+    honest = _module_object("tool.cli", str(site / "tool" / "cli.py"), monkeypatch)
+    assert module_owner("tool.classes", honest, where) == Owner("distribution", "tool")
+    (tmp_path / "elsewhere.py").write_text("")
+    outside = _module_object("elsewhere", str(tmp_path / "elsewhere.py"), monkeypatch)
+    assert module_owner("tool.classes", outside, where) == Owner("foreign", cause="outside")
+    nowhere = _module_object("made_at_run_time", None, monkeypatch)
+    assert module_owner("tool.classes", nowhere, where) == Owner("foreign", cause="no-file")
+    exec("def patched_judge(*args):\n    return []\n", honest.__dict__)
+    assert module_owner("tool.classes", honest, where) == Owner("foreign", cause="no-file")
+    plain = types.ModuleType("plain")
+    plain.__file__ = "_classes.py"
+    assert module_owner("plain", plain, where) == Owner("foreign", cause="not-a-file")

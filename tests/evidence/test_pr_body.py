@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 from evidence_testkit import TEST_ENV, GitRepo, gate, qualifying_bundle
+from hypothesis import example, given
+from hypothesis import strategies as st
 
 from pytest_specgate.evidence import (
     HiddenEvidence,
@@ -197,3 +199,28 @@ def test_gate_names_a_required_block_found_only_in_a_comment(
         f"reviewer cannot see it (line {hidden_line} is inside an HTML comment); blocks in "
         "comments or code are not evidence"
     ])
+
+
+MARKDOWN_PIECES = (
+    "", " ", "    code", "\tcode", "   > quoted", "> > twice", ">", "```", "~~~", "````python", "   ```",
+    "<!--", "-->", "a <!-- b --> c", "<!-- one line -->", "## AC-3 evidence", "# Title", "### AC-3 evidence",
+    DIGEST, "- Host: linux", "**Verdict: PASSED · QUALIFYING**", "text", "\x0b", "\u2003x", "x\r", "-",
+)
+
+
+@given(st.lists(st.sampled_from(MARKDOWN_PIECES) | st.text(max_size=6), max_size=14))
+@example(["", "    code", "text", "    after text: a paragraph's continuation, not code"])
+@example(["<!--", "text -->", "text"])
+def test_plain_lines_read_fast_are_read_as_the_full_classification_reads_them(
+    pieces: list[str],
+) -> None:
+    """A line no quote, fence, indent or comment starts is taken as visible without the full
+    classification (10,000 pasted blocks are mostly such lines): every body reads the same as
+    when each line takes the full classification."""
+    from pytest_specgate.evidence import _markdown
+
+    text = "\n".join(pieces)
+    fast = _markdown._visible_lines(text)
+    with pytest.MonkeyPatch.context() as full:
+        full.setattr(_markdown, "plain_line", lambda raw: False)
+        assert _markdown._visible_lines(text) == fast

@@ -7,6 +7,7 @@ from pathlib import Path
 
 from pytest_specgate.evidence import LocalIdentity, build_redactor
 from pytest_specgate.evidence._journal import JOURNAL_NAME, RunJournal, fold_journal, read_receipt
+from pytest_specgate.evidence._nodeids import NodeIdRedactor
 
 IDENTITY = LocalIdentity(
     user_names=("alice-ops",), host_names=("buildbox-7",), home_dirs=("/home/alice-ops",)
@@ -14,7 +15,8 @@ IDENTITY = LocalIdentity(
 
 
 def _journal(run_dir: Path) -> RunJournal:
-    return RunJournal(run_dir / JOURNAL_NAME, build_redactor(Path("/srv/repo"), (), {}, IDENTITY))
+    redactor = build_redactor(Path("/srv/repo"), (), {}, IDENTITY)
+    return RunJournal(run_dir / JOURNAL_NAME, NodeIdRedactor(redactor))
 
 
 def _running_receipt(run_dir: Path) -> None:

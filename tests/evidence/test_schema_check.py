@@ -37,7 +37,12 @@ from pytest_specgate.evidence._schema import (
     schema_error_paths,
     schema_problems,
 )
-from pytest_specgate.evidence._schema_check import SchemaCompileError, compile_schema, problems_of
+from pytest_specgate.evidence._schema_check import (
+    CompiledSchema,
+    SchemaCompileError,
+    compile_schema,
+    problems_of,
+)
 
 LEGACY = Path(__file__).parent / "legacy_bundles" / "format-1"
 
@@ -132,7 +137,8 @@ def test_the_compiled_check_and_jsonschema_agree_on_a_document_and_every_mutatio
     name: str, schema: Mapping[str, Any], document: dict[str, Any]
 ) -> None:
     check = compile_schema(schema)
-    assert problems_of(check, document) == [], name
+    compiled = CompiledSchema(schema)
+    assert problems_of(check, document) == [] and compiled.valid(document), name
     assert _jsonschema_paths(schema, document) == [], name
     disagreements = []
     invalid = 0
@@ -140,8 +146,8 @@ def test_the_compiled_check_and_jsonschema_agree_on_a_document_and_every_mutatio
         expected = _jsonschema_paths(schema, mutated)
         found = sorted(path for path, _ in problems_of(check, mutated))
         invalid += bool(expected)
-        if found != expected:
-            disagreements.append((mutated, expected, found))
+        if found != expected or compiled.valid(mutated) != (not expected):
+            disagreements.append((mutated, expected, found, compiled.valid(mutated)))
     assert disagreements == []
     assert invalid > 100, f"{name}: the mutations must reach the schema's rules"
 
@@ -183,6 +189,8 @@ def test_a_schema_using_what_the_compiler_does_not_implement_is_refused_when_com
 ) -> None:
     with pytest.raises(SchemaCompileError):
         compile_schema(schema)
+    with pytest.raises(SchemaCompileError):
+        CompiledSchema(schema)
 
 
 @pytest.mark.parametrize(
@@ -204,10 +212,13 @@ def test_each_keyword_means_what_jsonschema_means_by_it(
     schema: Mapping[str, Any], valid: list[Any], invalid: list[Any]
 ) -> None:
     check = compile_schema(schema)
+    compiled = CompiledSchema(schema)
     for document in valid:
         assert problems_of(check, document) == [] and _jsonschema_paths(schema, document) == [], document
+        assert compiled.valid(document) and compiled.problems(document) == [], document
     for document in invalid:
         assert problems_of(check, document) and _jsonschema_paths(schema, document), document
+        assert not compiled.valid(document) and compiled.problems(document), document
 
 
 SCHEMA_WORDS = ("ac", "id", "tests", "value", "unit", "engines", "hardware", "waiver", "to", "reason",
@@ -312,6 +323,17 @@ def test_the_compiled_check_and_jsonschema_agree_on_forged_documents(
     expected = _jsonschema_paths(schema, forged)
     found = sorted(path for path, _ in problems_of(compile_schema(schema), forged))
     assert found == expected, name
+    assert _compiled(schema).valid(forged) == (not expected), name
+
+
+_COMPILED: dict[int, CompiledSchema] = {}
+
+
+def _compiled(schema: Mapping[str, Any]) -> CompiledSchema:
+    """Each corpus schema compiled once (the corpus holds each schema object for the whole run)."""
+    if id(schema) not in _COMPILED:
+        _COMPILED[id(schema)] = CompiledSchema(schema)
+    return _COMPILED[id(schema)]
 
 
 def _split_corpus() -> list[tuple[dict[str, Any], dict[str, Any]]]:

@@ -8,6 +8,7 @@ plugin end to end with the figures a user reads.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -78,3 +79,25 @@ def test_the_plugin_passes_a_figure_at_its_bound_and_fails_one_beyond(pytester: 
         for ac in ("AC-1", "AC-2", "AC-3", "AC-4")
     }
     assert passed == {"AC-1": True, "AC-2": False, "AC-3": True, "AC-4": False}
+
+
+def test_a_measurement_judges_its_figure_once_and_a_changed_figure_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The recorder's soft check, the record's row, ``passed`` and the judge all read one verdict."""
+    from pytest_specgate.evidence import _acrecord
+
+    real = _acrecord.three_way_verdict
+    calls: list[object] = []
+
+    def counted(*args: object) -> object:
+        calls.append(args)
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_acrecord, "three_way_verdict", counted)
+    measurement = _acrecord.Measurement("t.py::t", "speedup", 1.5, "x", 1.4, None)
+    read = (measurement.verdict, measurement.passed, measurement.miss(), measurement.to_dict()["passed"])
+    assert read == (real(1.5, 1.4, None, None, None, "point"), True, None, True)
+    assert len(calls) == 1
+    below = dataclasses.replace(measurement, value=math.nextafter(1.4, 0.0))
+    assert (below.passed, below.miss(), len(calls)) == (False, "is below at_least=1.4", 2)

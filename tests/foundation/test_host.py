@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
 
-from pytest_specgate.contracts.host import HostFactsError, host_facts_from_dict
+from pytest_specgate.contracts.hardware import HardwareRequirement
+from pytest_specgate.contracts.host import GpuFacts, HostFactsError, host_facts_from_dict
+from pytest_specgate.selection.hardware import evaluate_requirement
 from pytest_specgate.selection.host_probe import (
     load_host_facts,
     parse_apple_chip,
     parse_meminfo_bytes,
     parse_nvidia_smi_csv,
     probe_host,
+    under_system_prefix,
 )
 
 HOSTS = Path(__file__).resolve().parents[2] / "fixtures" / "hosts"
+RECORDED_H200 = json.loads((Path(__file__).parent / "recorded" / "h200-hosts.json").read_text())
+"""What ``specgate hosts --json`` printed on a real H200 container, through NVML and through nvidia-smi."""
 
 
 @pytest.mark.parametrize(
@@ -103,6 +109,46 @@ def test_live_probe_reads_real_facts_of_this_machine() -> None:
 
 def test_probe_survives_missing_tools(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PATH", "/nonexistent")
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # NVML is a library, not a tool on PATH: gone too
     facts = probe_host()
     assert facts.gpus == ()
     assert facts.arch
+
+
+def test_a_real_h200_reads_the_same_through_nvml_and_nvidia_smi() -> None:
+    [smi] = RECORDED_H200["nvidia_smi"]["provenance"]["answers"]
+    [nvml] = RECORDED_H200["nvml"]["provenance"]["answers"]
+    h200 = GpuFacts(name="NVIDIA H200", memory_bytes=143771 * 1024**2, compute_capability="9.0")
+    assert (smi["tool"], parse_nvidia_smi_csv(smi["answer"])) == ("nvidia-smi", (h200,))
+    assert (nvml["tool"], [GpuFacts(**row) for row in json.loads(nvml["answer"])]) == ("nvml", [h200])
+    for route in ("nvml", "nvidia_smi"):
+        assert host_facts_from_dict(RECORDED_H200[route]["host"], source="probe").gpus == (h200,)
+
+
+def test_gpu_markers_on_the_recorded_h200() -> None:
+    host = host_facts_from_dict(RECORDED_H200["nvml"]["host"], source="probe")
+    assert evaluate_requirement(HardwareRequirement(cuda_sm="9.0", min_gpu_memory_gb=140), host, {}).matched
+    assert evaluate_requirement(HardwareRequirement(min_cuda_sm="8.9"), host, {}).matched
+    misses = {"cuda_sm": "12.1", "min_gpu_memory_gb": 141, "min_gpus": 2, "min_cuda_sm": "10.0"}
+    for clause, value in misses.items():
+        verdict = evaluate_requirement(HardwareRequirement(**{clause: value}), host, {})
+        assert not verdict.matched and verdict.reasons[0].endswith("NVIDIA H200 SM 9.0, 140.4 GB)"), verdict
+
+
+@pytest.mark.parametrize("path", ["/usr/bin/nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi",
+                                  "/usr/local/nvidia/lib64/libnvidia-ml.so.580.159.04",
+                                  "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"])
+def test_the_drivers_own_folders_are_system_locations(path: str) -> None:
+    assert under_system_prefix(path, path)
+
+
+@pytest.mark.parametrize(("path", "real"), [
+    ("/usr/local/bin/nvidia-smi", "/usr/local/bin/nvidia-smi"),
+    ("/usr/local/nvidia-tools/bin/nvidia-smi", "/usr/local/nvidia-tools/bin/nvidia-smi"),
+    ("/usr/local/nvidia/bin/../../bin/nvidia-smi", "/usr/local/bin/nvidia-smi"),
+    ("/usr/local/nvidia/share/nvidia-smi", "/usr/local/nvidia/share/nvidia-smi"),
+    ("/usr/local/nvidia/bin/nvidia-smi", "/tmp/fake/nvidia-smi"),
+    ("/home/runner/nvidia/bin/nvidia-smi", "/usr/local/nvidia/bin/nvidia-smi"),
+])
+def test_lookalike_or_escaping_driver_paths_are_not(path: str, real: str) -> None:
+    assert not under_system_prefix(path, real)

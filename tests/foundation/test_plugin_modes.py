@@ -150,6 +150,33 @@ def test_diagnostic_runs_everything_and_says_so(project: pytest.Pytester) -> Non
     )
 
 
+def test_a_tests_payload_parts_are_built_once_for_its_setup_and_teardown(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_specgate.contracts.hardware import HardwareVerdict
+
+    built: list[str] = []
+    real = HardwareVerdict.to_dict
+
+    def counted(self: HardwareVerdict) -> dict[str, object]:
+        built.append(self.host_summary)
+        return real(self)
+
+    monkeypatch.setattr(HardwareVerdict, "to_dict", counted)
+    project.makeconftest("""
+        from pytest_specgate.contracts.payload import payload_of
+        def pytest_runtest_logreport(report):
+            payload = payload_of(report.user_properties)
+            if report.when != "call" and payload is not None and payload["hardware"] is not None:
+                print(f"PAYLOAD {report.when} {report.nodeid.split('::')[1]} "
+                      f"matched={payload['hardware']['matched']} mode={payload['mode']}")
+    """)
+    result = project.runpytest_inprocess("-s", f"--specgate-host-facts={M4}", "--specgate-diagnostic")
+    result.stdout.fnmatch_lines(["*PAYLOAD setup test_gb10 matched=False mode=diagnostic",
+                                 "*PAYLOAD teardown test_gb10 matched=False mode=diagnostic"])
+    assert len(built) == 3  # the three hardware specs, once each
+
+
 def test_diagnostic_mode_is_recorded_on_reports(project: pytest.Pytester) -> None:
     project.makeconftest("""
         from pytest_specgate.contracts.payload import payload_of

@@ -9,6 +9,8 @@ import pytest
 from pytest_specgate.contracts.hardware import HardwareRequirement, HardwareVerdict
 from pytest_specgate.contracts.payload import (
     SPEC_PROPERTY,
+    RecordedProperties,
+    later_phase_payload,
     mismatched_hardware_runs,
     payload_of,
     spec_payload,
@@ -75,3 +77,18 @@ def test_payload_round_trip_and_mismatch_count() -> None:
         SimpleNamespace(nodeid="t.py::b", when="call", user_properties=[]),
     ]
     assert mismatched_hardware_runs(reports) == {"t.py::a"}
+
+
+def test_a_later_phase_payload_is_the_payload_built_whole() -> None:
+    """The teardown's payload takes the test's own parts from the setup's and adds what the test
+    recorded since: the same payload as one built whole, with the setup's dicts, not copies."""
+    decision = decide_run(MISMATCH, required=False, diagnostic=True)
+    recorded: RecordedProperties = {"measurements": [{"name": "speedup", "value": 1.5}], "attachments": [],
+                                    "notes": {"k": 2}, "engines": []}
+    engines = [{"identity": {"name": "mock"}}]
+    setup = spec_payload("t.py::a", ac={"id": "AC-10"}, verdict=MISMATCH, decision=decision)
+    later = later_phase_payload(setup, recorded, engines)
+    whole = spec_payload("t.py::a", ac={"id": "AC-10"}, verdict=MISMATCH, decision=decision,
+                         recorded=recorded, engines=engines)
+    assert later == whole and later["hardware"] is setup["hardware"] and later["ac"] is setup["ac"]
+    assert (setup["measurements"], setup["notes"], setup["engines"]) == ([], {}, [])

@@ -19,6 +19,7 @@ their redacted decoded form.
 from __future__ import annotations
 
 import base64
+import bisect
 import getpass
 import ipaddress
 import math
@@ -219,6 +220,15 @@ class RedactionRule:
     """The group where a search starts again after ``accept`` rejects a match, instead of after
     the match: a weak keyword's value that is not a credential (``key=foo:password=PASS``, a
     stray quote in ``sig=' password: 'PASS'``) may hold the next keyword and its value."""
+    scope: str = "text"
+    """What a pass after the first must search of this rule (see :class:`_Neighbourhood`):
+    ``line``, a pattern that never matches a line break (tests/evidence/test_redact_scanner.py
+    proves it) judged by what its own line holds, searches only the lines a replacement changed
+    or a claim of this pass touched; ``joined``, a pattern that crosses a line break only after
+    a token character, a quote, ``=``, ``:``, ``>`` or blank space (a catalogue token cut by a
+    break, a JWT, a PEM body, ``Bearer`` and its token on the next line), or a name judged by the
+    ``user=`` before it, searches those lines and the lines such a break joins to them; ``text``
+    (a pattern of the user's, a private key's block) searches the whole text."""
 
     def claims_in_text(
         self,
@@ -239,6 +249,36 @@ class RedactionRule:
             lines = _lines_matching(self.lines_with, lowered)
             if lines_found is not None:
                 lines_found[self.lines_with] = lines
+        for start, end in lines:
+            yield from self.claims(text, start, end)
+
+    def claims_in_windows(
+        self,
+        text: str,
+        windows: Sequence[tuple[int, int]],
+        lowered: Sequence[str | None],
+        lines_found: dict[re.Pattern[str], tuple[object, list[tuple[int, int]]]],
+    ) -> Iterator[tuple[Claim, int, int]]:
+        """:meth:`claims_in_text` within ``windows`` (whole lines, each ending before its line
+        break; ``lowered`` holds each one's :func:`folded` form): the lines :attr:`lines_with`
+        finds in them, or all of each. ``lines_found`` keeps the lines a pattern found in these
+        same windows, for the next rule naming it."""
+        gate = self.lines_with
+        if gate is None:
+            for start, end in windows:
+                yield from self.claims(text, start, end)
+            return
+        cached = lines_found.get(gate)
+        if cached is not None and cached[0] is windows:
+            lines = cached[1]
+        else:
+            lines = []
+            for (start, end), window in zip(windows, lowered, strict=True):
+                if window is None:
+                    lines.append((start, end))
+                else:
+                    lines += [(start + s, start + e) for s, e in _lines_matching(gate, window)]
+            lines_found[gate] = (windows, lines)
         for start, end in lines:
             yield from self.claims(text, start, end)
 
@@ -381,7 +421,7 @@ def _identity_rule(names: Sequence[str], placeholder: str, kind: str) -> list[Re
     distinct = frozenset(name.lower() for name in names if not name.isalpha())
     pattern = re.compile(_names_in_any_case(names))
     return [RedactionRule(kind, pattern, placeholder, accept=_Identifies(kind, distinct),
-                          lines_with=_lines_with_any(names))]
+                          lines_with=_lines_with_any(names), scope=_scope_of(names, "joined"))]
 
 
 def _path_identity_rule(users: Sequence[str], hosts: Sequence[str]) -> list[RedactionRule]:
@@ -404,7 +444,12 @@ def _path_identity_rule(users: Sequence[str], hosts: Sequence[str]) -> list[Reda
         )
 
     return [RedactionRule("path-identity", _ABSOLUTE_PATH, "", rewrite=rewrite,
-                          lines_with=_lines_with_any(names))]
+                          lines_with=_lines_with_any(names), scope="line")]
+
+
+def _scope_of(literals: Sequence[str], scope: str) -> str:
+    """``scope`` for a rule matching ``literals``, or ``text`` when one holds a line break."""
+    return "text" if any("\n" in literal for literal in literals) else scope
 
 
 def _lines_with_any(literals: Sequence[str]) -> re.Pattern[str] | None:
@@ -420,10 +465,12 @@ def _directory_rules(directory: str, inside: str, itself: str, name: str) -> lis
     """``directory`` as a path of its own, not as the tail of a relative one (``data/root``)."""
     escaped = re.escape(directory.rstrip("/"))
     lines = _lines_with_any([directory.rstrip("/")])
+    scope = _scope_of([directory], "line")
     return [
-        RedactionRule(f"{name}-inside", re.compile(r"(?<![\w.-])" + escaped + "/"), inside, lines_with=lines),
+        RedactionRule(f"{name}-inside", re.compile(r"(?<![\w.-])" + escaped + "/"), inside, lines_with=lines,
+                      scope=scope),
         RedactionRule(name, re.compile(r"(?<![\w.-])" + escaped + r"(?![\w.-])", re.ASCII), itself,
-                      lines_with=lines),
+                      lines_with=lines, scope=scope),
     ]
 
 
@@ -550,6 +597,7 @@ def _context_rule(context: ContextFormat) -> RedactionRule:
         group=context.group,
         accept=_CHECKS[context.check] if context.check else None,
         lines_with=re.compile(context.lines_with) if context.lines_with else None,
+        scope=context.scope,
     )
 
 
@@ -562,12 +610,12 @@ def catalogue_rules() -> list[RedactionRule]:
 def token_rules() -> list[RedactionRule]:
     """The catalogue's token formats and their base64 and hex forms."""
     rules = [
-        RedactionRule(token.rule_id, re.compile(_token_pattern(token)), token.placeholder)
+        RedactionRule(token.rule_id, re.compile(_token_pattern(token)), token.placeholder, scope="joined")
         for token in TOKEN_FORMATS
     ]
     literals = [literal for token in TOKEN_FORMATS for literal in token.encodable] + list(ENCODED_PREFIXES)
     encoded = _grouped_by_first_character(_encoded_patterns(literals))
-    rules.append(RedactionRule("encoded-token", re.compile(encoded), "<SECRET>"))
+    rules.append(RedactionRule("encoded-token", re.compile(encoded), "<SECRET>", scope="line"))
     return rules
 
 
@@ -605,16 +653,16 @@ def keyword_rules() -> list[RedactionRule]:
     return [
         RedactionRule(
             "keyword-value", re.compile(KEYWORD_VALUE), "<SECRET>", group="kvv", accept=keyword_value,
-            lines_with=re.compile(KEYWORD_VALUE_LINES), resume_in="kvv",
+            lines_with=re.compile(KEYWORD_VALUE_LINES), resume_in="kvv", scope="line",
         ),
         RedactionRule("netrc", re.compile(NETRC_LINE), "", rewrite=netrc_rewrite,
-                      needs=("machine", "default"), lines_with=re.compile(NETRC_LINE_WORDS)),
+                      needs=("machine", "default"), lines_with=re.compile(NETRC_LINE_WORDS), scope="line"),
         RedactionRule("netrc-field", re.compile(NETRC_FIELD), "<SECRET>", group=1,
                       needs=("password", "passwd", "login", "account"),
-                      lines_with=re.compile(NETRC_FIELD_WORDS)),
-        RedactionRule("flag-value", re.compile(FLAG_VALUE), "<SECRET>", group=1, needs=("-",)),
+                      lines_with=re.compile(NETRC_FIELD_WORDS), scope="line"),
+        RedactionRule("flag-value", re.compile(FLAG_VALUE), "<SECRET>", group=1, needs=("-",), scope="line"),
         RedactionRule("user-flag-password", re.compile(USER_FLAG_PASSWORD), "<SECRET>", group=1,
-                      needs=("-",)),
+                      needs=("-",), scope="line"),
     ]
 
 
@@ -623,19 +671,20 @@ def generic_rules() -> list[RedactionRule]:
     ``...`` cut, the part of a token a joiner or a break (escaped or not) parts from a part
     already replaced, and a run broken by an escaped break (:mod:`._generic_secrets`)."""
     return [
-        RedactionRule("generic-token", re.compile(GENERIC_TOKEN), "<SECRET>", accept=generic_token),
+        RedactionRule("generic-token", re.compile(GENERIC_TOKEN), "<SECRET>", accept=generic_token,
+                      scope="line"),
         RedactionRule("cut-token", re.compile(CUT_TOKEN), "<SECRET>", accept=cut_token, needs=("...", "…"),
-                      lines_with=re.compile(CUT_TOKEN_LINES)),
+                      lines_with=re.compile(CUT_TOKEN_LINES), scope="joined"),
         RedactionRule("joined-token", re.compile(JOINED_TOKEN), "<SECRET>", accept=joined_token,
-                      needs=("<SECRET>", "<TOKEN>"), lines_with=re.compile(JOINED_TOKEN_LINES)),
+                      needs=("<SECRET>", "<TOKEN>"), lines_with=re.compile(JOINED_TOKEN_LINES), scope="line"),
         RedactionRule("escaped-break-tail", re.compile(ESCAPED_BREAK_TAIL), "<SECRET>", group=1,
                       accept=joined_token, needs=("<SECRET>", "<TOKEN>"),
-                      lines_with=re.compile(ESCAPED_BREAK_TAIL_LINES)),
+                      lines_with=re.compile(ESCAPED_BREAK_TAIL_LINES), scope="line"),
         RedactionRule("line-break-tail", re.compile(LINE_BREAK_TAIL), "<SECRET>", group=1,
-                      accept=joined_token, needs=("<SECRET>", "<TOKEN>")),
+                      accept=joined_token, needs=("<SECRET>", "<TOKEN>"), scope="joined"),
         RedactionRule("escaped-break-token", re.compile(ESCAPED_BREAK_TOKEN), "<SECRET>",
                       accept=escaped_break_token, needs=("\\n", "\\r", "\\t"),
-                      lines_with=re.compile(ESCAPED_BREAK_TOKEN_LINES)),
+                      lines_with=re.compile(ESCAPED_BREAK_TOKEN_LINES), scope="line"),
     ]
 
 
@@ -759,7 +808,7 @@ class Redactor:
             decoded, changed = self._escaped_secrets(current)
             if decoded == current:
                 return current
-            current = self._passes(decoded, _lines_around(decoded, changed))
+            current = self._passes(decoded, changed)
         return PLACEHOLDERS[0]
 
     def by_lines(self, text: str) -> str:
@@ -775,45 +824,62 @@ class Redactor:
         redacted = self.text(text)
         return redacted if len(redacted) <= limit else redacted[: limit - 1] + "…"
 
-    def _passes(self, text: str, regions: list[tuple[int, int]] | None = None) -> str:
-        """Passes until one changes nothing. The first pass reads the whole text (or ``regions``
-        of it); a later pass reads only the lines around what the pass before it replaced (a
-        placeholder can make a match only there: every pattern but a PEM block's stays within a
-        line and the one after, and a PEM block is replaced whole the first time)."""
+    def _passes(self, text: str, changed: list[tuple[int, int]] | None = None) -> str:
+        """Passes until one changes nothing. The first pass reads the whole text, or, given the
+        spans of ``text`` that ``changed`` (the escape decoding's), their neighbourhood; each
+        later pass reads only the neighbourhood of what the pass before it replaced, which finds
+        what a pass over the whole text finds (:class:`_Neighbourhood` says why)."""
         current = text
         known = self._known.rule
         for _ in range(_MAX_ROUNDS):
-            if regions is None and (
+            if changed is None and (
                 self._any_rule is not None
                 and self._any_rule.search(current) is None
                 and (known is None or known.pattern.search(current) is None)
             ):
                 return current
-            updated, changed = self._pass_within(current, regions or [(0, len(current))])
+            updated, changed = _replaced_with_spans(current, self._claims(current, changed))
             if updated == current:
                 return current
-            current, regions = updated, _lines_around(updated, changed)
+            current = updated
         return PLACEHOLDERS[0]
 
-    def _pass_within(
-        self, text: str, regions: list[tuple[int, int]]
-    ) -> tuple[str, list[tuple[int, int]]]:
-        """One pass over each region of ``text``: the text after it, and the spans (in it) of
-        what the pass replaced."""
-        claims: list[Claim] = []
-        for start, end in regions:
-            claims += [(start + s, start + e, r) for s, e, r in self._claims(text[start:end])]
-        return _replaced_with_spans(text, claims)
-
-    def _claims(self, text: str) -> list[Claim]:
-        claims = [(span.start(), span.end(), span.group(0)) for span in _PROTECTED.finditer(text)]
+    def _claims(self, text: str, changed: Iterable[tuple[int, int]] | None = None) -> list[Claim]:
+        """One pass's claims: every rule in order over the whole text, or, given the spans that
+        ``changed`` since a pass over the whole text, over their :class:`_Neighbourhood`."""
         known = self._known.rule
-        if known is not None:
-            claims = _claim(text, claims, known)
-        lowered = folded(text)
-        lines_found: dict[re.Pattern[str], list[tuple[int, int]]] = {}
-        for rule in self.rules:
-            claims = _claim(text, claims, rule, lowered, lines_found)
+        rules = self.rules if known is None else (known, *self.rules)
+        if changed is None:
+            claims = _protected(text, [(0, len(text))])
+            lowered = folded(text)
+            lines_found: dict[re.Pattern[str], list[tuple[int, int]]] = {}
+            for rule in rules:
+                if not rule.needs or any(literal in text for literal in rule.needs):
+                    claims = _claim(text, claims, rule, rule.claims_in_text(text, lowered, lines_found))[0]
+            return claims
+        near = _Neighbourhood(text, changed)
+        # The placeholders a search may meet: those in the windows searched; all of them once a
+        # rule searching the whole text finds something.
+        covered = near.joined()
+        claims, everywhere = _protected(text, covered), False
+        window_lines: dict[re.Pattern[str], tuple[object, list[tuple[int, int]]]] = {}
+        for rule in rules:
+            if rule.needs and not any(literal in text for literal in rule.needs):
+                continue
+            if not everywhere and near.joined() is not covered:
+                covered = near.joined()
+                claims = sorted({*claims, *_protected(text, covered)})
+            found: Iterable[tuple[Claim, int, int]]
+            if rule.scope == "text":
+                found = list(rule.claims(text, 0, len(text)))
+                if found and not everywhere:
+                    claims, everywhere = sorted({*claims, *_protected(text, [(0, len(text))])}), True
+            else:
+                windows = near.lines if rule.scope == "line" else near.joined()
+                found = rule.claims_in_windows(text, windows, near.lowered(windows), window_lines)
+            claims, added = _claim(text, claims, rule, found)
+            if added:
+                near.touch((start, end) for start, end, _ in added)
         return claims
 
     def _escaped_secrets(self, text: str) -> tuple[str, list[tuple[int, int]]]:
@@ -1032,22 +1098,17 @@ them out."""
 
 
 def _claim(
-    text: str,
-    claims: list[Claim],
-    rule: RedactionRule,
-    lowered: str | None = None,
-    lines_found: dict[re.Pattern[str], list[tuple[int, int]]] | None = None,
-) -> list[Claim]:
-    """``claims`` plus what ``rule`` claims in the text they leave free.
+    text: str, claims: list[Claim], rule: RedactionRule, found: Iterable[tuple[Claim, int, int]]
+) -> tuple[list[Claim], list[Claim]]:
+    """``claims`` plus what ``rule`` claims (``found``: its claims with their matches' spans) in
+    the text they leave free; and those new claims.
 
     A match that runs into an earlier claim is not dropped: the rule searches again inside
-    the free gaps that match touched, as if each gap were a text of its own.
+    the free gaps that match touched, as if each gap were a text of its own, for matches that
+    start on the lines the match spans. That keeps a claim's effect local: a match never makes
+    the rule search lines far from it (a gap can run on for pages), which the later passes rely
+    on (:class:`_Neighbourhood`).
     """
-    if rule.needs and not any(literal in text for literal in rule.needs):
-        return claims
-    found = list(rule.claims_in_text(text, lowered, lines_found))
-    if not found:
-        return claims
     accepted: list[Claim] = []
     searched: set[tuple[int, int]] = set()
     index = 0
@@ -1057,13 +1118,22 @@ def _claim(
         if index == len(claims) or claims[index][0] >= match_end:
             accepted.append(claim)
             continue
-        for gap in _gaps_touched(claims, index, match_start, match_end, len(text)):
-            if gap not in searched:
+        lines_start = text.rfind("\n", 0, match_start) + 1
+        lines_end = text.find("\n", match_end)
+        lines_end = len(text) if lines_end < 0 else lines_end
+        for gap_start, gap_end in _gaps_touched(claims, index, match_start, match_end, len(text)):
+            gap = max(gap_start, lines_start), gap_end
+            if gap[0] <= lines_end and gap not in searched:
                 searched.add(gap)
-                accepted += [inner for inner, _, _ in rule.claims(text, *gap)]
+                for inner, inner_start, _ in rule.claims(text, *gap):
+                    if inner_start > lines_end:
+                        break
+                    accepted.append(inner)
+    if not accepted:
+        return claims, []
     accepted.sort()
-    merged = sorted(claims + _without_overlaps(accepted))
-    return merged
+    added = _without_overlaps(accepted)
+    return sorted(claims + added), added
 
 
 _FOLDS = str.maketrans({"ſ": "s", "ı": "i"})
@@ -1118,6 +1188,144 @@ def _gaps_touched(
         index += 1
 
 
+_JOINING = re.compile(r"(?:[\w.+/@=:\"'-]|<(?:SECRET|TOKEN)>)\Z")
+"""How a line ends (blank space aside) that a ``joined`` rule's match may carry on past, or whose
+end a verdict on the next line may read: see :class:`_Neighbourhood`."""
+_MERGED_GAP = 256
+"""Windows of lines this close are searched as one: a search costs a call per window, and the
+quiet lines between two windows add nothing (see :class:`_Neighbourhood`)."""
+
+
+def _may_join_next(text: str, start: int, end: int) -> bool:
+    """Whether the line ``text[start:end]`` (``end`` at its line break) is blank or ends, blank
+    space aside, with a character in :data:`_JOINING`: only after such a line can a ``joined``
+    rule's match hold the line break, or its verdict read past it."""
+    position = end
+    while position > start and text[position - 1].isspace():
+        position -= 1
+    return position == start or _JOINING.search(text, max(start, position - 8), position) is not None
+
+
+def _line_end(text: str, position: int) -> int:
+    """Where the line holding ``position`` ends: its line break, or the end of the text."""
+    end = text.find("\n", position)
+    return len(text) if end < 0 else end
+
+
+class _Neighbourhood:
+    """What a pass after the first searches: the lines its changes lie on, and, for a ``joined``
+    rule, the lines a match can join to them (``RedactionRule.scope``).
+
+    Why nothing outside can change. Let P be the text the pass before made its claims in and T
+    the text after them (or P a text no rule claims anything in, and T P with escaped words
+    decoded); by induction the pass over P claimed what a pass over the whole of P claims.
+    Replacements hold no line break, so a line of T that no changed span touches is a line of P,
+    character for character, between the same line breaks; call it quiet while no claim of this
+    pass touches it either. Every claim of P was replaced, so P's pass claimed nothing on it.
+
+    1. A ``line`` rule's pattern never matches a line break, and its verdict reads its own line
+       (at most the line break before it); a search again after a match that ran into a claim
+       is cut to the match's lines (:func:`_claim`); the claims on a quiet line are the same
+       placeholders in P and T. So on a quiet line of T the rule does what it did on that line
+       of P: claim nothing. It searches :attr:`lines`, which hold every line that is not quiet.
+    2. A ``joined`` rule's match holds a line break, or its verdict reads across one, only when
+       the line before the break :func:`_may_join_next` (a catalogue token's break follows a
+       body character, a JWT's a JWT character or its dot, a PEM body's a base64 character, the
+       blank space after ``Bearer`` or ``Authorization:`` follows the word, ``=`` or ``:``, a
+       tail after a break follows a placeholder's ``>``, the ``user=`` or the digest's name a
+       verdict reads ends in a word character, ``=``, ``:``, a quote or ``-``). :meth:`joined`
+       extends :attr:`lines` across every break after such a line, up and down, and always one
+       line down from each of them (their last character may have been another in P). Each
+       line outside is then quiet and each break bounding a block of them follows a quiet line
+       that does not join: no match holds it, in T or in P, and what a pattern reads beyond a
+       line's end it reads only after crossing it. So the whole-text search splits at those
+       breaks: on a block it finds what it found on the same block of P, which claimed nothing
+       (a search again stays within the match's lines), and in a window, searched with the
+       window's ends as the text's, it finds what the whole-text search finds there.
+    3. A ``text`` rule (the user's patterns, known values, a private key's block) searches all.
+
+    Each rule's new claims add their lines before the next rule runs, so every line outside
+    :attr:`lines` stays quiet. tests/evidence/test_redact_passes.py compares the result with
+    whole-text passes.
+    """
+
+    def __init__(self, text: str, changed: Iterable[tuple[int, int]]) -> None:
+        self.text = text
+        self.lines: list[tuple[int, int]] = []
+        """Whole lines (each window ends at a line break or the text's end), sorted, apart."""
+        self._joined: list[tuple[int, int]] | None = None
+        self._lowered: dict[int, tuple[list[tuple[int, int]], list[str | None]]] = {}
+        self.touch(changed)
+
+    def lowered(self, windows: list[tuple[int, int]]) -> list[str | None]:
+        """The :func:`folded` form of each of ``windows`` (:attr:`lines` or :meth:`joined`)."""
+        cached = self._lowered.get(id(windows))
+        if cached is None or cached[0] is not windows:
+            cached = windows, [folded(self.text[start:end]) for start, end in windows]
+            self._lowered[id(windows)] = cached
+        return cached[1]
+
+    def touch(self, spans: Iterable[tuple[int, int]]) -> None:
+        """Add the lines ``spans`` lie on (a new list, so a cache keyed by the old one expires)."""
+        text, lines = self.text, self.lines
+        starts = [start for start, _ in lines]
+        new: list[tuple[int, int]] = []
+        for start, end in spans:
+            if new and start <= new[-1][1]:
+                if end > new[-1][1]:
+                    new[-1] = (new[-1][0], _line_end(text, end))
+                continue
+            index = bisect.bisect_right(starts, start) - 1
+            if index >= 0 and lines[index][1] >= end:
+                continue
+            new.append((text.rfind("\n", 0, start) + 1, _line_end(text, end)))
+        if not new:
+            return
+        merged: list[tuple[int, int]] = []
+        for start, end in sorted(lines + new):
+            if merged and start <= merged[-1][1] + _MERGED_GAP:
+                merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+            else:
+                merged.append((start, end))
+        self.lines, self._joined = merged, None
+
+    def joined(self) -> list[tuple[int, int]]:
+        """:attr:`lines`, each window extended across the line breaks a match can hold."""
+        if self._joined is not None:
+            return self._joined
+        text, length, lines = self.text, len(self.text), self.lines
+        windows: list[tuple[int, int]] = []
+        for index, (start, end) in enumerate(lines):
+            floor = windows[-1][1] if windows else -1
+            while start > floor + 1:
+                above = text.rfind("\n", 0, start - 1) + 1
+                if not _may_join_next(text, above, start - 1):
+                    break
+                start = above
+            if not windows or end >= windows[-1][1]:
+                following = lines[index + 1][0] if index + 1 < len(lines) else length + 1
+                if end < length:
+                    end = _line_end(text, end + 1)
+                while end + 1 < following and _may_join_next(text, text.rfind("\n", 0, end) + 1, end):
+                    end = _line_end(text, end + 1)
+            if windows and start <= windows[-1][1] + 1:
+                windows[-1] = (windows[-1][0], max(end, windows[-1][1]))
+            else:
+                windows.append((start, end))
+        self._joined = windows
+        return windows
+
+
+def _protected(text: str, windows: Iterable[tuple[int, int]]) -> list[Claim]:
+    """The spans :data:`_PROTECTED` matches in ``windows`` (none crosses a line), each claimed
+    by itself: no rule may claim them."""
+    return [
+        (span.start(), span.end(), span.group(0))
+        for start, end in windows
+        for span in _PROTECTED.finditer(text, start, end)
+    ]
+
+
 def _without_overlaps(claims: list[Claim]) -> list[Claim]:
     kept: list[Claim] = []
     for claim in claims:
@@ -1141,23 +1349,6 @@ def _replaced_with_spans(text: str, claims: Iterable[Claim]) -> tuple[str, list[
         position = end
     pieces.append(text[position:])
     return "".join(pieces), changed
-
-
-def _lines_around(text: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    """For each span, from the start of the line before it to the end of the line after it,
-    overlapping ones merged: where a replacement can have made a new match."""
-    regions: list[tuple[int, int]] = []
-    for span_start, span_end in spans:
-        line_start = text.rfind("\n", 0, span_start) + 1
-        start = text.rfind("\n", 0, line_start - 1) + 1 if line_start > 0 else 0
-        line_end = text.find("\n", span_end)
-        end = len(text) if line_end < 0 else text.find("\n", line_end + 1)
-        end = len(text) if end < 0 else end
-        if regions and start <= regions[-1][1]:
-            regions[-1] = (regions[-1][0], max(end, regions[-1][1]))
-        else:
-            regions.append((start, end))
-    return regions
 
 
 def _replaced(text: str, claims: Iterable[Claim]) -> str:
@@ -1299,22 +1490,25 @@ def build_redactor(
     ]
     rules += token_rules() + keyword_rules() + context_rules()
     rules += [
-        RedactionRule("bearer", _BEARER, "<TOKEN>", group=1),
-        RedactionRule("auth-header", _AUTH_HEADER, "<TOKEN>", group=1),
-        RedactionRule("url-credentials", _URL_CREDENTIALS, "<SECRET>", group=1),
-        RedactionRule("email", _EMAIL, "<EMAIL>", lines_with=_AT_SIGN),
+        RedactionRule("bearer", _BEARER, "<TOKEN>", group=1, scope="joined"),
+        RedactionRule("auth-header", _AUTH_HEADER, "<TOKEN>", group=1, scope="joined"),
+        RedactionRule("url-credentials", _URL_CREDENTIALS, "<SECRET>", group=1, scope="line"),
+        RedactionRule("email", _EMAIL, "<EMAIL>", lines_with=_AT_SIGN, scope="line"),
     ]
     for root in _root_spellings(rootdir):
         rules += _directory_rules(root, inside="", itself=".", name="rootdir")
-    rules.append(RedactionRule("path", _SENSITIVE_PATH, "<PATH>"))
-    rules.append(RedactionRule("windows-profile", _WINDOWS_PROFILE, "<PATH>", lines_with=_DRIVE_SEPARATOR))
+    rules.append(RedactionRule("path", _SENSITIVE_PATH, "<PATH>", scope="line"))
+    rules.append(RedactionRule("windows-profile", _WINDOWS_PROFILE, "<PATH>", lines_with=_DRIVE_SEPARATOR,
+                               scope="line"))
     rules += generic_rules()
     for home in who.home_dirs:
         if home != "/":
             rules += _directory_rules(home, inside="<HOME>/", itself="<HOME>", name="home")
     rules += [
-        RedactionRule("ipv4", _IPV4_CANDIDATE, "<IP>", accept=_is_public_ip, lines_with=_DOTTED_QUAD),
-        RedactionRule("ipv6", _IPV6_CANDIDATE, "<IP>", accept=_is_public_ipv6, lines_with=_COLON_GROUP),
+        RedactionRule("ipv4", _IPV4_CANDIDATE, "<IP>", accept=_is_public_ip, lines_with=_DOTTED_QUAD,
+                      scope="line"),
+        RedactionRule("ipv6", _IPV6_CANDIDATE, "<IP>", accept=_is_public_ipv6, lines_with=_COLON_GROUP,
+                      scope="line"),
     ]
     rules += _identity_rule(who.host_names, "<HOST>", "host")
     rules += _identity_rule(who.user_names, "<USER>", "user")

@@ -153,6 +153,10 @@ class ContextFormat:
     """What every line holding a match of ``pattern`` matches in small letters (a pattern that
     never crosses a line): the redactor searches only those lines
     (tests/evidence/test_redact_scanner.py)."""
+    scope: str = "line"
+    """Where a later pass must search it (``RedactionRule.scope``): ``line`` for a pattern that
+    never crosses a line (the default), ``joined`` for one that crosses a line break only after
+    a token character, ``text`` for one that may cross any."""
 
 
 _JWT_PART = rf"[A-Za-z0-9_-]*+(?:{TOKEN_SPLIT}[A-Za-z0-9_-]++)?"
@@ -173,6 +177,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         GITLEAKS + "/privatekey.go; " + DETECT_SECRETS + " PrivateKeyDetector",
         r"-----BEGIN[ A-Z0-9_]{0,100}PRIVATE KEY(?: BLOCK)?-----(?:[^-]|-(?!----))*+"
         r"(?:-----END[ A-Z0-9_]{0,100}PRIVATE KEY(?: BLOCK)?-----)?",
+        scope="text",
     ),
     ContextFormat(
         "pem-body",
@@ -180,6 +185,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         r"[A-Za-z0-9+/](?<![A-Za-z0-9+/=][A-Za-z0-9+/])[A-Za-z0-9+/]{59,75}"
         r"(?:\r?\n[ \t]{0,8}[A-Za-z0-9+/]{60,76})++(?:\r?\n[ \t]{0,8}[A-Za-z0-9+/]{0,76}=*)?",
         check="random",
+        scope="joined",
     ),
     ContextFormat(
         "jwt",
@@ -188,6 +194,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         rf"(?:{_JWT_DOT}(?:[A-Za-z0-9_+/-]++(?:{TOKEN_SPLIT}{RANDOM_TAIL}[A-Za-z0-9_+/-]++)?)?=*)?",
         placeholder="<TOKEN>",
         check="jwt",
+        scope="joined",
     ),
     ContextFormat(
         "signed-url-parameter",

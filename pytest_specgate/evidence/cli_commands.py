@@ -406,6 +406,7 @@ def run_merge(args: argparse.Namespace) -> int:
             commit,
             __version__,
             extra_documents={MERGE_NAME: merge_document},
+            extras_redacted=clean,
         )
     except OSError as error:
         return _unwritable_merge(output, error)

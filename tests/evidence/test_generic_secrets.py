@@ -223,6 +223,27 @@ def test_the_rest_of_a_token_after_a_break_its_replaced_first_part_left_is_found
     assert TAIL not in REDACTOR.text(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hf_password\napi\\u005fkey=hunter2hunter2",
+        "hf_password\napi%5Fkey=hunter2hunter2",
+        "hf_password\n  api\\x5fkey%3Dhunter2hunter2",
+        "ghp_x\ndb\\u005fpassword\\u003ahunter2hunter2",
+    ],
+)
+def test_a_key_whose_underscore_or_assignment_is_escaped_is_no_token_tail(text: str) -> None:
+    """A vendor prefix ending one line does not take the next line's key as the rest of its token
+    when the key's ``_`` (or its ``=``, ``:``) is escaped: the decoding step reads that key, and its
+    value, which went out whole when the token took the key's first word."""
+    assert "hunter2" not in REDACTOR.text(text)
+
+
+def test_a_token_tail_on_the_next_line_is_still_taken_before_an_escape() -> None:
+    assert REDACTOR.text("hf_aBcDeFgHiJkLmN\nOpQrStUvWxYz0123456789") == "<HF_TOKEN>"
+    assert REDACTOR.text("hf_aBcDeFgHiJkLmN\nop_qr%5Fst").startswith("<HF_TOKEN>")
+
+
 LONG_CUT = "PVwRrEVQs6OKaHpPCYOXvNTZv01Q87GGkZ6DQS"
 
 

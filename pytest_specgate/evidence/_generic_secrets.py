@@ -422,19 +422,28 @@ _STRONG_SUFFIX = re.compile(r"(?i:token|secret|pass(?:word|wd)?|key)$")
 """A weak word's name that ends in a strong one is strong: ``authToken``, ``session_secret``, ``authKey``."""
 _SHORT_STRONG = frozenset({"pass", "pwd", "login", "dsn"})
 """Strong words short enough to end another word (``bypass``, ``compass``): only where a name starts."""
+_NAME_PART = r"(?:[_.-][A-Za-z0-9]{1,12}|[A-Z][a-z0-9]{1,11})?"
+_ASSIGNMENT = r"[\"'\]]{0,2}[ \t]{0,4}(?:=>|:=|==?|:(?![:\\/]))[ \t]{0,4}"
+_QUOTED_PAIR_INSIDE = (
+    rf"[^\"'`\n]{{0,256}}?[pPsStTaAcClLdDkKjJoO](?i:{_STRONG_WORDS}|{_WEAK_WORDS}){_NAME_PART}{_ASSIGNMENT}"
+    r"[\"'`][^\"'`\n]{1,256}?"
+)
+"""A quoted value whose closing quote is the opening quote of the next key's value (a stray
+quote before it: ``token=' Api-Key: 'Pa55 word'``): the value runs on to that value's end."""
 KEYWORD_VALUE = (
     r"[pPsStTaAcClLdDkKjJoO]"
-    rf"(?P<kname>(?i:(?P<strong>{_STRONG_WORDS})|(?P<weak>{_WEAK_WORDS}))"
-    r"(?:[_.-][A-Za-z0-9]{1,12}|[A-Z][a-z0-9]{1,11})?)"
-    r"[\"'\]]{0,2}[ \t]{0,4}(?:=>|:=|==?|:(?![:\\/]))[ \t]{0,4}"
-    r"(?P<kvq>[\"'`])?"
-    r"(?P<kvv>(?(kvq)[^\"'`\n]{1,256}?(?=[\"'`])|[^\s\"'`,;&<>(){}\[\]]{1,256}+))"
+    rf"(?P<kname>(?i:(?P<strong>{_STRONG_WORDS})|(?P<weak>{_WEAK_WORDS})){_NAME_PART})"
+    + _ASSIGNMENT
+    + r"(?P<kvq>[\"'`])?"
+    + rf"(?P<kvv>(?(kvq)(?:{_QUOTED_PAIR_INSIDE}|[^\"'`\n]{{1,256}}?)(?=[\"'`])"
+    + r"|[^\s\"'`,;&<>(){}\[\]]{1,256}+))"
 )
 """A credential-ish key in any case or separator (``password``, ``DB_PASSWORD``, ``Api-Key``,
 ``x-auth-token``, ``apiKey``), its closing quote, an assignment (``=``, ``:``, ``=>``, ``:=``; not the
 ``::`` of a node id nor a ``://``), and the value (group ``kvv``): a quoted string whole (spaces
-too), or a bare word. Strong words take any value that is not code; weak ones (``key``,
-``auth``, ``session``) only one with a digit or that reads random."""
+too; through the next key's quoted value when a key and its assignment end it,
+:data:`_QUOTED_PAIR_INSIDE`), or a bare word. Strong words take any value that is not code; weak
+ones (``key``, ``auth``, ``session``) only one with a digit or that reads random."""
 KEYWORD_VALUE_LINES = (
     r"(?:a(?:ccess|pi|uth)|c(?:o(?:nnection|okie)|red)|dsn|jwt|key|login|otp|p(?:a(?:ss|t)|in|rivate|wd)"
     r"|s(?:e(?:cret|ssion)|ig)|token)[^\n]{0,40}?[=:]"

@@ -10,7 +10,7 @@ flag; a fact the record does not state counts against qualification.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, is_inconclusive_failure
@@ -276,29 +276,38 @@ def _census_reasons(record: AcRecord) -> list[str]:
     return reasons
 
 
+RECENT_RUN_PROVENANCES = 8
+"""How many runs' provenance judgements are kept: ``compare`` judges its two bundles' records in
+turn and ``merge`` several bundles' (one entry each)."""
+
+
 @dataclass
 class _RunProvenanceJudged:
-    """The run provenance judged last and its reasons: every record of a run holds the run's one
-    mapping (the collector's records, the writer's and the reader's joined from one ``run.json``
-    entry), so a thousand ACs judge it once, not a thousand times. Matched by identity, the
-    mapping kept alive here; records are never changed after they are built."""
+    """The run provenances judged lately and their reasons: every record of a run holds the run's
+    one mapping (the collector's records, the writer's and the reader's joined from one
+    ``run.json`` entry), so a thousand ACs judge it once, not a thousand times, also where the
+    records of two runs are judged in turn (``compare``: base, new, base...). Matched by
+    identity, each mapping kept alive here; records are never changed after they are built."""
 
-    provenance: JsonValue = None
-    reasons: tuple[str, ...] | None = None
+    recent: list[tuple[JsonValue, tuple[str, ...]]] = field(default_factory=list)
+
+    def reasons(self, provenance: JsonValue) -> tuple[str, ...]:
+        for judged, reasons in self.recent:
+            if judged is provenance:
+                return reasons
+        from pytest_specgate.evidence._run_provenance import run_provenance_reasons
+
+        reasons = tuple(run_provenance_reasons(provenance))
+        self.recent = [(provenance, reasons), *self.recent[: RECENT_RUN_PROVENANCES - 1]]
+        return reasons
 
 
-_LAST_RUN_PROVENANCE = _RunProvenanceJudged()
+_RUN_PROVENANCES = _RunProvenanceJudged()
 
 
 def _run_provenance_reasons(record: AcRecord) -> list[str]:
     """What shaped the run from outside the repository and disqualifies (``_run_provenance``)."""
-    from pytest_specgate.evidence._run_provenance import run_provenance_reasons
-
-    provenance = record.document.get("run_provenance")
-    last = _LAST_RUN_PROVENANCE
-    if last.reasons is None or last.provenance is not provenance:
-        last.provenance, last.reasons = provenance, tuple(run_provenance_reasons(provenance))
-    return list(last.reasons)
+    return list(_RUN_PROVENANCES.reasons(record.document.get("run_provenance")))
 
 
 def _selection_used(record: AcRecord) -> str:

@@ -474,10 +474,14 @@ def _directory_rules(directory: str, inside: str, itself: str, name: str) -> lis
     ]
 
 
-_NOT_A_KEY = r"(?![a-z_]++[ \t]*[:=])"
+_NOT_A_KEY = (
+    r"(?![a-z_]++(?:(?:\\u005[fF]|\\x5[fF]|%5[fF])[a-z_]*+)*+"
+    r"(?:[ \t]*[:=]|\\u003[aAdD]|\\x3[aAdD]|%3[aAdD]))"
+)
 """A line that starts with a lower-case name and ``=`` or ``:`` starts a key of its own
 (``token: s.x`` after a variable-length token that ended the line before), not a token's
-continuation."""
+continuation; so does one whose ``_``, ``=`` or ``:`` is escaped (``api\\u005fkey=``, ``api%5Fkey=``),
+which the decoding step reads as that key."""
 
 
 def _token_pattern(token: TokenFormat) -> str:

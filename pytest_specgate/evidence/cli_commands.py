@@ -58,7 +58,7 @@ from pytest_specgate.evidence._merge import (
     merged_commit,
 )
 from pytest_specgate.evidence._payloads import RefusedPayload
-from pytest_specgate.evidence._policy import POLICY_VERSION, judge
+from pytest_specgate.evidence._policy import POLICY_VERSION, JudgedRecord, judge
 from pytest_specgate.evidence._pr_body_input import pr_body_input
 from pytest_specgate.evidence._records import attachment_path, safe_file_name
 from pytest_specgate.evidence._redact import Redactor, append_redacted, build_redactor
@@ -342,7 +342,7 @@ def run_merge(args: argparse.Namespace) -> int:
     if not args.json:
         _write_output("".join(shown_on_one_line(choice.explain()) + "\n" for choice in choices), clean)
     attachments: dict[str, FileEntry] = {}
-    documents: list[dict[str, JsonValue]] = []
+    documents: list[dict[str, JsonValue] | JudgedRecord] = []
     for choice in choices:
         rows: list[JsonValue] = []
         row_documents = _attachment_documents(choice.record)
@@ -371,6 +371,9 @@ def run_merge(args: argparse.Namespace) -> int:
         # Records read from older bundles (v2) are written as this version's, redacted here once
         # where this host's redactor would change any of their strings.
         document = {**choice.record.document, "schema": SCHEMA_ID, "attachments": rows}
+        if clean and document == choice.record.document:  # written as read: judged once already
+            documents.append(JudgedRecord(choice.record, choice.kept_verdict))
+            continue
         where = choice.kept.record_name(choice.ac_id)
         try:
             documents.append(document if clean else redacted_record(where, redactor, document))
@@ -410,6 +413,7 @@ def run_merge(args: argparse.Namespace) -> int:
             commit,
             __version__,
             extra_documents={MERGE_NAME: merge_document},
+            extras_redacted=clean,
         )
     except OSError as error:
         return _unwritable_merge(output, error)

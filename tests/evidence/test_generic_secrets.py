@@ -223,6 +223,56 @@ def test_the_rest_of_a_token_after_a_break_its_replaced_first_part_left_is_found
     assert TAIL not in REDACTOR.text(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "hf_password\napi\\u005fkey=hunter2hunter2",
+        "hf_password\napi%5Fkey=hunter2hunter2",
+        "hf_password\n  api\\x5fkey%3Dhunter2hunter2",
+        "ghp_x\ndb\\u005fpassword\\u003ahunter2hunter2",
+    ],
+)
+def test_a_key_whose_underscore_or_assignment_is_escaped_is_no_token_tail(text: str) -> None:
+    """A vendor prefix ending one line does not take the next line's key as the rest of its token
+    when the key's ``_`` (or its ``=``, ``:``) is escaped: the decoding step reads that key, and its
+    value, which went out whole when the token took the key's first word."""
+    assert "hunter2" not in REDACTOR.text(text)
+
+
+def test_a_token_tail_on_the_next_line_is_still_taken_before_an_escape() -> None:
+    assert REDACTOR.text("hf_aBcDeFgHiJkLmN\nOpQrStUvWxYz0123456789") == "<HF_TOKEN>"
+    assert REDACTOR.text("hf_aBcDeFgHiJkLmN\nop_qr%5Fst").startswith("<HF_TOKEN>")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "&token='\u2028Api-Key: 'Pa55 word'",
+        "&token=' Api-Key: 'Pa55 word'",
+        'secret=" password: "Pa55 word"',
+        "auth_token=`x DB_PASSWORD=`Pa55 word` y",
+    ],
+)
+def test_a_stray_quote_does_not_pair_with_the_next_keys_opening_quote(text: str) -> None:
+    """A quoted value that a key and its assignment end was closed by the next value's opening
+    quote: that value, after it, went out whole."""
+    assert "Pa55" not in REDACTOR.text(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ('{"password": "my token", "note": "keep me"}', "keep me"),
+        ('password: "abc" and "keep me"', "keep me"),
+        ('password: "abc token: " end', " end"),
+        ("token='a' then name: 'keep me'", "keep me"),
+    ],
+)
+def test_a_quoted_value_ends_at_its_own_quote_when_no_key_ends_it(text: str, kept: str) -> None:
+    redacted = REDACTOR.text(text)
+    assert kept in redacted and "<SECRET>" in redacted, redacted
+
+
 LONG_CUT = "PVwRrEVQs6OKaHpPCYOXvNTZv01Q87GGkZ6DQS"
 
 

@@ -209,8 +209,9 @@ def test_a_run_provenance_shared_by_many_records_is_judged_once_and_another_run_
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Every record of a run holds the run's one provenance mapping: its reasons are worked out
-    once, and a record of another run (its own mapping, here one naming a foreign module) still
-    gets its own reasons, never the previous run's."""
+    once, also while another run's records are judged in turn, and a record of another run (its
+    own mapping, here one naming a foreign module) still gets its own reasons, never the other
+    run's."""
     from pytest_specgate.evidence import _run_provenance
 
     judged: list[object] = []
@@ -232,3 +233,8 @@ def test_a_run_provenance_shared_by_many_records_is_judged_once_and_another_run_
     assert not other_run.qualifying
     assert judged == [shared, foreign]
     assert judge(AcRecord.built(record)).qualifying
+    # Two runs' records judged in turn (compare: base, new, base...) judge each run once.
+    for _ in range(3):
+        assert judge(AcRecord.built(record)).qualifying
+        assert not judge(AcRecord.built({**record, "run_provenance": foreign})).qualifying
+    assert judged == [shared, foreign]

@@ -323,7 +323,7 @@ def test_a_secret_beside_every_line_break_and_letter_that_lowers_apart_is_redact
 @given(
     st.lists(st.sampled_from(PIECES) | st.text(max_size=4), max_size=12).map("".join),
     st.sampled_from(LINE_BREAKS),
-    st.sampled_from([planted for planted in PLANTED_SECRETS if "\\u005f" not in planted[0]]),
+    st.sampled_from(PLANTED_SECRETS),
     st.sampled_from(["", *FOLD_SHIFTERS]),
     st.sampled_from(LINE_BREAKS),
     st.lists(st.sampled_from(PIECES) | st.text(max_size=4), max_size=12).map("".join),
@@ -333,9 +333,7 @@ def test_a_secret_beside_any_line_break_or_letter_that_lowers_apart_is_redacted(
 ) -> None:
     """The line scan splits lines at ``\\n`` only and reads the lowered text (searching the whole
     text when lowering changes its length): whatever break or letter stands beside a secret, the
-    redactor says what the reference says, and the secret's core is gone. (An escaped key is left
-    out here: a vendor prefix ending the line before, ``hf_x\\n``, takes the key's first word as
-    the rest of its token, and the escape hides the ``=`` that would have stopped it.)"""
+    redactor says what the reference says, and the secret's core is gone."""
     secret, core = planted
     text = shifter + (before + left if left else "") + secret + (right + after if right else "")
     redacted = _redactor().text(text)

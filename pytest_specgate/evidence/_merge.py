@@ -49,6 +49,11 @@ class MergeChoice:
         verdict = self.verdicts.get(id(record))
         return judge(record) if verdict is None else verdict
 
+    @property
+    def kept_verdict(self) -> PolicyVerdict:
+        """The kept record's verdict, as it was judged when chosen."""
+        return self._verdict(self.record)
+
     def explain(self) -> str:
         kept = f"{self.ac_id}: kept run {self.kept.run_id} ({standing(self._verdict(self.record))})"
         if not self.passed_over:

@@ -375,19 +375,53 @@ def _hardware_reasons(hardware: HardwareFact | None, host_facts: Mapping[str, Js
         return [f"hardware requirement not met: {'; '.join(hardware.reasons) or 'no reason given'}"]
     if hardware.requirement is None:
         return ["hardware requirement not recorded: its verdict cannot be recomputed"]
+    return list(_RECOMPUTED.reasons(hardware.requirement, host_facts))
+
+
+RECOMPUTED_KEPT = 256
+"""Pairs of a requirement and host facts whose recomputed verdicts are kept."""
+
+
+@dataclass
+class _Recomputed:
+    """Hardware verdicts matched again against recorded host facts, once per pair of values: every
+    AC of a run holds the run's facts and most share a few requirements (1,000 ACs recomputed one
+    verdict 1,000 times). A pair is known by its ``repr``: the same keys in the same order and the
+    same values of the same types (``1``, ``1.0`` and ``True`` are equal in Python, not here)."""
+
+    verdicts: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+
+    def reasons(
+        self, requirement: Mapping[str, JsonValue], host_facts: Mapping[str, JsonValue]
+    ) -> tuple[str, ...]:
+        key = (repr(requirement), repr(host_facts))
+        known = self.verdicts.get(key)
+        if known is None:
+            if len(self.verdicts) >= RECOMPUTED_KEPT:
+                self.verdicts.clear()
+            known = self.verdicts[key] = _recomputed_reasons(requirement, host_facts)
+        return known
+
+
+def _recomputed_reasons(
+    requirement: Mapping[str, JsonValue], host_facts: Mapping[str, JsonValue]
+) -> tuple[str, ...]:
     from pytest_specgate.contracts.hardware import RequirementError
     from pytest_specgate.contracts.host import HostFactsError, host_facts_from_dict
     from pytest_specgate.selection.hardware import evaluate_requirement, requirement_from_dict
 
     try:
-        requirement = requirement_from_dict(hardware.requirement)
+        parsed = requirement_from_dict(requirement)
         host = host_facts_from_dict(host_facts, where="recorded host facts")
     except (RequirementError, HostFactsError) as error:
-        return [f"hardware verdict cannot be recomputed: {error}"]
-    recomputed = evaluate_requirement(requirement, host, {requirement.env: "1"} if requirement.env else {})
+        return (f"hardware verdict cannot be recomputed: {error}",)
+    recomputed = evaluate_requirement(parsed, host, {parsed.env: "1"} if parsed.env else {})
     if recomputed.matched:
-        return []
-    return [f"hardware requirement not met by the recorded host facts: {'; '.join(recomputed.reasons)}"]
+        return ()
+    return (f"hardware requirement not met by the recorded host facts: {'; '.join(recomputed.reasons)}",)
+
+
+_RECOMPUTED = _Recomputed()
 
 
 def memory_reasons(engine: EngineFact) -> list[str]:

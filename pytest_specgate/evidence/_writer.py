@@ -155,6 +155,7 @@ def write_bundle(
     version: str,
     extra_documents: Mapping[str, JsonValue] | None = None,
     job_nonce: str | None = None,
+    extras_redacted: bool = False,
 ) -> WrittenBundle:
     """Write a format-2 bundle: ``records.jsonl`` and ``run.json``, statement, receipt,
     ``evidence.md`` and then the manifest.
@@ -166,7 +167,9 @@ def write_bundle(
     here redacts them again, and ``evidence.md``, the statement, the receipt (``receipt_for``
     hands it back redacted) and the manifest are built from them as they are. ``attachments``
     are the files :func:`write_attachment` already put in ``run_dir``; ``receipt_for(verdict,
-    reasons)`` builds the receipt from the run verdict of what was written.
+    reasons)`` builds the receipt from the run verdict of what was written. ``extra_documents``
+    pass the redactor unless ``extras_redacted`` says they are built only from strings redacted
+    or found clean already (``merge.json`` of records ``records_read_clean`` passed).
     """
     files: dict[str, FileEntry] = dict(sorted(attachments.items()))
     prejudged = {str(item.document["ac"]["id"]): item for item in records if isinstance(item, JudgedRecord)}
@@ -186,7 +189,8 @@ def write_bundle(
         for ac_id, own in split.lines
     ]
     for name, document in sorted((extra_documents or {}).items()):
-        files[name] = file_entry(write_redacted(redactor, run_dir / name, document))
+        files[name] = (_write_built(run_dir / name, document) if extras_redacted
+                       else file_entry(write_redacted(redactor, run_dir / name, document)))
     if commit is not None:
         statement = intoto_statement(judged, record_entries, commit, job_nonce)
         files[STATEMENT_NAME] = _write_built(run_dir / STATEMENT_NAME, statement)

@@ -58,7 +58,7 @@ from pytest_specgate.evidence._merge import (
     merged_commit,
 )
 from pytest_specgate.evidence._payloads import RefusedPayload
-from pytest_specgate.evidence._policy import POLICY_VERSION, judge
+from pytest_specgate.evidence._policy import POLICY_VERSION, JudgedRecord, judge
 from pytest_specgate.evidence._pr_body_input import pr_body_input
 from pytest_specgate.evidence._records import attachment_path, safe_file_name
 from pytest_specgate.evidence._redact import Redactor, append_redacted, build_redactor
@@ -159,11 +159,15 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord], others: 
     Each string is also read as the markdown lays it out on one line: a rule that reads one line
     (``password: …``) must see what a reader will. So a string with line breaks is read flattened
     as a table cell shows it, and an AC's spec and title joined as its Criterion line joins them.
+    A string with a character that is not printable is also read as the gate's lines show it
+    (:func:`shown_on_one_line`, ``\\x1b`` for ESC): a token cut by a control character is no
+    credential to any rule, but its escaped form is one run again, which the line pass hides.
     """
     records = list(records)
     strings: set[str] = {*others, *(criterion_heading(record) for record in records)}
     strings |= strings_within([record.document for record in records])
     strings.update([string.replace("\n", " ") for string in strings if "\n" in string])
+    strings.update([shown_on_one_line(string) for string in strings if not string.isprintable()])
     joined = "\n".join(sorted(strings))
     return redactor.text(joined) == joined
 
@@ -338,7 +342,7 @@ def run_merge(args: argparse.Namespace) -> int:
     if not args.json:
         _write_output("".join(shown_on_one_line(choice.explain()) + "\n" for choice in choices), clean)
     attachments: dict[str, FileEntry] = {}
-    documents: list[dict[str, JsonValue]] = []
+    documents: list[dict[str, JsonValue] | JudgedRecord] = []
     for choice in choices:
         rows: list[JsonValue] = []
         row_documents = _attachment_documents(choice.record)
@@ -367,6 +371,9 @@ def run_merge(args: argparse.Namespace) -> int:
         # Records read from older bundles (v2) are written as this version's, redacted here once
         # where this host's redactor would change any of their strings.
         document = {**choice.record.document, "schema": SCHEMA_ID, "attachments": rows}
+        if clean and document == choice.record.document:  # written as read: judged once already
+            documents.append(JudgedRecord(choice.record, choice.kept_verdict))
+            continue
         where = choice.kept.record_name(choice.ac_id)
         try:
             documents.append(document if clean else redacted_record(where, redactor, document))
@@ -406,6 +413,7 @@ def run_merge(args: argparse.Namespace) -> int:
             commit,
             __version__,
             extra_documents={MERGE_NAME: merge_document},
+            extras_redacted=clean,
         )
     except OSError as error:
         return _unwritable_merge(output, error)

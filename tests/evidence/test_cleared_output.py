@@ -287,3 +287,29 @@ def test_a_planted_secret_is_never_printed(
         arguments[-1] += "-again"
     code, shown = _specgate(capsys, *arguments)
     assert code in (0, 1) and PLANTED_HF_TOKEN not in shown and "<HF_TOKEN>" in shown, shown
+    if command == "merge":  # and merge.json, built from the same run ids, never holds it either
+        files = [path.read_bytes() for path in (tmp_path / "merged-again").rglob("*") if path.is_file()]
+        assert files and all(PLANTED_HF_TOKEN.encode() not in data for data in files)
+
+
+def test_merge_writes_a_record_read_clean_with_the_verdict_it_chose_it_by(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A record merge writes as it read it is not judged again by the writer; one it must redact
+    (a planted token) is, and the merged bundle passes the gate's check either way."""
+    from pytest_specgate.evidence import _writer
+    from pytest_specgate.evidence._gate import bundle_problems
+
+    judged: list[str] = []
+    real = _writer.judge
+    monkeypatch.setattr(_writer, "judge", lambda record: judged.append(record.ac.id) or real(record))
+    written = _engine_bundle(git_repo.path)
+    assert _specgate(capsys, "merge", str(written.path), f"--out={tmp_path / 'clean'}")[0] == 0
+    assert judged == [] and bundle_problems(load_bundle(tmp_path / "clean")) == []
+
+    def plant(record: dict[str, Any]) -> None:
+        record["tests"][0]["message"] = f"token {PLANTED_HF_TOKEN}"
+
+    reseal_bundle(written.path, {"AC-10": plant})
+    assert _specgate(capsys, "merge", str(written.path), f"--out={tmp_path / 'redacted'}")[0] == 0
+    assert judged == ["AC-10", "AC-11"] and bundle_problems(load_bundle(tmp_path / "redacted")) == []

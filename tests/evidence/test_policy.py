@@ -238,3 +238,41 @@ def test_a_run_provenance_shared_by_many_records_is_judged_once_and_another_run_
         assert judge(AcRecord.built(record)).qualifying
         assert not judge(AcRecord.built({**record, "run_provenance": foreign})).qualifying
     assert judged == [shared, foreign]
+
+
+def test_a_hardware_requirement_is_recomputed_once_per_requirement_and_host_facts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run's ACs hold the run's host facts and share a few requirements: each pair of values is
+    matched again once. Facts that differ, even only by a value's type (``1`` and ``True`` are
+    equal in Python), are matched on their own."""
+    from pytest_specgate.evidence import _policy
+    from pytest_specgate.selection import hardware
+
+    recomputed: list[object] = []
+    real = hardware.evaluate_requirement
+
+    def counted(*args: Any) -> Any:
+        recomputed.append(args[1])
+        return real(*args)
+
+    monkeypatch.setattr(hardware, "evaluate_requirement", counted)
+    monkeypatch.setattr(_policy, "_RECOMPUTED", _policy._Recomputed())
+    record = _honest_record(hardware=HARDWARE_MATCHED)
+    for ac in ("AC-10", "AC-11", "AC-12"):
+        assert judge(AcRecord.built({**record, "ac": {**record["ac"], "id": ac}})).qualifying
+    assert len(recomputed) == 1
+    one_byte = copy.deepcopy(record)
+    one_byte["host"]["facts"]["memory_bytes"] = 1
+    assert _judged(one_byte)[1] == (
+        "t.py::canary: hardware requirement not met by the recorded host facts: memory ≥ 16 GB "
+        "(host has 0.0 GB)",
+    )
+    flagged = copy.deepcopy(record)
+    flagged["host"]["facts"]["memory_bytes"] = True
+    assert one_byte["host"]["facts"] == flagged["host"]["facts"]
+    assert _judged(flagged)[1] == (
+        "t.py::canary: hardware verdict cannot be recomputed: recorded host facts: field 'memory_bytes' "
+        "must be a number, got True",
+    )
+    assert len(recomputed) == 2

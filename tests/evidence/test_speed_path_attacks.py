@@ -1,0 +1,90 @@
+"""Attacks on this session's fast paths, each compared with the slow path it skips.
+
+The judge commands print lines built from records that ``records_read_clean`` found clean past
+the output's line pass; the gate quotes a record's strings through ``shown_on_one_line``, which
+turns a control character into an escape (``\\r`` becomes the two characters ``\\`` ``r``). The
+line pass reads the escaped line, so a token cut by a control character, which no rule sees in the
+record, is one run again once shown, and the pass hid it; the clean check must read what is
+shown, or the shortcut prints what the pass would have hidden.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from evidence_testkit import AC10, TEST_ENV, GitRepo, SyntheticRun, reseal_bundle
+from test_cleared_output import REDACTOR, _commands, _specgate
+
+from pytest_specgate import cli
+from pytest_specgate.contracts.validation import shown_on_one_line
+from pytest_specgate.evidence import WrittenBundle, load_bundle, read_records
+from pytest_specgate.evidence.cli_commands import records_read_clean
+
+HEX_SECRET = "2b00042f7481c7b056c4b410d28f33cf"
+"""A secret of the scanners' corpus (tests/evidence/data/secret_corpus.json)."""
+CONTROLS = {"CR": "\r", "ESC": "\x1b", "NUL": "\x00", "LINE SEPARATOR": "\u2028"}
+CUT_BY_CONTROLS = [HEX_SECRET[:12] + control + HEX_SECRET[12:] for control in CONTROLS.values()]
+"""The secret cut by one control character: each piece alone is no credential, and the rules
+leave it as it is; shown on one line the control is an escape and the pass finds the secret."""
+
+
+@pytest.mark.parametrize("cut", CUT_BY_CONTROLS, ids=list(CONTROLS))
+def test_a_secret_cut_by_a_control_character_is_caught_once_shown(cut: str) -> None:
+    """The premise: the record's string is left alone, its shown form is not."""
+    output_pass = REDACTOR.secrets_only().text
+    assert REDACTOR.text(cut) == cut
+    assert output_pass(shown_on_one_line(cut)) != shown_on_one_line(cut)
+
+
+def _bundle_with_message(repo: Path, message: str) -> WrittenBundle:
+    run = SyntheticRun(repo, TEST_ENV)
+    recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
+    recorder.note_engine({"backend": "mock", "model": "specgate-mock-target"})
+    recorder.measure("median_speedup", 1.52, "x", at_least=1.4)
+    run.run_test("acceptance/test_ac10.py::test_speedup", AC10, recorder=recorder)
+    run.run_test("acceptance/test_ac10.py::test_failing", AC10, outcome="failed", message="assert 1 == 2")
+    written = run.finish()
+
+    def forge(record: dict[str, Any]) -> None:
+        [failed] = [test for test in record["tests"] if test["outcome"] == "failed"]
+        failed["message"] = message
+
+    reseal_bundle(written.path, {"AC-10": forge})
+    return written
+
+
+@pytest.mark.parametrize("cut", CUT_BY_CONTROLS, ids=list(CONTROLS))
+def test_the_clean_check_reads_a_string_as_the_gate_shows_it(git_repo: GitRepo, cut: str) -> None:
+    written = _bundle_with_message(git_repo.path, f"failed with {cut}")
+    record = read_records(load_bundle(written.path))["AC-10"]
+    assert not records_read_clean(REDACTOR, [record])
+    coloured = _bundle_with_message(git_repo.path, "assert 1 == 2: \x1b[31mexpected 2\x1b[0m\r\n")
+    assert records_read_clean(REDACTOR, [read_records(load_bundle(coloured.path))["AC-10"]])
+
+
+@pytest.mark.parametrize("command", ["gate", "gate trusted"])
+@pytest.mark.parametrize("control", ["ESC", "NUL"])
+def test_a_secret_cut_by_a_control_character_is_not_printed_by_the_gate(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    command: str, control: str,
+) -> None:
+    """The failing test's message quotes the cut secret; the gate prints it among the reasons
+    its record gives. Through the line pass (every record found unclean) it is hidden, so the
+    cleared output must hide it too."""
+    monkeypatch.chdir(tmp_path)
+    cut = HEX_SECRET[:12] + CONTROLS[control] + HEX_SECRET[12:]
+    written = _bundle_with_message(git_repo.path, f"failed with {cut}")
+    arguments = _commands(written, git_repo, tmp_path)[command]
+    tail = HEX_SECRET[12:]
+    with monkeypatch.context() as unredacted:
+        unredacted.setattr(cli, "_output_redactor", lambda: lambda line: line)
+        code, shown = _specgate(capsys, *arguments)
+    assert code == 1 and tail in shown, shown
+    with monkeypatch.context() as line_pass:
+        line_pass.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: False)
+        code, shown = _specgate(capsys, *arguments)
+    assert code == 1 and tail not in shown, shown
+    code, shown = _specgate(capsys, *arguments)
+    assert code == 1 and tail not in shown, shown

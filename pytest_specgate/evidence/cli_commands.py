@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import re
 import shutil
@@ -159,15 +160,19 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord], others: 
     Each string is also read as the markdown lays it out on one line: a rule that reads one line
     (``password: …``) must see what a reader will. So a string with line breaks is read flattened
     as a table cell shows it, and an AC's spec and title joined as its Criterion line joins them.
-    A string with a character that is not printable is also read as the gate's lines show it
-    (:func:`shown_on_one_line`, ``\\x1b`` for ESC): a token cut by a control character is no
-    credential to any rule, but its escaped form is one run again, which the line pass hides.
+    A string with a character that is not printable is also read as the gate's lines and the
+    ``--json`` output show it (:func:`shown_on_one_line`'s ``\\x1b`` and JSON's ``\\u001b`` for
+    ESC): a token cut by a control character is no credential to any rule, but its escaped form
+    is one run again, which the line pass hides.
     """
     records = list(records)
     strings: set[str] = {*others, *(criterion_heading(record) for record in records)}
     strings |= strings_within([record.document for record in records])
     strings.update([string.replace("\n", " ") for string in strings if "\n" in string])
-    strings.update([shown_on_one_line(string) for string in strings if not string.isprintable()])
+    strings.update([
+        shown for string in strings if not string.isprintable()
+        for shown in (shown_on_one_line(string), json.dumps(string, ensure_ascii=False)[1:-1])
+    ])
     joined = "\n".join(sorted(strings))
     return redactor.text(joined) == joined
 

@@ -186,6 +186,32 @@ def test_the_redactor_and_its_reference_agree_on_random_text(text: str) -> None:
     assert [rule.name for rule in GATED if not _claims_agree(rule, text)] == []
 
 
+FOUND_BEFORE = [rule for rule in _redactor().rules if rule.found_before is not None]
+
+
+def _found_before_agrees(rule: RedactionRule, text: str) -> bool:
+    plain = replace(rule, found_before=None)
+    return list(rule.claims(text, 0, len(text))) == list(plain.claims(text, 0, len(text)))
+
+
+def test_a_rule_found_from_what_follows_it_finds_what_its_plain_search_finds() -> None:
+    assert [rule.name for rule in FOUND_BEFORE] == ["line-end-head"]
+    texts = [*CORPUS, JOINED, *BENCHMARK_TEXTS, "a Xb7Kp2Lm9\r\n  <SECRET> k9Zq\n<TOKEN>\nab\n<SECRET>"]
+    for rule in FOUND_BEFORE:
+        assert [text[:60] for text in texts if not _found_before_agrees(rule, text)] == []
+
+
+@given(st.lists(st.sampled_from([*PIECES, "\r\n", "\n  ", "k9Zq", "Xb7Kp2Lm9Qr4St6V"]) | st.text(max_size=3),
+                max_size=40).map("".join))
+def test_a_rule_found_from_what_follows_it_agrees_on_random_text(text: str) -> None:
+    assert [rule.name for rule in FOUND_BEFORE if not _found_before_agrees(rule, text)] == []
+
+
+def test_a_search_from_what_follows_that_looks_too_little_back_is_caught() -> None:
+    short = replace(FOUND_BEFORE[0], longest=4)
+    assert not _found_before_agrees(short, "a Xb7Kp2Lm9\n<SECRET>")
+
+
 def test_a_line_scan_that_misses_a_line_is_caught() -> None:
     """The agreement checks can fail: a rule scanning for the wrong literal misses claims."""
     redactor = _redactor()

@@ -3,9 +3,9 @@
 The judge commands print lines built from records that ``records_read_clean`` found clean past
 the output's line pass; the gate quotes a record's strings through ``shown_on_one_line``, which
 turns a control character into an escape (``\\r`` becomes the two characters ``\\`` ``r``). The
-line pass reads the escaped line, so a token cut by a control character, which no rule sees in the
-record, is one run again once shown, and the pass hid it; the clean check must read what is
-shown, or the shortcut prints what the pass would have hidden.
+line pass reads the escaped line (and ``render --json`` JSON's ``\\u001b``), so a token cut by a
+control character, which no rule sees in the record, is one run again once shown, and the pass
+hid it; the clean check must read what is shown, or the shortcut prints what the pass hid.
 """
 
 from __future__ import annotations
@@ -88,3 +88,33 @@ def test_a_secret_cut_by_a_control_character_is_not_printed_by_the_gate(
     assert code == 1 and tail not in shown, shown
     code, shown = _specgate(capsys, *arguments)
     assert code == 1 and tail not in shown, shown
+
+
+BASE64_SECRET = "Ks14IReLcYgADhoXk56ZzXI="
+"""Another secret of the scanners' corpus: cut by ESC it is clean as the gate shows it too
+(``\\x1b``), but not as JSON writes it (``\\u001b``)."""
+
+
+@pytest.mark.parametrize("control", ["ESC", "NUL"])
+def test_a_secret_cut_by_a_control_character_is_not_printed_by_render_json(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    control: str,
+) -> None:
+    """``render --json`` prints the failing test's message among the reasons, JSON-escaped: the
+    line pass hid the secret there, so the cleared output must."""
+    monkeypatch.chdir(tmp_path)
+    cut = BASE64_SECRET[:12] + CONTROLS[control] + BASE64_SECRET[12:]
+    assert REDACTOR.text(cut) == cut
+    written = _bundle_with_message(git_repo.path, f"failed with {cut}")
+    arguments = _commands(written, git_repo, tmp_path)["render json"]
+    tail = BASE64_SECRET[12:]
+    with monkeypatch.context() as unredacted:
+        unredacted.setattr(cli, "_output_redactor", lambda: lambda line: line)
+        code, shown = _specgate(capsys, *arguments)
+    assert code == 0 and tail in shown, shown
+    with monkeypatch.context() as line_pass:
+        line_pass.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: False)
+        code, shown = _specgate(capsys, *arguments)
+    assert code == 0 and tail not in shown, shown
+    code, shown = _specgate(capsys, *arguments)
+    assert code == 0 and tail not in shown, shown

@@ -264,16 +264,15 @@ def run_render(args: argparse.Namespace) -> int:
     except BundleError as error:
         return _error("render", str(error))
     signers = claimed_signers(bundle)
+    verdicts = {ac_id: judge(records[ac_id]) for ac_id in sorted(records)}
     markdown = render_markdown(
-        [
-            (records[ac_id], judge(records[ac_id]), _record_sha256(bundle, ac_id))
-            for ac_id in sorted(records)
-        ],
+        [(records[ac_id], verdict, _record_sha256(bundle, ac_id)) for ac_id, verdict in verdicts.items()],
         bundle.digest,
         signers,
     )
     redactor = build_redactor(None)
-    clean = records_read_clean(redactor, records.values(), (bundle.run_id, signers))
+    reasons = [reason for verdict in verdicts.values() for reason in verdict.reasons]
+    clean = records_read_clean(redactor, records.values(), (bundle.run_id, signers, *reasons))
     text = markdown if clean else redactor.text(markdown)
     if args.json:
         document = _render_json(bundle, records, text)
@@ -738,7 +737,12 @@ def run_gate(args: argparse.Namespace) -> int:
         sys.stdout.write(pretty_json(gate_result_json(verdict)))
     else:
         records = [judgement.record for judgement in verdict.judgements if judgement.record is not None]
-        clean = records_read_clean(build_redactor(None), records, trusted_config_strings(trusted))
+        # The reasons the policy recomputes join record strings with its words
+        # (``<node id>: <measurement> = …``); a record's own copy of them may say anything.
+        reasons = [reason for judgement in verdict.judgements if judgement.verdict is not None
+                   for reason in judgement.verdict.reasons]
+        strings = [*trusted_config_strings(trusted), *reasons]
+        clean = records_read_clean(build_redactor(None), records, strings)
         _print_gate_lines(verdict, clean)
     return EXIT_REJECTED if verdict.problems else EXIT_OK
 

@@ -329,8 +329,9 @@ LINE_END_HEAD = (
 line starts with the placeholder of its rest (a rest of 16 characters or more was replaced as
 a generic token, the first part too short to be judged alone): found in the pass after the
 rest's, from the line break (:data:`LINE_END_HEAD_BEFORE`)."""
-LINE_END_HEAD_BEFORE = r"\r?\n[ \t]{0,8}<(?:SECRET|TOKEN)>"
-"""What follows a :data:`LINE_END_HEAD`: the line break and the rest's placeholder."""
+LINE_END_HEAD_BEFORE = r"\n[ \t]{0,8}<(?:SECRET|TOKEN)>"
+"""What a :data:`LINE_END_HEAD` is followed by (after a ``\r``, if any): the line break and the
+rest's placeholder; a plain ``\n`` first, so the engine skips to each line break."""
 
 
 def line_end_head(match: re.Match[str]) -> bool:

@@ -225,11 +225,11 @@ class RedactionRule:
     the match: a weak keyword's value that is not a credential (``key=foo:password=PASS``, a
     stray quote in ``sig=' password: 'PASS'``) may hold the next keyword and its value."""
     found_before: re.Pattern[str] | None = None
-    """What follows every match of a rule whose pattern starts with a character class (each match
-    ends where this starts, and is at most :attr:`longest` characters long): the rule is found
-    from these (the engine skips to each), trying its pattern at the positions before each,
-    instead of at every character (tests/evidence/test_redact_scanner.py checks it finds what
-    the plain search finds)."""
+    """For a pattern that starts with a character class: what every match holds, or is followed
+    by, at most :attr:`longest` characters after its start (the line break after a token's first
+    part, after a PEM body's first line). The rule is found from these (the engine skips to
+    each), trying its pattern at the positions before each, instead of at every character
+    (tests/evidence/test_redact_scanner.py checks it finds what the plain search finds)."""
     longest: int = 0
     scope: str = "text"
     """What a pass after the first must search of this rule (see :class:`_Neighbourhood`):
@@ -626,6 +626,8 @@ def _context_rule(context: ContextFormat) -> RedactionRule:
         group=context.group,
         accept=_CHECKS[context.check] if context.check else None,
         lines_with=re.compile(context.lines_with) if context.lines_with else None,
+        found_before=re.compile(context.found_before) if context.found_before else None,
+        longest=context.longest,
         scope=context.scope,
     )
 
@@ -713,7 +715,7 @@ def generic_rules() -> list[RedactionRule]:
                       accept=joined_token, needs=("<SECRET>", "<TOKEN>"), scope="joined"),
         RedactionRule("line-end-head", re.compile(LINE_END_HEAD), "<SECRET>", accept=line_end_head,
                       needs=("<SECRET>", "<TOKEN>"), found_before=re.compile(LINE_END_HEAD_BEFORE),
-                      longest=LINE_END_HEAD_LONGEST, scope="joined"),
+                      longest=LINE_END_HEAD_LONGEST + 1, scope="joined"),
         RedactionRule("escaped-break-token", re.compile(ESCAPED_BREAK_TOKEN), "<SECRET>",
                       accept=escaped_break_token, needs=("\\n", "\\r", "\\t"),
                       lines_with=re.compile(ESCAPED_BREAK_TOKEN_LINES), scope="line"),

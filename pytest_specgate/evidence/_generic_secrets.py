@@ -320,6 +320,30 @@ replaced before a line break joined it to the rest, as when an escaped character
 (the engine skips ahead to each), never across a placeholder."""
 
 
+LINE_END_HEAD_LONGEST = _SHORT_PART
+LINE_END_HEAD = (
+    rf"{_RUN_START}[{CREDENTIAL_ALPHABET}]{{3,{LINE_END_HEAD_LONGEST - 1}}}+"
+    r"(?=\r?\n[ \t]{0,8}<(?:SECRET|TOKEN)>)"
+)
+"""The first part of a token a line break cut, 4 to 15 characters ending its line, when the next
+line starts with the placeholder of its rest (a rest of 16 characters or more was replaced as
+a generic token, the first part too short to be judged alone): found in the pass after the
+rest's, from the line break (:data:`LINE_END_HEAD_BEFORE`)."""
+LINE_END_HEAD_BEFORE = r"\n[ \t]{0,8}<(?:SECRET|TOKEN)>"
+"""What a :data:`LINE_END_HEAD` is followed by (after a ``\r``, if any): the line break and the
+rest's placeholder; a plain ``\n`` first, so the engine skips to each line break."""
+
+
+def line_end_head(match: re.Match[str]) -> bool:
+    """The first part reads random on its own at its short length, or is six letters or more of
+    both cases that change case at every other letter at least (``TeKdNnFRIBXu``): a word, a
+    camel-case name (``TestCase``, ``getName``) or a number before a replaced line stays."""
+    head = match.group(0)
+    length, transitions, digit, lower, upper, _ = shape(head)
+    mixed_letters = not digit and lower and upper and length >= 6 and transitions >= (length - 1) / 2
+    return mixed_letters or reads_random(head, 4)
+
+
 def joined_token(match: re.Match[str]) -> bool:
     """The joined part has letters and digits, or both cases, and no run of one kind longer than
     a word: beside a replaced part it is the rest of the token (a digest's length of hex too)."""

@@ -23,7 +23,7 @@ from pytest_specgate.contracts.engine import declared_version
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.markers import BUILTIN_BACKEND_NAMES
 from pytest_specgate.contracts.speedup_model import line_from_figures
-from pytest_specgate.evidence._acrecord import AcRecord, AttachmentRow, EngineFact, Measurement
+from pytest_specgate.evidence._acrecord import AcRecord, AttachmentRow, EngineFact, Measurement, Waiver
 from pytest_specgate.evidence._policy import SIMULATED_BACKENDS, PolicyVerdict
 
 _Row = TypeVar("_Row", Measurement, AttachmentRow)
@@ -322,6 +322,12 @@ def criterion_heading(record: AcRecord) -> str:
     return " ".join(part for part in (record.ac.spec, record.ac.title) if part)
 
 
+def waiver_text(waiver: Waiver) -> str:
+    """A waiver as its ``- Waiver:`` line joins its gate and reason (``PR-C: no M4``): what the
+    clean check of the judge commands' output reads, as it reads :func:`criterion_heading`."""
+    return f"{waiver.to}: {waiver.reason}"
+
+
 def render_ac_block(record: AcRecord, verdict: PolicyVerdict, ac_sha256: str, bundle_sha256: str) -> str:
     """One AC's block, every verdict in it as :func:`judge` derived it, not as the record states.
 
@@ -341,7 +347,7 @@ def render_ac_block(record: AcRecord, verdict: PolicyVerdict, ac_sha256: str, bu
     lines.append(f"- Mode: {_cell(verdict.mode)}; tests: {_test_counts(record)}")
     lines += _qualifying_lines(record, verdict)
     if verdict.waiver is not None:
-        lines.append(f"- Waiver: waived → {_cell(verdict.waiver.to)}: {_cell(verdict.waiver.reason)}")
+        lines.append(f"- Waiver: waived → {_cell(waiver_text(verdict.waiver))}")
     lines.append(
         f"- Commit: {_cell(record.source.commit or 'unknown')}" + (" (dirty)" if record.source.dirty else "")
     )

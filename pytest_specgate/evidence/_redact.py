@@ -49,6 +49,9 @@ from pytest_specgate.evidence._generic_secrets import (
     KEYWORD_VALUE,
     KEYWORD_VALUE_LINES,
     LINE_BREAK_TAIL,
+    LINE_END_HEAD,
+    LINE_END_HEAD_BEFORE,
+    LINE_END_HEAD_LONGEST,
     NETRC_FIELD,
     NETRC_FIELD_WORDS,
     NETRC_LINE,
@@ -60,6 +63,7 @@ from pytest_specgate.evidence._generic_secrets import (
     generic_token,
     joined_token,
     keyword_value,
+    line_end_head,
     netrc_rewrite,
 )
 from pytest_specgate.evidence._jsonio import pretty_json, replace_atomically, to_jsonable
@@ -220,6 +224,13 @@ class RedactionRule:
     """The group where a search starts again after ``accept`` rejects a match, instead of after
     the match: a weak keyword's value that is not a credential (``key=foo:password=PASS``, a
     stray quote in ``sig=' password: 'PASS'``) may hold the next keyword and its value."""
+    found_before: re.Pattern[str] | None = None
+    """For a pattern that starts with a character class: what every match holds, or is followed
+    by, at most :attr:`longest` characters after its start (the line break after a token's first
+    part, after a PEM body's first line). The rule is found from these (the engine skips to
+    each), trying its pattern at the positions before each, instead of at every character
+    (tests/evidence/test_redact_scanner.py checks it finds what the plain search finds)."""
+    longest: int = 0
     scope: str = "text"
     """What a pass after the first must search of this rule (see :class:`_Neighbourhood`):
     ``line``, a pattern that never matches a line break (tests/evidence/test_redact_scanner.py
@@ -284,17 +295,31 @@ class RedactionRule:
 
     def claims(self, text: str, start: int, end: int) -> Iterator[tuple[Claim, int, int]]:
         """Each claim in ``text[start:end]`` with the span of the whole match that made it."""
-        matches = self.pattern.finditer(text, start, end)
+        matches = self._matches(text, start, end)
         while (match := next(matches, None)) is not None:
             found = match.group(self.group)
             if not found or (self.accept is not None and not self.accept(match)):
                 if self.resume_in is not None and match.start(self.resume_in) > match.start():
-                    matches = self.pattern.finditer(text, match.start(self.resume_in), end)
+                    matches = self._matches(text, match.start(self.resume_in), end)
                 continue
             replacement = self.replacement if self.rewrite is None else self.rewrite(found)
             if replacement != found:
                 span = match.start(self.group), match.end(self.group)
                 yield (*span, replacement), match.start(), match.end()
+
+    def _matches(self, text: str, start: int, end: int) -> Iterator[re.Match[str]]:
+        """The pattern's matches in ``text[start:end]``, left to right, none overlapping."""
+        if self.found_before is None:
+            yield from self.pattern.finditer(text, start, end)
+            return
+        floor = start
+        for anchor in self.found_before.finditer(text, start, end):
+            for position in range(max(floor, anchor.start() - self.longest), anchor.start()):
+                match = self.pattern.match(text, position, end)
+                if match is not None:
+                    floor = match.end()
+                    yield match
+                    break
 
     def apply(self, text: str) -> str:
         """This rule alone over ``text`` (for tests and diagnostics)."""
@@ -601,6 +626,8 @@ def _context_rule(context: ContextFormat) -> RedactionRule:
         group=context.group,
         accept=_CHECKS[context.check] if context.check else None,
         lines_with=re.compile(context.lines_with) if context.lines_with else None,
+        found_before=re.compile(context.found_before) if context.found_before else None,
+        longest=context.longest,
         scope=context.scope,
     )
 
@@ -686,6 +713,9 @@ def generic_rules() -> list[RedactionRule]:
                       lines_with=re.compile(ESCAPED_BREAK_TAIL_LINES), scope="line"),
         RedactionRule("line-break-tail", re.compile(LINE_BREAK_TAIL), "<SECRET>", group=1,
                       accept=joined_token, needs=("<SECRET>", "<TOKEN>"), scope="joined"),
+        RedactionRule("line-end-head", re.compile(LINE_END_HEAD), "<SECRET>", accept=line_end_head,
+                      needs=("<SECRET>", "<TOKEN>"), found_before=re.compile(LINE_END_HEAD_BEFORE),
+                      longest=LINE_END_HEAD_LONGEST + 1, scope="joined"),
         RedactionRule("escaped-break-token", re.compile(ESCAPED_BREAK_TOKEN), "<SECRET>",
                       accept=escaped_break_token, needs=("\\n", "\\r", "\\t"),
                       lines_with=re.compile(ESCAPED_BREAK_TOKEN_LINES), scope="line"),
@@ -1232,20 +1262,21 @@ class _Neighbourhood:
        is cut to the match's lines (:func:`_claim`); the claims on a quiet line are the same
        placeholders in P and T. So on a quiet line of T the rule does what it did on that line
        of P: claim nothing. It searches :attr:`lines`, which hold every line that is not quiet.
-    2. A ``joined`` rule's match holds a line break, or its verdict reads across one, only when
-       the line before the break :func:`_may_join_next` (a catalogue token's break follows a
-       body character, a JWT's a JWT character or its dot, a PEM body's a base64 character, the
-       blank space after ``Bearer`` or ``Authorization:`` follows the word, ``=`` or ``:``, a
-       tail after a break follows a placeholder's ``>``, the ``user=`` or the digest's name a
+    2. A ``joined`` rule's match holds a line break, or its look-ahead or verdict reads across
+       one, only when the line before the break :func:`_may_join_next` (a catalogue token's
+       break follows a body character, a JWT's a JWT character or its dot, a PEM body's a base64
+       character, the blank space after ``Bearer`` or ``Authorization:`` follows the word, ``=``
+       or ``:``, a tail after a break follows a placeholder's ``>``, a token's first part before
+       its rest's placeholder ends in a token character, the ``user=`` or the digest's name a
        verdict reads ends in a word character, ``=``, ``:``, a quote or ``-``). :meth:`joined`
        extends :attr:`lines` across every break after such a line, up and down, and always one
        line down from each of them (their last character may have been another in P). Each
        line outside is then quiet and each break bounding a block of them follows a quiet line
-       that does not join: no match holds it, in T or in P, and what a pattern reads beyond a
-       line's end it reads only after crossing it. So the whole-text search splits at those
-       breaks: on a block it finds what it found on the same block of P, which claimed nothing
-       (a search again stays within the match's lines), and in a window, searched with the
-       window's ends as the text's, it finds what the whole-text search finds there.
+       that does not join: no match holds it or reads past it, in T or in P. So the whole-text
+       search splits at those breaks: on a block it finds what it found on the same block of P,
+       which claimed nothing (a search again stays within the match's lines), and in a window,
+       searched with the window's ends as the text's, it finds what the whole-text search finds
+       there.
     3. A ``text`` rule (the user's patterns, known values, a private key's block) searches all.
 
     Each rule's new claims add their lines before the next rule runs, so every line outside

@@ -153,6 +153,10 @@ class ContextFormat:
     """What every line holding a match of ``pattern`` matches in small letters (a pattern that
     never crosses a line): the redactor searches only those lines
     (tests/evidence/test_redact_scanner.py)."""
+    found_before: str = ""
+    """What each match holds at most ``longest`` characters after its start, for a pattern that
+    starts with a character class: the rule is found from it (``RedactionRule.found_before``)."""
+    longest: int = 0
     scope: str = "line"
     """Where a later pass must search it (``RedactionRule.scope``): ``line`` for a pattern that
     never crosses a line (the default), ``joined`` for one that crosses a line break only after
@@ -185,6 +189,8 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         r"[A-Za-z0-9+/](?<![A-Za-z0-9+/=][A-Za-z0-9+/])[A-Za-z0-9+/]{59,75}"
         r"(?:\r?\n[ \t]{0,8}[A-Za-z0-9+/]{60,76})++(?:\r?\n[ \t]{0,8}[A-Za-z0-9+/]{0,76}=*)?",
         check="random",
+        found_before=r"\n[ \t]{0,8}[A-Za-z0-9+/]{60}",
+        longest=77,
         scope="joined",
     ),
     ContextFormat(

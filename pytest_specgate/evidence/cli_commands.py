@@ -50,7 +50,13 @@ from pytest_specgate.evidence._gate import (
     resolve_gate,
 )
 from pytest_specgate.evidence._jsonio import pretty_json, sha256_hex, utc_timestamp
-from pytest_specgate.evidence._markdown import NOT_SIGNED, criterion_heading, digest_line, render_markdown
+from pytest_specgate.evidence._markdown import (
+    NOT_SIGNED,
+    criterion_heading,
+    digest_line,
+    render_markdown,
+    waiver_text,
+)
 from pytest_specgate.evidence._merge import (
     MergeChoice,
     MergeError,
@@ -159,7 +165,8 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord], others: 
 
     Each string is also read as the markdown lays it out on one line: a rule that reads one line
     (``password: …``) must see what a reader will. So a string with line breaks is read flattened
-    as a table cell shows it, and an AC's spec and title joined as its Criterion line joins them.
+    as a table cell shows it, an AC's spec and title joined as its Criterion line joins them, and
+    a waiver's gate and reason as its Waiver line does (``PR-TOKEN: value`` is a key and value).
     A string with a character that is not printable is also read as the gate's lines and the
     ``--json`` output show it (:func:`shown_on_one_line`'s ``\\x1b`` and JSON's ``\\u001b`` for
     ESC): a token cut by a control character is no credential to any rule, but its escaped form
@@ -167,6 +174,7 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord], others: 
     """
     records = list(records)
     strings: set[str] = {*others, *(criterion_heading(record) for record in records)}
+    strings.update(waiver_text(test.waiver) for record in records for test in record.tests if test.waiver)
     strings |= strings_within([record.document for record in records])
     strings.update([string.replace("\n", " ") for string in strings if "\n" in string])
     strings.update([
@@ -256,16 +264,15 @@ def run_render(args: argparse.Namespace) -> int:
     except BundleError as error:
         return _error("render", str(error))
     signers = claimed_signers(bundle)
+    verdicts = {ac_id: judge(records[ac_id]) for ac_id in sorted(records)}
     markdown = render_markdown(
-        [
-            (records[ac_id], judge(records[ac_id]), _record_sha256(bundle, ac_id))
-            for ac_id in sorted(records)
-        ],
+        [(records[ac_id], verdict, _record_sha256(bundle, ac_id)) for ac_id, verdict in verdicts.items()],
         bundle.digest,
         signers,
     )
     redactor = build_redactor(None)
-    clean = records_read_clean(redactor, records.values(), (bundle.run_id, signers))
+    reasons = [reason for verdict in verdicts.values() for reason in verdict.reasons]
+    clean = records_read_clean(redactor, records.values(), (bundle.run_id, signers, *reasons))
     text = markdown if clean else redactor.text(markdown)
     if args.json:
         document = _render_json(bundle, records, text)
@@ -730,7 +737,12 @@ def run_gate(args: argparse.Namespace) -> int:
         sys.stdout.write(pretty_json(gate_result_json(verdict)))
     else:
         records = [judgement.record for judgement in verdict.judgements if judgement.record is not None]
-        clean = records_read_clean(build_redactor(None), records, trusted_config_strings(trusted))
+        # The reasons the policy recomputes join record strings with its words
+        # (``<node id>: <measurement> = …``); a record's own copy of them may say anything.
+        reasons = [reason for judgement in verdict.judgements if judgement.verdict is not None
+                   for reason in judgement.verdict.reasons]
+        strings = [*trusted_config_strings(trusted), *reasons]
+        clean = records_read_clean(build_redactor(None), records, strings)
         _print_gate_lines(verdict, clean)
     return EXIT_REJECTED if verdict.problems else EXIT_OK
 

@@ -273,6 +273,30 @@ def test_a_quoted_value_ends_at_its_own_quote_when_no_key_ends_it(text: str, kep
     assert kept in redacted and "<SECRET>" in redacted, redacted
 
 
+CUT_TOKEN_REST = "Qr4St6Vw8Yz0AbCdEf1234"
+
+
+@pytest.mark.parametrize("head", ["Xb7Kp2Lm9", "k9Zq", "TeKdNnFRIBXu", "aB3dE5gH7jK9mN1"])
+@pytest.mark.parametrize("line_break", ["\n", "\r\n", "\n    "])
+def test_the_short_first_part_of_a_token_a_line_break_cut_is_found(head: str, line_break: str) -> None:
+    """A random token cut by a real line break after 4 to 15 characters: its rest was replaced as
+    a generic token, and the first part, too short to be judged alone, went out."""
+    redacted = REDACTOR.text(f'value = "{head}{line_break}{CUT_TOKEN_REST}" done')
+    assert head not in redacted and CUT_TOKEN_REST not in redacted, redacted
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the token\n<SECRET>", "sha256\n<SECRET>", "abc123\n<SECRET>", "TestCase\n<SECRET>",
+        "getName\n<SECRET>", "AssertionError\n<SECRET>", "line 1234\n<SECRET>", "Xb7Kp2Lm9 \n<SECRET>",
+        "Xb7Kp2Lm9\nname <SECRET>", "Xb7Kp2Lm9\n<EMAIL>",
+    ],
+)
+def test_a_word_name_or_number_before_a_replaced_line_stays(text: str) -> None:
+    assert REDACTOR.text(text) == text
+
+
 LONG_CUT = "PVwRrEVQs6OKaHpPCYOXvNTZv01Q87GGkZ6DQS"
 
 

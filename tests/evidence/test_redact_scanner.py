@@ -186,6 +186,36 @@ def test_the_redactor_and_its_reference_agree_on_random_text(text: str) -> None:
     assert [rule.name for rule in GATED if not _claims_agree(rule, text)] == []
 
 
+FOUND_BEFORE = [rule for rule in _redactor().rules if rule.found_before is not None]
+PEM_LINE = "MIIEpQIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi+Xb7Kp2Lm9Qr4St6Vw8Yz0AbCdEfGh1234"
+
+
+def _found_before_agrees(rule: RedactionRule, text: str) -> bool:
+    plain = replace(rule, found_before=None)
+    return list(rule.claims(text, 0, len(text))) == list(plain.claims(text, 0, len(text)))
+
+
+def test_a_rule_found_from_what_follows_it_finds_what_its_plain_search_finds() -> None:
+    assert [rule.name for rule in FOUND_BEFORE] == ["pem-body", "line-end-head"]
+    texts = [*CORPUS, JOINED, *BENCHMARK_TEXTS, "a Xb7Kp2Lm9\r\n  <SECRET> k9Zq\n<TOKEN>\nab\n<SECRET>",
+             "k " + PEM_LINE[:70] + "\r\n  " + PEM_LINE + "\n" + PEM_LINE[5:] + "\n" + PEM_LINE + "==\n"]
+    for rule in FOUND_BEFORE:
+        assert [text[:60] for text in texts if not _found_before_agrees(rule, text)] == []
+
+
+@given(st.lists(st.sampled_from([*PIECES, "\r\n", "\n  ", "k9Zq", "Xb7Kp2Lm9Qr4St6V", PEM_LINE, PEM_LINE[:62],
+                                 PEM_LINE[:40]]) | st.text(max_size=3), max_size=40).map("".join))
+def test_a_rule_found_from_what_follows_it_agrees_on_random_text(text: str) -> None:
+    assert [rule.name for rule in FOUND_BEFORE if not _found_before_agrees(rule, text)] == []
+
+
+def test_a_search_from_what_follows_that_looks_too_little_back_is_caught() -> None:
+    rules = {rule.name: rule for rule in FOUND_BEFORE}
+    head, pem = rules["line-end-head"], rules["pem-body"]
+    assert not _found_before_agrees(replace(head, longest=4), "a Xb7Kp2Lm9\n<SECRET>")
+    assert not _found_before_agrees(replace(pem, longest=60), PEM_LINE + "\n" + PEM_LINE + "\n")
+
+
 def test_a_line_scan_that_misses_a_line_is_caught() -> None:
     """The agreement checks can fail: a rule scanning for the wrong literal misses claims."""
     redactor = _redactor()

@@ -80,6 +80,7 @@ def test_a_secret_cut_by_a_control_character_is_not_printed_by_the_gate(
     tail = HEX_SECRET[12:]
     with monkeypatch.context() as unredacted:
         unredacted.setattr(cli, "_output_redactor", lambda: lambda line: line)
+        unredacted.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: True)
         code, shown = _specgate(capsys, *arguments)
     assert code == 1 and tail in shown, shown
     with monkeypatch.context() as line_pass:
@@ -110,6 +111,7 @@ def test_a_secret_cut_by_a_control_character_is_not_printed_by_render_json(
     tail = BASE64_SECRET[12:]
     with monkeypatch.context() as unredacted:
         unredacted.setattr(cli, "_output_redactor", lambda: lambda line: line)
+        unredacted.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: True)
         code, shown = _specgate(capsys, *arguments)
     assert code == 0 and tail in shown, shown
     with monkeypatch.context() as line_pass:
@@ -118,3 +120,70 @@ def test_a_secret_cut_by_a_control_character_is_not_printed_by_render_json(
     assert code == 0 and tail not in shown, shown
     code, shown = _specgate(capsys, *arguments)
     assert code == 0 and tail not in shown, shown
+
+
+WAIVER_PASSWORD = "Hunter2Hunter2"
+"""A value no rule takes for a credential alone; after a ``TOKEN:`` key the keyword rules do."""
+
+
+@pytest.mark.parametrize("command", ["render", "render json"])
+def test_a_waiver_whose_target_and_reason_join_into_a_keyword_value_is_not_printed(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    """The block's waiver line joins two record strings, ``waived → PR-TOKEN: Hunter2Hunter2``:
+    each is clean alone (the target is schema-valid), the line is a key and its value, which
+    the line pass hid; the clean check must read the line's join as it reads the Criterion's."""
+    monkeypatch.chdir(tmp_path)
+    assert REDACTOR.text("PR-TOKEN") == "PR-TOKEN" and REDACTOR.text(WAIVER_PASSWORD) == WAIVER_PASSWORD
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    waived = AC10 | {"waived_to": "PR-TOKEN", "reason": WAIVER_PASSWORD}
+    run.run_test("acceptance/test_ac10.py::test_speedup", waived)
+    arguments = _commands(run.finish(), git_repo, tmp_path)[command]
+    with monkeypatch.context() as unredacted:
+        unredacted.setattr(cli, "_output_redactor", lambda: lambda line: line)
+        unredacted.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: True)
+        code, shown = _specgate(capsys, *arguments)
+    assert code == 0 and f"PR-TOKEN: {WAIVER_PASSWORD}" in shown, shown
+    with monkeypatch.context() as line_pass:
+        line_pass.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: False)
+        code, through_the_pass = _specgate(capsys, *arguments)
+    assert code == 0 and WAIVER_PASSWORD not in through_the_pass, through_the_pass
+    code, shipped = _specgate(capsys, *arguments)
+    assert code == 0 and WAIVER_PASSWORD not in shipped, shipped
+
+
+@pytest.mark.parametrize("command", ["gate", "gate trusted"])
+def test_a_node_id_and_a_measurement_name_joined_into_a_keyword_value_are_not_printed(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    """The gate prints a policy reason it recomputes, ``<node id>: <measurement> = 1.2 x is below
+    …``: a test named ``test_password`` and a measurement named ``Hunter2Hunter2`` are clean
+    apart, and a key and its value once the reason joins them, which the line pass hid. The
+    record's own copy of its reasons is read by the check, but a forged record states others
+    (the gate compares only the outcome and qualification it states)."""
+    monkeypatch.chdir(tmp_path)
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    nodeid = "acceptance/test_ac10.py::test_password"
+    recorder = run.recorder(nodeid)
+    recorder.measure(WAIVER_PASSWORD, 1.2, "x", at_least=1.4)
+    run.run_test(nodeid, AC10, recorder=recorder)
+    written = run.finish()
+
+    def forge(record: dict[str, Any]) -> None:
+        record["not_qualifying_reasons"] = ["a bound was not met"]
+
+    reseal_bundle(written.path, {"AC-10": forge})
+    arguments = _commands(written, git_repo, tmp_path)[command]
+    with monkeypatch.context() as unredacted:
+        unredacted.setattr(cli, "_output_redactor", lambda: lambda line: line)
+        unredacted.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: True)
+        code, shown = _specgate(capsys, *arguments)
+    assert code == 1 and f"test_password: {WAIVER_PASSWORD} = 1.2" in shown, shown
+    with monkeypatch.context() as line_pass:
+        line_pass.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: False)
+        code, through_the_pass = _specgate(capsys, *arguments)
+    assert code == 1 and f"test_password: {WAIVER_PASSWORD}" not in through_the_pass, through_the_pass
+    code, shipped = _specgate(capsys, *arguments)
+    assert code == 1 and f"test_password: {WAIVER_PASSWORD}" not in shipped, shipped

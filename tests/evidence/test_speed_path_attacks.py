@@ -187,3 +187,36 @@ def test_a_node_id_and_a_measurement_name_joined_into_a_keyword_value_are_not_pr
     assert code == 1 and f"test_password: {WAIVER_PASSWORD}" not in through_the_pass, through_the_pass
     code, shipped = _specgate(capsys, *arguments)
     assert code == 1 and f"test_password: {WAIVER_PASSWORD}" not in shipped, shipped
+
+
+def test_a_node_id_and_an_attachment_name_joined_into_a_keyword_value_are_not_rendered(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``render`` shows the reason it recomputes for an attachment missing from the bundle,
+    ``attachment <node id>: <name> is missing …``, whole: the same join, in the block."""
+    monkeypatch.chdir(tmp_path)
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    nodeid = "acceptance/test_ac10.py::test_password"
+    recorder = run.recorder(nodeid)
+    recorder.attach(WAIVER_PASSWORD, b"boot ok\n")
+    run.run_test(nodeid, AC10, recorder=recorder)
+    written = run.finish()
+
+    def forge(record: dict[str, Any]) -> None:
+        record["attachments"][0]["stored"] = False
+        record["not_qualifying_reasons"] = ["an attachment is missing"]
+
+    reseal_bundle(written.path, {"AC-10": forge})
+    arguments = _commands(written, git_repo, tmp_path)["render"]
+    joined = f"test_password: {WAIVER_PASSWORD} is missing"
+    with monkeypatch.context() as unredacted:
+        unredacted.setattr(cli, "_output_redactor", lambda: lambda line: line)
+        unredacted.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: True)
+        code, shown = _specgate(capsys, *arguments)
+    assert code == 0 and joined in shown, shown
+    with monkeypatch.context() as line_pass:
+        line_pass.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: False)
+        code, through_the_pass = _specgate(capsys, *arguments)
+    assert code == 0 and joined not in through_the_pass, through_the_pass
+    code, shipped = _specgate(capsys, *arguments)
+    assert code == 0 and joined not in shipped, shipped

@@ -38,6 +38,32 @@ def test_a_secret_cut_by_a_control_character_is_caught_once_shown(cut: str) -> N
     assert output_pass(shown_on_one_line(cut)) != shown_on_one_line(cut)
 
 
+def _printed_each_way(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                      arguments: list[str]) -> list[tuple[int, str]]:
+    """Exit code and output of the command three ways: nothing redacting (the line pass a no-op,
+    every record found clean), through the line pass alone (every record found unclean), and as
+    shipped."""
+    printed = []
+    with monkeypatch.context() as unredacted:
+        unredacted.setattr(cli, "_output_redactor", lambda: lambda line: line)
+        unredacted.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: True)
+        printed.append(_specgate(capsys, *arguments))
+    with monkeypatch.context() as line_pass:
+        line_pass.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: False)
+        printed.append(_specgate(capsys, *arguments))
+    printed.append(_specgate(capsys, *arguments))
+    return printed
+
+
+def _only_the_pass_hides(printed: list[tuple[int, str]], code: int, shown: str, hidden: str) -> None:
+    """``shown`` is printed with nothing redacting; ``hidden`` neither through the line pass nor as
+    shipped; each time the command exits ``code``."""
+    (unredacted_code, unredacted), *redacted = printed
+    assert unredacted_code == code and shown in unredacted, unredacted
+    for redacted_code, output in redacted:
+        assert redacted_code == code and hidden not in output, output
+
+
 def _bundle_with_message(repo: Path, message: str) -> WrittenBundle:
     run = SyntheticRun(repo, TEST_ENV)
     recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
@@ -78,17 +104,7 @@ def test_a_secret_cut_by_a_control_character_is_not_printed_by_the_gate(
     written = _bundle_with_message(git_repo.path, f"failed with {cut}")
     arguments = _commands(written, git_repo, tmp_path)[command]
     tail = HEX_SECRET[12:]
-    with monkeypatch.context() as unredacted:
-        unredacted.setattr(cli, "_output_redactor", lambda: lambda line: line)
-        unredacted.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: True)
-        code, shown = _specgate(capsys, *arguments)
-    assert code == 1 and tail in shown, shown
-    with monkeypatch.context() as line_pass:
-        line_pass.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: False)
-        code, shown = _specgate(capsys, *arguments)
-    assert code == 1 and tail not in shown, shown
-    code, shown = _specgate(capsys, *arguments)
-    assert code == 1 and tail not in shown, shown
+    _only_the_pass_hides(_printed_each_way(capsys, monkeypatch, arguments), 1, tail, tail)
 
 
 BASE64_SECRET = "Ks14IReLcYgADhoXk56ZzXI="
@@ -109,17 +125,7 @@ def test_a_secret_cut_by_a_control_character_is_not_printed_by_render_json(
     written = _bundle_with_message(git_repo.path, f"failed with {cut}")
     arguments = _commands(written, git_repo, tmp_path)["render json"]
     tail = BASE64_SECRET[12:]
-    with monkeypatch.context() as unredacted:
-        unredacted.setattr(cli, "_output_redactor", lambda: lambda line: line)
-        unredacted.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: True)
-        code, shown = _specgate(capsys, *arguments)
-    assert code == 0 and tail in shown, shown
-    with monkeypatch.context() as line_pass:
-        line_pass.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: False)
-        code, shown = _specgate(capsys, *arguments)
-    assert code == 0 and tail not in shown, shown
-    code, shown = _specgate(capsys, *arguments)
-    assert code == 0 and tail not in shown, shown
+    _only_the_pass_hides(_printed_each_way(capsys, monkeypatch, arguments), 0, tail, tail)
 
 
 WAIVER_PASSWORD = "Hunter2Hunter2"
@@ -140,17 +146,8 @@ def test_a_waiver_whose_target_and_reason_join_into_a_keyword_value_is_not_print
     waived = AC10 | {"waived_to": "PR-TOKEN", "reason": WAIVER_PASSWORD}
     run.run_test("acceptance/test_ac10.py::test_speedup", waived)
     arguments = _commands(run.finish(), git_repo, tmp_path)[command]
-    with monkeypatch.context() as unredacted:
-        unredacted.setattr(cli, "_output_redactor", lambda: lambda line: line)
-        unredacted.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: True)
-        code, shown = _specgate(capsys, *arguments)
-    assert code == 0 and f"PR-TOKEN: {WAIVER_PASSWORD}" in shown, shown
-    with monkeypatch.context() as line_pass:
-        line_pass.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: False)
-        code, through_the_pass = _specgate(capsys, *arguments)
-    assert code == 0 and WAIVER_PASSWORD not in through_the_pass, through_the_pass
-    code, shipped = _specgate(capsys, *arguments)
-    assert code == 0 and WAIVER_PASSWORD not in shipped, shipped
+    _only_the_pass_hides(_printed_each_way(capsys, monkeypatch, arguments), 0,
+                         f"PR-TOKEN: {WAIVER_PASSWORD}", WAIVER_PASSWORD)
 
 
 @pytest.mark.parametrize("command", ["gate", "gate trusted"])
@@ -176,17 +173,8 @@ def test_a_node_id_and_a_measurement_name_joined_into_a_keyword_value_are_not_pr
 
     reseal_bundle(written.path, {"AC-10": forge})
     arguments = _commands(written, git_repo, tmp_path)[command]
-    with monkeypatch.context() as unredacted:
-        unredacted.setattr(cli, "_output_redactor", lambda: lambda line: line)
-        unredacted.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: True)
-        code, shown = _specgate(capsys, *arguments)
-    assert code == 1 and f"test_password: {WAIVER_PASSWORD} = 1.2" in shown, shown
-    with monkeypatch.context() as line_pass:
-        line_pass.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: False)
-        code, through_the_pass = _specgate(capsys, *arguments)
-    assert code == 1 and f"test_password: {WAIVER_PASSWORD}" not in through_the_pass, through_the_pass
-    code, shipped = _specgate(capsys, *arguments)
-    assert code == 1 and f"test_password: {WAIVER_PASSWORD}" not in shipped, shipped
+    _only_the_pass_hides(_printed_each_way(capsys, monkeypatch, arguments), 1,
+                         f"test_password: {WAIVER_PASSWORD} = 1.2", f"test_password: {WAIVER_PASSWORD}")
 
 
 def test_a_node_id_and_an_attachment_name_joined_into_a_keyword_value_are_not_rendered(
@@ -209,14 +197,4 @@ def test_a_node_id_and_an_attachment_name_joined_into_a_keyword_value_are_not_re
     reseal_bundle(written.path, {"AC-10": forge})
     arguments = _commands(written, git_repo, tmp_path)["render"]
     joined = f"test_password: {WAIVER_PASSWORD} is missing"
-    with monkeypatch.context() as unredacted:
-        unredacted.setattr(cli, "_output_redactor", lambda: lambda line: line)
-        unredacted.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: True)
-        code, shown = _specgate(capsys, *arguments)
-    assert code == 0 and joined in shown, shown
-    with monkeypatch.context() as line_pass:
-        line_pass.setattr("pytest_specgate.evidence.cli_commands.records_read_clean", lambda *_: False)
-        code, through_the_pass = _specgate(capsys, *arguments)
-    assert code == 0 and joined not in through_the_pass, through_the_pass
-    code, shipped = _specgate(capsys, *arguments)
-    assert code == 0 and joined not in shipped, shipped
+    _only_the_pass_hides(_printed_each_way(capsys, monkeypatch, arguments), 0, joined, joined)

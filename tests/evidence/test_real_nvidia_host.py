@@ -22,6 +22,7 @@ import pytest
 from provenance_testkit import commit_project, gate_lines, run_passing
 
 from pytest_specgate.contracts.host import GpuFacts, HostFacts
+from pytest_specgate.selection.hardware import gpu_memory_bytes
 from pytest_specgate.selection.host_probe import probe_host
 
 MIB = 1024**2
@@ -29,8 +30,9 @@ GIB = 1024**3
 QUERY = ["--query-gpu=name,memory.total,compute_cap", "--format=csv,noheader,nounits"]
 
 
-def _nvidia_smi_rows() -> list[tuple[str, int, str]]:
-    """Each GPU as ``nvidia-smi`` names it: (name, memory in bytes, compute capability)."""
+def _nvidia_smi_rows() -> list[tuple[str, int | None, str]]:
+    """Each GPU as ``nvidia-smi`` names it: (name, memory in bytes, compute capability); a
+    unified-memory GPU's memory (a GB10's ``[N/A]``) is None, as the probe has it."""
     tool = shutil.which("nvidia-smi")
     if tool is None:
         return []
@@ -41,7 +43,7 @@ def _nvidia_smi_rows() -> list[tuple[str, int, str]]:
     rows = []
     for line in done.stdout.splitlines() if done.returncode == 0 else []:
         name, memory, capability = (cell.strip() for cell in line.split(","))
-        rows.append((name, int(memory) * MIB, capability))
+        rows.append((name, int(memory) * MIB if memory.isdigit() else None, capability))
     return rows
 
 
@@ -85,8 +87,8 @@ def test_the_cuda_runtime_sees_the_gpus_the_probe_reports() -> None:
     for index, gpu in enumerate(gpus):
         cuda = torch.cuda.get_device_properties(index)
         assert (cuda.name, f"{cuda.major}.{cuda.minor}") == (gpu.name, gpu.compute_capability)
-        assert gpu.memory_bytes is not None
-        assert abs(cuda.total_memory - gpu.memory_bytes) < 0.02 * gpu.memory_bytes
+        if gpu.memory_bytes is not None:  # a unified-memory GPU's is the host's, not its own
+            assert abs(cuda.total_memory - gpu.memory_bytes) < 0.02 * gpu.memory_bytes
 
 
 def _another_sm(gpu: GpuFacts) -> str:
@@ -94,11 +96,18 @@ def _another_sm(gpu: GpuFacts) -> str:
     return "9.0" if gpu.compute_capability == "12.1" else "12.1"
 
 
-def _markers_for(gpus: tuple[GpuFacts, ...]) -> dict[str, str]:
+def _memory_gb(gpu: GpuFacts, host: HostFacts) -> float:
+    """The GPU's memory as the markers judge it (a unified-memory GPU's is the host's)."""
+    memory = gpu_memory_bytes(gpu, host)
+    assert memory is not None, f"{gpu.name}: the probe read no memory for it"
+    return memory / GIB
+
+
+def _markers_for(host: HostFacts) -> dict[str, str]:
     """Marker arguments the first GPU meets, and ones it misses by one step each."""
-    gpu = gpus[0]
-    assert gpu.memory_bytes is not None and gpu.compute_capability is not None
-    sm, gb = gpu.compute_capability, gpu.memory_bytes / GIB
+    gpus, gpu = host.gpus, host.gpus[0]
+    assert gpu.compute_capability is not None
+    sm, gb = gpu.compute_capability, _memory_gb(gpu, host)
     return {
         "exact_sm": f'cuda_sm="{sm}"',
         "at_least_sm_and_memory": f'min_cuda_sm="{sm}", min_gpu_memory_gb={math.floor(gb)}',
@@ -109,15 +118,16 @@ def _markers_for(gpus: tuple[GpuFacts, ...]) -> dict[str, str]:
 
 
 def test_gpu_markers_match_and_mismatch_as_this_gpu_says(pytester: pytest.Pytester) -> None:
-    gpus = probe_host().gpus
-    markers = _markers_for(gpus)
+    host = probe_host()
+    gpus, gpu = host.gpus, host.gpus[0]
+    markers = _markers_for(host)
     pytester.makepyfile(test_gpu="import pytest\n" + "".join(
         f"\n@pytest.mark.hardware({argument})\ndef test_{name}():\n    pass\n"
         for name, argument in markers.items()))
     result = pytester.runpytest("-rs", "-p", "no:cacheprovider")
     result.assert_outcomes(passed=2, skipped=3)
-    gpu = gpus[0]
-    have = f"{gpu.name} SM {gpu.compute_capability}, {(gpu.memory_bytes or 0) / GIB:.1f} GB"
+    have = "; ".join(f"{each.name} SM {each.compute_capability}, {_memory_gb(each, host):.1f} GB"
+                     for each in gpus)
     skipped = [line for line in result.outlines if line.startswith("SKIPPED")]
     assert len(skipped) == 3 and all(f"fitting: {have})" in line for line in skipped), skipped
     result.stdout.fnmatch_lines([f"*needs 1× NVIDIA GPU (SM {_another_sm(gpu)})*(host has 0 fitting*",

@@ -250,7 +250,7 @@ class Locations:
         if not os.path.isfile(path):
             return Owner("foreign", cause="not-a-file")
         if in_site:
-            return self._installed(path) or self._environment(path) or Owner("foreign", cause="unrecorded")
+            return self._environment(path) or self._installed(path) or Owner("foreign", cause="unrecorded")
         real = os.path.realpath(path)
         if real != path and _under(real, self._site_roots):
             return self._installed(path) or Owner("foreign", cause="unrecorded")
@@ -291,6 +291,9 @@ class Locations:
         return Owner("foreign", distribution, "unhashed" if matches is None else "edited")
 
     def _environment(self, path: str) -> Owner | None:
+        """Asked before the RECORDs: a file no RECORD lists makes the index read every RECORD of
+        the environment (most of a second in a large one), and a venv tool's files are in every
+        run of such a venv; only a file named as one is hashed."""
         return _ENVIRONMENT if venv_tool_file(path, self._site_roots) is not None else None
 
     def _in_stdlib(self, path: str) -> bool:

@@ -331,6 +331,7 @@ def test_the_files_a_venv_tool_writes_belong_to_the_environment(
     site, where = _venv_tool_site(tmp_path, b"def patch(): pass\n", monkeypatch)
     assert where.owner(str(site / "_virtualenv.py")) == Owner("environment")
     assert where.owner(str(site / "_virtualenv.pth")) == Owner("environment")
+    assert [record.data for record in where.installed._records] == [None]  # no RECORD read for them
     files = startup_files({}, where, [str(site)])
     assert [(fact["path"], fact["owner"], fact["executes"]) for fact in files] == [
         ("<site-packages>/_virtualenv.pth", "environment", True)]

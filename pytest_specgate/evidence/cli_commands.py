@@ -35,6 +35,7 @@ from pytest_specgate.evidence._bundle import (
     read_records,
     verify_bundle,
 )
+from pytest_specgate.evidence._cycle_collector import cycle_collector_paused
 from pytest_specgate.evidence._gate import (
     AUTHORITATIVE,
     GATE_RESULT_SCHEMA_ID,
@@ -257,6 +258,7 @@ def _render_json(bundle: Bundle, records: dict[str, AcRecord], markdown: str) ->
     }
 
 
+@cycle_collector_paused()
 def run_render(args: argparse.Namespace) -> int:
     try:
         bundle = only_bundle(args.bundle)
@@ -336,6 +338,7 @@ def _attachment_documents(record: AcRecord) -> list[dict[str, JsonValue]]:
     return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
 
 
+@cycle_collector_paused()
 def run_merge(args: argparse.Namespace) -> int:
     output: Path = args.out
     if output.exists():
@@ -713,6 +716,7 @@ def not_qualifying_lines(judgement: AcJudgement) -> list[str]:
     return lines
 
 
+@cycle_collector_paused()
 def run_gate(args: argparse.Namespace) -> int:
     try:
         pr_body = pr_body_input(args.pr_body, args.pr_body_from_event, sys.stdin, os.environ)
@@ -823,6 +827,7 @@ def configure_compare_parser(parser: argparse.ArgumentParser) -> None:
     _add_json_option(parser, COMPARE_SCHEMA_ID)
 
 
+@cycle_collector_paused()
 def run_compare(args: argparse.Namespace) -> int:
     from pytest_specgate.contracts.thresholds import check_confidence_level
     from pytest_specgate.evidence._compare import (

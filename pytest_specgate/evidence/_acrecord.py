@@ -144,6 +144,31 @@ class Measurement:
         return entry
 
 
+def float_or_none(value: JsonValue) -> float | None:
+    """A recorded number as a float; None for null, a string or a boolean."""
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def decide_of(value: JsonValue) -> Decide:
+    """The recorded rule; a row that names none (a v2 record, a plain number) is judged on its point."""
+    return "interval" if value == "interval" else "point"
+
+
+def measurement_verdict(row: Mapping[str, JsonValue]) -> ThresholdVerdict:
+    """A recorded figure judged again: on its interval when its rule says so (a non-number
+    misses any bound). The collector judges a test's figures with it, and a format-2 line, which
+    holds no verdict, gets its row's ``passed`` and ``verdict`` back from it."""
+    value = float_or_none(row.get("value"))
+    return three_way_verdict(
+        math.nan if value is None else value,
+        float_or_none(row.get("at_least")),
+        float_or_none(row.get("at_most")),
+        float_or_none(row.get("ci_low")),
+        float_or_none(row.get("ci_high")),
+        decide_of(row.get("decide")),
+    )
+
+
 @dataclass(frozen=True)
 class AttachmentRow:
     nodeid: str

@@ -9,8 +9,13 @@ stored, so the gate, merge, render, compare and signature checks read one record
 the format.
 
 Words a run repeats in every AC's record (its not-qualifying reasons about the host, the source
-or the run provenance, and the host line) are stored once per run too, in the run's ``texts``: a
-line names them by their index there.
+or the run provenance, and the host line, in the record and in each test's hardware verdict) are
+stored once per run too, in the run's ``texts``: a line names them by their index there.
+
+A line leaves out what its reader derives: a measurement row's ``passed`` and ``verdict`` (judged
+again from its value, bounds and rule on joining, as the gate judges it anyway), and its
+``nodeid`` where the AC has one test (the row can only be that test's). A line that leaves out a
+row's node id while it holds several tests names no test, and is refused.
 
 A merged bundle holds records of several runs (an M4's and an M1's): ``run.json`` keys each
 run's facts by run id, and a line names its key. The census is stored whole per run; an AC's
@@ -24,8 +29,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_specgate.contracts.jsonvalue import JsonValue
-from pytest_specgate.evidence._acrecord import SCHEMA_ID
-from pytest_specgate.evidence._schema import RUN_WIDE_FIELDS
+from pytest_specgate.evidence._acrecord import SCHEMA_ID, measurement_verdict
+from pytest_specgate.evidence._schema import DERIVED_MEASUREMENT_FIELDS, RUN_WIDE_FIELDS
 
 RUN_FACTS_NAME = "run.json"
 RECORDS_NAME = "records.jsonl"
@@ -76,6 +81,8 @@ def _own(document: Mapping[str, JsonValue], key: str, texts: dict[str, int]) -> 
         texts.setdefault(reason, len(texts)) for reason in document["not_qualifying_reasons"]
     ]
     own["host"] = {"summary": texts.setdefault(document["host"]["summary"], len(texts))}
+    own["tests"] = [_own_test(test, texts) for test in document["tests"]]
+    own["measurements"] = _own_measurements(document["measurements"], document["tests"])
     own["completeness"] = {
         name: value
         for name, value in document["completeness"].items()
@@ -83,6 +90,25 @@ def _own(document: Mapping[str, JsonValue], key: str, texts: dict[str, int]) -> 
     }
     own[RUN_KEY] = key
     return own
+
+
+def _own_test(test: Mapping[str, JsonValue], texts: dict[str, int]) -> JsonValue:
+    """A test's entry with its hardware verdict's host line as an index into ``texts``."""
+    hardware = test["hardware"]
+    if not isinstance(hardware, Mapping) or not isinstance(hardware.get("host_summary"), str):
+        return test
+    summary = texts.setdefault(hardware["host_summary"], len(texts))
+    return {**test, "hardware": {**hardware, "host_summary": summary}}
+
+
+def _own_measurements(rows: JsonValue, tests: Sequence[Mapping[str, JsonValue]]) -> list[JsonValue]:
+    """The rows without their verdict, and without the node id of an AC's only test."""
+    only = tests[0]["nodeid"] if len(tests) == 1 else None
+    return [
+        {name: value for name, value in row.items()
+         if name not in DERIVED_MEASUREMENT_FIELDS and (name != "nodeid" or value != only)}
+        for row in rows
+    ]
 
 
 def run_facts_document(runs: Mapping[str, Mapping[str, JsonValue]]) -> dict[str, JsonValue]:
@@ -174,7 +200,7 @@ class RunFacts:
 
 def join_record(line: Mapping[str, JsonValue], run: RunFacts) -> dict[str, JsonValue]:
     """The ``specgate.evidence/v3`` record a format-2 line and its run's facts stand for
-    (:class:`IndexError` where the line names a text the run does not hold)."""
+    (:class:`IndexError` where the line names a text the run does not hold, or a row no test)."""
     facts = run.facts
     document: dict[str, JsonValue] = {name: value for name, value in line.items() if name != RUN_KEY}
     document["schema"] = SCHEMA_ID
@@ -185,8 +211,34 @@ def join_record(line: Mapping[str, JsonValue], run: RunFacts) -> dict[str, JsonV
         run.text(index, "not_qualifying_reasons") for index in line["not_qualifying_reasons"]
     ]
     document["host"] = {**facts["host"], "summary": run.text(line["host"]["summary"], "host.summary")}
+    tests = document["tests"] = [_joined_test(test, run, index) for index, test in enumerate(line["tests"])]
+    document["measurements"] = [
+        _joined_measurement(row, tests, index) for index, row in enumerate(line["measurements"])
+    ]
     completeness = {**line["completeness"], "selection": facts["selection"]}
     if "collection" not in completeness and "census" in facts:
         completeness["collection"] = run.census_share(str(line["ac"]["id"]))
     document["completeness"] = completeness
     return document
+
+
+def _joined_test(test: Mapping[str, JsonValue], run: RunFacts, index: int) -> JsonValue:
+    hardware = test["hardware"]
+    if not isinstance(hardware, Mapping) or "host_summary" not in hardware:
+        return test
+    summary = run.text(hardware["host_summary"], f"tests[{index}].hardware.host_summary")
+    return {**test, "hardware": {**hardware, "host_summary": summary}}
+
+
+def _joined_measurement(row: Mapping[str, JsonValue], tests: Sequence[JsonValue], index: int) -> JsonValue:
+    """A row with its test's node id (the AC's only test where the line leaves it out) and its
+    verdict judged from its value, bounds and rule."""
+    joined = dict(row)
+    if "nodeid" not in joined:
+        if len(tests) != 1:
+            raise IndexError(f"measurements[{index}]: names no test, and the line holds {len(tests)} tests")
+        joined["nodeid"] = tests[0]["nodeid"]
+    verdict = measurement_verdict(joined)
+    joined["passed"] = verdict.passed
+    joined["verdict"] = verdict.verdict
+    return joined

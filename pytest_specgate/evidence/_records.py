@@ -8,7 +8,6 @@ to say, here as in the gate.
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -18,8 +17,7 @@ from typing import Literal
 from pytest_specgate.contracts.census import Census, census_to_json
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.payload import SpecPayload
-from pytest_specgate.contracts.thresholds import Decide, ThresholdVerdict, three_way_verdict
-from pytest_specgate.evidence._acrecord import SCHEMA_ID
+from pytest_specgate.evidence._acrecord import SCHEMA_ID, decide_of, float_or_none, measurement_verdict
 from pytest_specgate.evidence._policy import (
     POLICY_VERSION,
     JudgedRecord,
@@ -196,29 +194,6 @@ def _hardware_of(result: ExecutedTest) -> Mapping[str, JsonValue] | None:
     return result.properties["hardware"]
 
 
-def _float_or_none(value: JsonValue) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
-def _decide_of(value: JsonValue) -> Decide:
-    """The recorded rule; a row that names none (a v2 record, a plain number) is judged on its point."""
-    return "interval" if value == "interval" else "point"
-
-
-def measurement_verdict(row: Mapping[str, JsonValue]) -> ThresholdVerdict:
-    """A recorded figure judged again: on its interval when its rule says so (a non-number
-    misses any bound)."""
-    value = _float_or_none(row.get("value"))
-    return three_way_verdict(
-        math.nan if value is None else value,
-        _float_or_none(row.get("at_least")),
-        _float_or_none(row.get("at_most")),
-        _float_or_none(row.get("ci_low")),
-        _float_or_none(row.get("ci_high")),
-        _decide_of(row.get("decide")),
-    )
-
-
 def measurement_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValue]]:
     """Every figure, its verdict re-judged here rather than trusted from the worker."""
     rows: list[dict[str, JsonValue]] = []
@@ -231,14 +206,14 @@ def measurement_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValu
                 "name": item.get("name"),
                 "value": item.get("value"),
                 "unit": item.get("unit"),
-                "at_least": _float_or_none(item.get("at_least")),
-                "at_most": _float_or_none(item.get("at_most")),
-                "decide": _decide_of(item.get("decide")),
+                "at_least": float_or_none(item.get("at_least")),
+                "at_most": float_or_none(item.get("at_most")),
+                "decide": decide_of(item.get("decide")),
             }
-            level = _float_or_none(item.get("confidence_level"))
+            level = float_or_none(item.get("confidence_level"))
             if level is not None:
-                row |= {"ci_low": _float_or_none(item.get("ci_low")),
-                        "ci_high": _float_or_none(item.get("ci_high")), "confidence_level": level}
+                row |= {"ci_low": float_or_none(item.get("ci_low")),
+                        "ci_high": float_or_none(item.get("ci_high")), "confidence_level": level}
             verdict = measurement_verdict(row)
             row["passed"] = verdict.passed
             row["verdict"] = verdict.verdict

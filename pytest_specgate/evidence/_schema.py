@@ -44,14 +44,16 @@ def _problems(check: CompiledSchema, document: JsonValue) -> list[str]:
 
 RUN_WIDE_FIELDS = ("policy", "source", "versions", "run", "run_provenance")
 """The record fields a format-2 bundle stores once per run (``_record_split`` says why)."""
+DERIVED_MEASUREMENT_FIELDS = ("passed", "verdict")
+"""A measurement row's fields a format-2 line leaves out: joining judges the row again."""
 
 
 @cache
 def record_line_schema() -> Mapping[str, JsonValue]:
     """A format-2 record line's schema, cut from the record schema: the AC's own fields (its
-    reasons and host line as indexes into its run's ``texts``), completeness without the run's
-    selection (with the AC's census share only where the line keeps it itself), and the key of
-    its run's facts."""
+    reasons and host lines as indexes into its run's ``texts``, its measurement rows without the
+    verdict, their node id optional), completeness without the run's selection (with the AC's
+    census share only where the line keeps it itself), and the key of its run's facts."""
     record = evidence_schema()
     properties = dict(record["properties"])
     for name in ("schema", *RUN_WIDE_FIELDS):
@@ -68,10 +70,31 @@ def record_line_schema() -> Mapping[str, JsonValue]:
             name: value for name, value in completeness["properties"].items() if name != "selection"
         },
     }
+    properties["tests"] = _line_tests(record["properties"]["tests"], index)
+    properties["measurements"] = _line_measurements(record["properties"]["measurements"])
     properties["run_facts"] = {"type": "string", "minLength": 1}
     required = [name for name in record["required"] if name in properties] + ["run_facts"]
     return {**record, "title": "a format-2 record line: one AC's own facts", "description": "",
             "required": required, "properties": properties}
+
+
+def _line_tests(tests: Mapping[str, JsonValue], index: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    """The record's tests with each hardware verdict's host line as an index."""
+    entry = tests["items"]
+    null, verdict = entry["properties"]["hardware"]["oneOf"]
+    verdict = {**verdict, "properties": {**verdict["properties"], "host_summary": index}}
+    hardware = {"oneOf": [null, verdict]}
+    return {**tests, "items": {**entry, "properties": {**entry["properties"], "hardware": hardware}}}
+
+
+def _line_measurements(measurements: Mapping[str, JsonValue]) -> dict[str, JsonValue]:
+    """The record's measurement rows without ``passed`` and ``verdict``, their node id optional
+    (``_record_split`` says when a line leaves it out)."""
+    row = measurements["items"]
+    derived = DERIVED_MEASUREMENT_FIELDS
+    properties = {name: value for name, value in row["properties"].items() if name not in derived}
+    required = [name for name in row["required"] if name not in (*derived, "nodeid")]
+    return {**measurements, "items": {**row, "required": required, "properties": properties}}
 
 
 @cache

@@ -35,6 +35,7 @@ from pytest_specgate.evidence._bundle import (
     read_records,
     verify_bundle,
 )
+from pytest_specgate.evidence._cycle_collector import cycle_collector_paused
 from pytest_specgate.evidence._gate import (
     AUTHORITATIVE,
     GATE_RESULT_SCHEMA_ID,
@@ -97,13 +98,24 @@ def _error(command: str, message: str) -> int:
     return EXIT_BAD_INPUT
 
 
-def _verified_records(bundle: Bundle) -> dict[str, AcRecord]:
+def _verified_records(
+    bundle: Bundle, read: dict[str, dict[str, AcRecord]] | None = None
+) -> dict[str, AcRecord]:
     """The bundle's AC records, only once every file matches the manifest and every record its
-    schema: ``render``, ``merge`` and ``waivers`` act on nothing else (``sign`` checks the same)."""
+    schema: ``render``, ``merge`` and ``waivers`` act on nothing else (``sign`` checks the same).
+
+    ``read``: records already read, by the digest of the bundle they were read from. A bundle
+    whose files all match its manifest and whose manifest gives that digest (recomputed, never
+    the stated one) holds byte for byte the records and run facts the other held, so its records
+    are those, not read, checked and typed again (``compare`` of a bundle and a copy of it)."""
     problems = verify_bundle(bundle)
     if problems:
         raise BundleError(f"{bundle.path}: bundle does not match its manifest: {problems[0]}")
-    return read_records(bundle)
+    if read is None:
+        return read_records(bundle)
+    if bundle.digest not in read:
+        read[bundle.digest] = read_records(bundle)
+    return read[bundle.digest]
 
 
 def _record_sha256(bundle: Bundle, ac_id: str) -> str:
@@ -257,6 +269,7 @@ def _render_json(bundle: Bundle, records: dict[str, AcRecord], markdown: str) ->
     }
 
 
+@cycle_collector_paused()
 def run_render(args: argparse.Namespace) -> int:
     try:
         bundle = only_bundle(args.bundle)
@@ -336,6 +349,7 @@ def _attachment_documents(record: AcRecord) -> list[dict[str, JsonValue]]:
     return [row for row in rows if isinstance(row, dict)] if isinstance(rows, list) else []
 
 
+@cycle_collector_paused()
 def run_merge(args: argparse.Namespace) -> int:
     output: Path = args.out
     if output.exists():
@@ -713,6 +727,7 @@ def not_qualifying_lines(judgement: AcJudgement) -> list[str]:
     return lines
 
 
+@cycle_collector_paused()
 def run_gate(args: argparse.Namespace) -> int:
     try:
         pr_body = pr_body_input(args.pr_body, args.pr_body_from_event, sys.stdin, os.environ)
@@ -823,6 +838,7 @@ def configure_compare_parser(parser: argparse.ArgumentParser) -> None:
     _add_json_option(parser, COMPARE_SCHEMA_ID)
 
 
+@cycle_collector_paused()
 def run_compare(args: argparse.Namespace) -> int:
     from pytest_specgate.contracts.thresholds import check_confidence_level
     from pytest_specgate.evidence._compare import (
@@ -841,10 +857,11 @@ def run_compare(args: argparse.Namespace) -> int:
         return _error("compare", str(error))
     sides = []
     run_ids = []
+    read: dict[str, dict[str, AcRecord]] = {}
     for path in (args.base, args.new):
         try:
             bundle = only_bundle(path)
-            records = _verified_records(bundle)
+            records = _verified_records(bundle, read)
         except BundleError as error:
             return _error("compare", str(error))
         sides.append((bundle_side(bundle.run_id, bundle.digest, records), records))

@@ -15,13 +15,28 @@ import shutil
 from pathlib import Path
 
 import pytest
-from evidence_testkit import TEST_ENV, GitRepo, ac_record, cli, gate, qualifying_bundle, record_line
+from evidence_testkit import (
+    AC10,
+    AC11,
+    TEST_ENV,
+    GitRepo,
+    SyntheticRun,
+    ac_record,
+    cli,
+    gate,
+    qualifying_bundle,
+    record_line,
+)
 from test_evidence_signing import load_policy, pem_key, write_policy
 
 from pytest_specgate.evidence import build_redactor, judge, load_bundle, read_records, verify_bundle
+from pytest_specgate.evidence._acrecord import AcRecord
+from pytest_specgate.evidence._bundle import BundleError
 from pytest_specgate.evidence._jsonio import canonical_json, pretty_json
+from pytest_specgate.evidence._record_split import RunFacts, join_record, split_records
 from pytest_specgate.evidence._signing import load_signing_key, sign_bundle
 from pytest_specgate.evidence._trust import judge_bundle
+from pytest_specgate.evidence._writer import WrittenBundle
 from pytest_specgate.evidence.cli_commands import (
     configure_merge_parser,
     configure_render_parser,
@@ -115,7 +130,10 @@ def test_merge_reads_the_previous_format_and_writes_the_new_one(
                                                    f"bundle-sha256 {load_bundle(merged).digest})\n")
     for ac in ("AC-10", "AC-11"):
         old = json.loads((legacy / f"{ac}.json").read_text())
-        assert ac_record(merged, ac) == {**old, "schema": "specgate.evidence/v3"}
+        # A format-2 line holds no row verdict: joining judges each row again, so a v2 row,
+        # written before rows named one, comes back with it.
+        judged = [{**row, "verdict": "passed" if row["passed"] else "failed"} for row in old["measurements"]]
+        assert ac_record(merged, ac) == {**old, "schema": "specgate.evidence/v3", "measurements": judged}
     assert json.loads((merged / "manifest.json").read_text())["schema"] == "specgate.manifest/v3"
     code, lines, _ = gate(capsys, *_gate_args(merged, tmp_path / "PR.md"))
     assert code == 1 and any(line.startswith("AC-10: not qualifying") and NO_CENSUS in line for line in lines)
@@ -271,4 +289,91 @@ def test_a_line_naming_a_text_its_run_does_not_hold_is_refused(git_repo: GitRepo
     bundle = load_bundle(written.path)
     assert verify_bundle(bundle) == []
     with pytest.raises(BundleError, match=r"records.jsonl#AC-10: host.summary: names text 99, which its run"):
+        read_records(bundle)
+
+
+SPEEDUP = "acceptance/test_ac10.py::test_speedup"
+HARDWARE = {"matched": True, "reasons": [], "profile": "m4-16gb", "requirement": {"apple": "M4"},
+            "host_summary": "Apple M4, 16 GB"}
+
+
+def _one_test_bundle(repo: Path) -> WrittenBundle:
+    """AC-10 with one test and one measurement (1.52x, at least 1.4x), on matched hardware."""
+    run = SyntheticRun(repo, TEST_ENV)
+    recorder = run.recorder(SPEEDUP)
+    recorder.measure("median_speedup", 1.52, "x", at_least=1.4)
+    run.run_test(SPEEDUP, AC10, recorder=recorder, hardware=HARDWARE)
+    run.run_test("acceptance/test_ac11.py::test_small_air", AC11)
+    return run.finish()
+
+
+def test_a_line_leaves_out_what_its_reader_derives_and_the_reader_gives_it_back(git_repo: GitRepo) -> None:
+    """A row's verdict, the node id of an AC's only test and a test's host line (an index into the
+    run's texts) are not in the line; the record read back holds them as the collector built them,
+    and is judged as the whole record is."""
+    written = _one_test_bundle(git_repo.path)
+    line = json.loads(record_line(written.path, "AC-10"))
+    assert line["measurements"] == [{"name": "median_speedup", "value": 1.52, "unit": "x", "at_least": 1.4,
+                                     "at_most": None, "decide": "point"}]
+    assert isinstance(line["tests"][0]["hardware"]["host_summary"], int)
+    record = read_records(load_bundle(written.path))["AC-10"]
+    [row] = record.document["measurements"]
+    assert (row["nodeid"], row["passed"], row["verdict"]) == (SPEEDUP, True, "passed")
+    assert record.document["tests"][0]["hardware"] == HARDWARE
+    whole = AcRecord.from_json(json.loads(json.dumps(record.document)), "the whole record")
+    assert judge(record) == judge(whole)
+    assert judge(record).outcome == "passed"
+
+
+def test_split_and_join_give_back_records_of_one_test_and_of_several(git_repo: GitRepo) -> None:
+    """A record of several tests keeps each row's node id (which test measured it); one of one
+    test leaves it out; both join back to the record they were split from."""
+    several = ac_record(qualifying_bundle(git_repo.path, TEST_ENV).path, "AC-10")
+    one = ac_record(_one_test_bundle(git_repo.path).path, "AC-10")
+    assert len(several["tests"]) == 2 and len(one["tests"]) == 1
+    for document in (several, one):
+        split = split_records([json.loads(json.dumps(document))])
+        [(_, line)] = split.lines
+        assert ("nodeid" in line["measurements"][0]) == (document is several)
+        runs = {key: RunFacts(facts) for key, facts in split.runs.items()}
+        assert join_record(line, runs[line["run_facts"]]) == document
+
+
+def test_a_row_whose_value_was_edited_is_judged_from_its_value(git_repo: GitRepo) -> None:
+    """The line holds no verdict to trust: a value below its bound, resealed, reads back failed."""
+    written = _one_test_bundle(git_repo.path)
+    first, second = (written.path / "records.jsonl").read_bytes().splitlines(keepends=True)
+    _reseal_records(written.path, [first.replace(b'"value":1.52', b'"value":1.2'), second])
+    bundle = load_bundle(written.path)
+    assert verify_bundle(bundle) == []
+    record = read_records(bundle)["AC-10"]
+    [row] = record.document["measurements"]
+    assert (row["passed"], row["verdict"]) == (False, "failed")
+    assert judge(record).outcome == "failed"
+
+
+@pytest.mark.parametrize("verdict", [b'"passed":true,', b'"verdict":"passed",'])
+def test_a_line_carrying_a_row_verdict_is_refused(git_repo: GitRepo, verdict: bytes) -> None:
+    written = _one_test_bundle(git_repo.path)
+    first, second = (written.path / "records.jsonl").read_bytes().splitlines(keepends=True)
+    forged = first.replace(b'"value":1.52', verdict + b'"value":1.2')
+    assert forged != first
+    _reseal_records(written.path, [forged, second])
+    bundle = load_bundle(written.path)
+    assert verify_bundle(bundle) == []
+    with pytest.raises(BundleError, match=r"records.jsonl#AC-10: not a valid record line: measurements/0: "):
+        read_records(bundle)
+
+
+def test_a_row_without_a_node_id_in_an_ac_of_several_tests_is_refused(git_repo: GitRepo) -> None:
+    """Which of two tests measured a row is not derivable: a line leaving it out names no test."""
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    first, second = (written.path / "records.jsonl").read_bytes().splitlines(keepends=True)
+    named = f'"name":"median_speedup","nodeid":"{SPEEDUP}",'.encode()
+    assert first.count(named) == 1
+    _reseal_records(written.path, [first.replace(named, b'"name":"median_speedup",'), second])
+    bundle = load_bundle(written.path)
+    assert verify_bundle(bundle) == []
+    refused = r"#AC-10: measurements\[0\]: names no test, and the line holds 2 tests"
+    with pytest.raises(BundleError, match=refused):
         read_records(bundle)

@@ -55,6 +55,7 @@ from pytest_specgate.evidence._markdown import (
     NOT_SIGNED,
     criterion_heading,
     digest_line,
+    markdown_layout,
     render_markdown,
     waiver_text,
 )
@@ -269,11 +270,20 @@ def _render_json(bundle: Bundle, records: dict[str, AcRecord], markdown: str) ->
     }
 
 
+def _written_layout(bundle: Bundle) -> int:
+    """The layout of the bundle's own ``evidence.md`` (verified with the bundle): ``render``
+    prints that one, so blocks pasted from its output are what the gate compares them with."""
+    from pytest_specgate.evidence._bundle import MARKDOWN_NAME, read_bundle_bytes
+
+    return markdown_layout(read_bundle_bytes(bundle.path / MARKDOWN_NAME))
+
+
 @cycle_collector_paused()
 def run_render(args: argparse.Namespace) -> int:
     try:
         bundle = only_bundle(args.bundle)
         records = _verified_records(bundle)
+        layout = _written_layout(bundle)
     except BundleError as error:
         return _error("render", str(error))
     signers = claimed_signers(bundle)
@@ -282,6 +292,7 @@ def run_render(args: argparse.Namespace) -> int:
         [(records[ac_id], verdict, _record_sha256(bundle, ac_id)) for ac_id, verdict in verdicts.items()],
         bundle.digest,
         signers,
+        layout,
     )
     redactor = build_redactor(None)
     reasons = [reason for verdict in verdicts.values() for reason in verdict.reasons]

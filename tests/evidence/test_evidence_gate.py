@@ -461,7 +461,7 @@ def test_a_record_edited_to_qualify_and_resealed_is_rejected_by_the_recomputatio
     forged_verdict = markdown.replace("PASSED · NOT QUALIFYING", "PASSED · QUALIFYING")
     code, out, _ = gate(capsys, f"--pr-body={pr_body(tmp_path, forged_verdict)}", *only_ac10)
     assert code == 1 and out[0].startswith(
-        "AC-10: the block does not show what was judged: PR body line 13: expected "
+        "AC-10: the block does not show what was judged: PR body line 15: expected "
         "'**Verdict: PASSED · NOT QUALIFYING**', found '**Verdict: PASSED · QUALIFYING**'"
     )
 

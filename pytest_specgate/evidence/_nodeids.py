@@ -22,9 +22,11 @@ The test part ``T`` is returned as it is, with no rule pass, when
    apart, and no escape is decoded in it (that needs ``\\`` or ``%``). It has no line break:
    a rule's ``lines_with`` finds all of ``T`` or nothing.
 2. The known secrets' mask finds nothing in ``T``, and for every rule but ``generic-token`` the
-   redactor's own test says no claim: a literal the rule ``needs`` is missing, its ``lines_with``
-   finds nothing in ``T`` in small letters (:func:`~._redact.folded` is ``lower`` for ASCII), or
-   its pattern has no match in ``T``.
+   redactor's own test says no claim: a literal the rule ``needs`` is missing, every literal of
+   its ``gate`` is missing from ``T`` in small letters (:func:`~._redact.folded` is ``lower`` for
+   ASCII; checked while the rule's pattern is not compiled, so the first ids do not compile every
+   rule), its ``lines_with`` finds nothing in ``T`` in small letters, or its pattern has no match
+   in ``T``.
 3. ``generic-token`` (every rule with its pattern and its accept) claims nothing: its possessive
    pattern matches only whole runs of 16 or more credential characters, here runs of
    ``[A-Za-z0-9_-]``. A run made of ``_``-separated pieces of one kind each (small letters,
@@ -46,7 +48,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias, final
+from typing import TYPE_CHECKING, final
 
 from pytest_specgate.evidence._generic_secrets import GENERIC_TOKEN, generic_token
 from pytest_specgate.evidence._known_secrets import mask_pattern
@@ -118,20 +120,17 @@ class NodeIdRedactor:
         if self._known_mask is not None and self._known_mask.search(test_part) is not None:
             return False
         lowered = test_part.lower()
-        for needs, lines_with, pattern in rules.searched:
-            if needs and not any(literal in test_part for literal in needs):
+        for rule in rules.searched:
+            if not rule.may_match(test_part, lambda: lowered):
                 continue
-            if lines_with is not None and lines_with.search(lowered) is None:
+            if rule.lines_with is not None and rule.lines_with.search(lowered) is None:
                 continue
-            if pattern.search(test_part) is not None:
+            if rule.pattern.search(test_part) is not None:
                 return False
         if settled_by_shape(test_part):
             return True
         whole = len(test_part)
         return all(next(rule.claims(test_part, 0, whole), None) is None for rule in rules.generic_token)
-
-
-_Search: TypeAlias = tuple[tuple[str, ...], "re.Pattern[str] | None", "re.Pattern[str]"]
 
 
 @dataclass(frozen=True)
@@ -144,15 +143,15 @@ class _Rules:
     match; a rule whose every needed literal has a character no plain test part has is left out."""
 
     generic_token: tuple[RedactionRule, ...]
-    searched: tuple[_Search, ...]
+    searched: tuple[RedactionRule, ...]
 
     @classmethod
     def of(cls, redactor: Redactor) -> _Rules:
         generic: list[RedactionRule] = []
-        searched: list[_Search] = []
+        searched: list[RedactionRule] = []
         for rule in redactor.rules:
-            if rule.pattern.pattern == GENERIC_TOKEN and rule.accept is generic_token:
+            if rule.source == GENERIC_TOKEN and rule.accept is generic_token:
                 generic.append(rule)
             elif not rule.needs or any(_PLAIN_CHARACTERS.fullmatch(needed) for needed in rule.needs):
-                searched.append((rule.needs, rule.lines_with, rule.pattern))
+                searched.append(rule)
         return cls(tuple(generic), tuple(searched))

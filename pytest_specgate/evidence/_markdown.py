@@ -375,8 +375,10 @@ def _shared_qualifying_lines(record: AcRecord, verdict: PolicyVerdict, run: RunS
     own = grouped_reasons(record, [why for why in verdict.reasons if why not in shared], LAYOUT_RUN_ONCE)
     total = len(run.reasons) + len(own)
     count = len(run.reasons)
+    # The host line names the run by its id already where the run shares its host.
+    run_named = f"run {run.number}'s" if run.host is not None else f"those of {run.named}"
     head = (f"- Qualifying: no ({verdict.policy}), {total} reason{'s' if total != 1 else ''}: "
-            f"the {count} of {run.named} in the summary (the gate prints them)")
+            f"{run_named} {count}, in the summary (the gate prints them)")
     if not own:
         return [head]
     return [f"{head}, and {len(own)} of its own:",
@@ -480,7 +482,7 @@ def render_ac_block(
     if heading:
         lines.append(f"- Criterion: {_cell(heading)}")
     if run is not None and run.host is not None:
-        lines.append(f"- Host: that of {run.named} in the summary")
+        lines.append(f"- Host: that of {run.named}, in the summary")
     else:
         lines.append(f"- Host: {_cell(_host_line(record))}")
     engines = _engines(record)
@@ -511,14 +513,16 @@ def deciding_figure(record: AcRecord) -> Measurement | None:
     return next((row for row in bounded if row.miss()), bounded[0] if bounded else None)
 
 
-def _summary_row(record: AcRecord, verdict: PolicyVerdict, signer: str, run: RunShared | None) -> str:
+def _summary_row(
+    record: AcRecord, verdict: PolicyVerdict, signer: str | None, run: RunShared | None
+) -> str:
+    """One AC's row; ``signer`` None where the summary states it once above the table (layout 2)."""
     figure = deciding_figure(record)
     shown = "—" if figure is None else f"{_cell(figure.name)} {_figure(figure)} {_threshold(figure)}"
     host = f"run {run.number}" if run is not None and run.host is not None else _cell(_host_line(record))
-    return (
-        f"| {record.ac.id} | {verdict.label} | {shown} | {host} | "
-        f"{_cell(_engines_short(record))} | {_cell(signer)} |"
-    )
+    signed = "" if signer is None else f" {_cell(signer)} |"
+    engines = _cell(_engines_short(record))
+    return f"| {record.ac.id} | {verdict.label} | {shown} | {host} | {engines} |{signed}"
 
 
 def render_summary(
@@ -526,17 +530,26 @@ def render_summary(
     runs: Mapping[str, RunShared] | None = None,
 ) -> str:
     """The table a release manager reads first: one row per AC, outside every AC block; in
-    layout 2 (``runs`` given) after what each run shares, stated once."""
+    layout 2 (``runs`` given) after what each run shares and the signer, each stated once."""
+    if runs is None:
+        lines = [
+            SUMMARY_HEADING,
+            "",
+            "| AC | verdict | deciding figure (bound) | host | engine | signer |",
+            "|---|---|---|---|---|---|",
+        ]
+        lines += [_summary_row(record, verdict, signer, None) for record, verdict, _ in blocks]
+        return "\n".join(lines) + "\n"
     lines = [
         SUMMARY_HEADING,
         "",
-        *([] if runs is None else _run_lines(runs)),
-        "| AC | verdict | deciding figure (bound) | host | engine | signer |",
-        "|---|---|---|---|---|---|",
+        *_run_lines(runs),
+        f"Signer of every AC here: {_cell(signer)}",
+        "",
+        "| AC | verdict | deciding figure (bound) | host | engine |",
+        "|---|---|---|---|---|",
     ]
-    shared = runs or {}
-    lines += [_summary_row(record, verdict, signer, shared.get(record.run.id))
-              for record, verdict, _ in blocks]
+    lines += [_summary_row(record, verdict, None, runs.get(record.run.id)) for record, verdict, _ in blocks]
     return "\n".join(lines) + "\n"
 
 
@@ -545,7 +558,8 @@ def render_markdown(
     layout: int = CURRENT_LAYOUT,
 ) -> str:
     """The summary table, then one block per AC in the order given; each record comes with its
-    verdict and its file's sha256. ``signer`` fills the summary's signer column: the writer (and
+    verdict and its file's sha256. ``signer`` fills the summary's signer line (layout 1: its
+    signer column): the writer (and
     the gate re-rendering ``evidence.md``) use :data:`NOT_SIGNED`, ``specgate render`` the
     signatures a bundle carries by then. ``layout``: the writer renders the current one, the gate
     and ``render`` the one the bundle's ``evidence.md`` is in (:func:`markdown_layout`)."""

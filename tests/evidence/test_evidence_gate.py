@@ -461,8 +461,10 @@ def test_a_record_edited_to_qualify_and_resealed_is_rejected_by_the_recomputatio
     )
     forged_verdict = markdown.replace("PASSED · NOT QUALIFYING", "PASSED · QUALIFYING")
     code, out, _ = gate(capsys, f"--pr-body={pr_body(tmp_path, forged_verdict)}", *only_ac10)
+    # The PR body opens with four lines of prose before the pasted evidence.md.
+    line = 4 + forged_verdict.splitlines().index("**Verdict: PASSED · QUALIFYING**") + 1
     assert code == 1 and out[0].startswith(
-        "AC-10: the block does not show what was judged: PR body line 15: expected "
+        f"AC-10: the block does not show what was judged: PR body line {line}: expected "
         "'**Verdict: PASSED · NOT QUALIFYING**', found '**Verdict: PASSED · QUALIFYING**'"
     )
 

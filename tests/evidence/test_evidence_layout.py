@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 
 import pytest
-from evidence_testkit import TEST_ENV, GitRepo, cli, gate, qualifying_bundle
+from evidence_testkit import TEST_ENV, GitRepo, cli, gate, qualifying_bundle, rendered_in_layout
 
-from pytest_specgate.evidence import WrittenBundle, load_bundle, read_records
+from pytest_specgate.evidence import WrittenBundle
 from pytest_specgate.evidence._bundle import MANIFEST_NAME, MARKDOWN_NAME, file_entry
 from pytest_specgate.evidence._jsonio import pretty_json
 from pytest_specgate.evidence._markdown import (
@@ -26,9 +26,7 @@ from pytest_specgate.evidence._markdown import (
     RUNS_INTRO,
     markdown_layout,
     parse_pr_body,
-    render_markdown,
 )
-from pytest_specgate.evidence._policy import judge
 from pytest_specgate.evidence.cli_commands import configure_render_parser, run_render
 
 DIAGNOSTIC = "diagnostic run: evidence from --specgate-diagnostic never qualifies"
@@ -67,15 +65,7 @@ def _rewritten_markdown(bundle: Path, markdown: str) -> None:
 
 
 def _layout_1_markdown(bundle: Path) -> str:
-    """The bundle's records rendered as main rendered them before layout 2."""
-    loaded = load_bundle(bundle)
-    records = read_records(loaded)
-    judged = []
-    for ac_id in sorted(records):
-        entry = loaded.record_entry(ac_id)
-        assert entry is not None
-        judged.append((records[ac_id], judge(records[ac_id]), entry.sha256))
-    return render_markdown(judged, loaded.digest, layout=LAYOUT_PER_BLOCK)
+    return rendered_in_layout(bundle, LAYOUT_PER_BLOCK)
 
 
 def test_the_run_is_stated_once_and_every_block_names_it(git_repo: GitRepo) -> None:

@@ -64,6 +64,7 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("redaction", reliability.run_redaction),
     Benchmark("redaction-speed", redaction.run),
     Benchmark("redaction-cpu-per-mb", redaction.run_speed),
+    Benchmark("redaction-first-texts", redaction.run_first_texts),
     Benchmark("shared-folder", reliability.run_shared_folder),
     Benchmark("download-faults", reliability.run_download),
     Benchmark("real-mlx", real_engines.run_mlx),

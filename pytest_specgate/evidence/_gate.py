@@ -44,6 +44,7 @@ from pytest_specgate.evidence._markdown import (
     PrBodyError,
     grouped_reasons,
     joined_markdown,
+    markdown_layout,
     read_pr_body,
     render_parts,
 )
@@ -372,7 +373,8 @@ def _hidden_only(ac_id: str, hidden: Sequence[HiddenEvidence]) -> str:
 @dataclass(frozen=True)
 class _CheckedBundle:
     """What checking a bundle found: its problems, and each AC's recomputed verdict and block as
-    rendered for ``evidence.md`` (the gate compares a pasted block with that same rendering)."""
+    rendered for ``evidence.md``, in its layout (the gate compares a pasted block with that same
+    rendering)."""
 
     problems: list[str]
     judged: Mapping[str, tuple[AcRecord, PolicyVerdict, str]] = field(default_factory=dict)
@@ -392,11 +394,13 @@ def _checked_bundle(bundle: Bundle) -> _CheckedBundle:
     except BundleError as error:
         raise GateInputError(str(error)) from None
     judged = [(records[ac], judge(records[ac]), _bound_sha256(bundle, ac)) for ac in sorted(records)]
-    summary, blocks = render_parts(judged, bundle.digest)
     try:
         markdown = read_bundle_bytes(bundle.path / MARKDOWN_NAME)
     except BundleError as error:
         return _CheckedBundle([str(error)])
+    # The layout the file says it is in is rendered, and only exactly that is accepted: a bundle
+    # written in layout 1 (signed, or pasted already) still verifies; pasted blocks must be in it.
+    summary, blocks = render_parts(judged, bundle.digest, layout=markdown_layout(markdown))
     if markdown != joined_markdown(summary, blocks).encode():
         return _CheckedBundle([f"{MARKDOWN_NAME} is not what its records render (edited after writing)"])
     return _CheckedBundle([], {

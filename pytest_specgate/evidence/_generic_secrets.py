@@ -551,6 +551,8 @@ FLAG_VALUE = (
     r"|credentials?|auth)(?:[_-][A-Za-z0-9-]{0,12})?[ \t]+(?![-<])([^\s\"'`]{1,256}+)"
 )
 """A value given by position after a command-line flag: ``--password VALUE``, ``--hf-token VALUE``."""
+FLAG_VALUE_WORDS = ("pass", "token", "secret", "api", "access", "credential", "auth")
+"""What a :data:`FLAG_VALUE` holds in small letters: a start of each of its flag's words."""
 USER_FLAG_PASSWORD = r"-(?<![\w-]-)(?:u|-user)[ \t]+[^\s:\"'`]{1,64}:([^\s@\"'`]{1,256}+)"
 """The password of ``curl -u user:PASS`` (``--user`` too)."""
 

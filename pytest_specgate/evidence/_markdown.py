@@ -4,6 +4,18 @@ Each block ends with one machine-readable line,
 ``specgate-evidence AC-10 ac-sha256=<64 hex> bundle-sha256=<64 hex>``, binding what a reviewer
 reads to the exact AC file and bundle the gate verifies.
 
+Two layouts are rendered. Layout 2 (written now) states once, in the summary, what every AC of a
+run shares (its host line, the reasons not to qualify every AC of it gives): a block names the
+run and counts those reasons, and the gate prints them when it rejects a block. Layout 1 (written
+before) repeats them in every block: 10,000 ACs of one run wrote them 10,000 times. A bundle's
+``evidence.md`` says which layout it is (:func:`markdown_layout`); the gate and ``render`` render
+that one, so a bundle written in layout 1 (signed, or pasted already) still verifies.
+
+No record string stands in key position of a ``key: value`` or ``key=value`` join with another
+record string (a test named ``test_password`` before a measurement name would read as a
+credential assignment to every rule that reads a line): a test's name goes in its own table cell
+or in parentheses after what it gave.
+
 The parser takes PR bodies as people write them: ``#`` to ``###`` headings with words after
 ``AC-N evidence``, blocks quoted with ``>``, CRLF line ends, and prose that mentions
 ``specgate-evidence``. Only what a reviewer sees counts: a block (or its digest line) inside an
@@ -14,7 +26,7 @@ hidden so the gate can say why the AC has no block.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -108,6 +120,16 @@ NOT_SIGNED = "not signed when written"
 """The signer cell of a bundle's own ``evidence.md``: signatures are added after it is written."""
 RECORDED = "recorded"
 """The result cell of a measurement without a bound: a figure kept, not a check passed."""
+LAYOUT_PER_BLOCK = 1
+"""Every block states its host line and every reason (``evidence.md`` written before layout 2)."""
+LAYOUT_RUN_ONCE = 2
+"""The summary states what every AC of a run shares once; blocks name the run (written now)."""
+CURRENT_LAYOUT = LAYOUT_RUN_ONCE
+RUNS_INTRO = (
+    "What every AC of a run shares (its host line, its reasons not to qualify) is stated once here; "
+    "a block names its run, and the gate prints the reasons it judged."
+)
+"""The line after the summary heading, in layout 2 only: what :func:`markdown_layout` reads."""
 
 
 def _cell(value: JsonValue) -> str:
@@ -234,32 +256,131 @@ def _tests_phrase(nodeids: Sequence[str]) -> str:
     return f"`{_test_name(nodeids[0])}`" if len(nodeids) == 1 else f"{len(nodeids)} tests"
 
 
-def grouped_reasons(record: AcRecord, reasons: Sequence[str]) -> list[tuple[str, tuple[str, ...]]]:
+ATTACHMENT_REASON = "attachment "
+"""How the policy begins the reason of an attachment missing from the bundle:
+``attachment <nodeid>: <name> … is missing from the bundle``."""
+
+
+def _reason_of_test(reason: str, nodeids: Sequence[str], layout: int) -> tuple[str, str | None]:
+    """``(why, nodeid)`` of a reason the policy words ``<nodeid>: <why>`` (layout 2 also takes
+    ``attachment <nodeid>: <name> …`` apart, as ``attachment <name> …`` of that test, so the
+    test's name is not shown as the key of the attachment's); ``(reason, None)`` for the AC's."""
+    nodeid = next((n for n in nodeids if reason.startswith(f"{n}: ")), None)
+    if nodeid is not None:
+        return reason[len(nodeid) + 2 :], nodeid
+    if layout != LAYOUT_PER_BLOCK and reason.startswith(ATTACHMENT_REASON):
+        rest = reason[len(ATTACHMENT_REASON) :]
+        nodeid = next((n for n in nodeids if rest.startswith(f"{n}: ")), None)
+        if nodeid is not None:
+            return ATTACHMENT_REASON + rest[len(nodeid) + 2 :], nodeid
+    return reason, None
+
+
+def grouped_reasons(
+    record: AcRecord, reasons: Sequence[str], layout: int = CURRENT_LAYOUT
+) -> list[tuple[str, tuple[str, ...]]]:
     """Each distinct reason once, with the tests that gave it (empty: a reason about the whole AC).
 
     The policy words a test's reason ``<nodeid>: <why>``; fourteen tests on the mock give one
-    ``why`` fourteen times, which a reader needs once, with its count.
+    ``why`` fourteen times, which a reader needs once, with its count. ``layout``: the blocks'
+    (layout 1 grouped only ``<nodeid>: `` reasons); the gate's lines group as the current one.
     """
     nodeids = sorted({test.nodeid for test in record.tests}, key=len, reverse=True)
     grouped: dict[str, list[str]] = {}
     for reason in reasons:
-        nodeid = next((n for n in nodeids if reason.startswith(f"{n}: ")), None)
-        why = reason if nodeid is None else reason[len(nodeid) + 2 :]
+        why, nodeid = _reason_of_test(reason, nodeids, layout)
         tests = grouped.setdefault(why, [])
         if nodeid is not None and nodeid not in tests:
             tests.append(nodeid)
     return [(why, tuple(tests)) for why, tests in grouped.items()]
 
 
-def _qualifying_lines(record: AcRecord, verdict: PolicyVerdict) -> list[str]:
+def _qualifying_lines(record: AcRecord, verdict: PolicyVerdict, layout: int) -> list[str]:
     if verdict.qualifying:
         return [f"- Qualifying: yes ({verdict.policy})"]
-    grouped = grouped_reasons(record, verdict.reasons)
+    grouped = grouped_reasons(record, verdict.reasons, layout)
     lines = [f"- Qualifying: no ({verdict.policy}), {len(grouped)} reason{'s' if len(grouped) != 1 else ''}:"]
     lines += [
         f"  - {_cell(why)}" + (f" ({_tests_phrase(tests)})" if tests else "") for why, tests in grouped
     ]
     return lines
+
+
+@dataclass(frozen=True)
+class RunShared:
+    """What every AC of one run in a bundle shares, which layout 2 states once in the summary.
+
+    ``number`` is the run's place in the summary's list (runs in run-id order); ``host`` the host
+    line every AC of the run shows (None where they differ); ``reasons`` the reasons not to qualify
+    that every AC of it gives and that name none of its tests, in the first AC's order.
+    """
+
+    number: int
+    run_id: str
+    acs: int
+    host: str | None
+    reasons: tuple[str, ...]
+
+    @property
+    def named(self) -> str:
+        return f"run {self.number} (`{_cell(self.run_id)}`)"
+
+
+def shared_run_facts(blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]]) -> dict[str, RunShared]:
+    """Each run of ``blocks`` with at least two ACs that share a host line or a reason, by run id.
+
+    A reason that names a test is the test's, never the run's (it is shown with its test); a run
+    of one AC shares nothing with another, so its block keeps everything.
+    """
+    members: dict[str, list[tuple[AcRecord, PolicyVerdict]]] = {}
+    for record, verdict, _ in blocks:
+        members.setdefault(record.run.id, []).append((record, verdict))
+    shared: dict[str, RunShared] = {}
+    for run_id in sorted(members):
+        ran = members[run_id]
+        if len(ran) < 2:
+            continue
+        hosts = {_host_line(record) for record, _ in ran}
+        first_record, first_verdict = ran[0]
+        whole = [why for why, tests in grouped_reasons(first_record, first_verdict.reasons, LAYOUT_RUN_ONCE)
+                 if not tests]
+        common = set(whole)
+        for _, verdict in ran[1:]:
+            common.intersection_update(verdict.reasons)
+        reasons = tuple(why for why in whole if why in common)
+        host = next(iter(hosts)) if len(hosts) == 1 else None
+        if host is None and not reasons:
+            continue
+        shared[run_id] = RunShared(len(shared) + 1, run_id, len(ran), host, reasons)
+    return shared
+
+
+def _run_lines(runs: Mapping[str, RunShared]) -> list[str]:
+    """The summary's list of what each run shares: its host line, then its reasons, each once."""
+    lines = [RUNS_INTRO, ""]
+    for run in runs.values():
+        host = "hosts differ (each block states its own)" if run.host is None else f"host {_cell(run.host)}"
+        count = len(run.reasons)
+        why = f"; {count} reason{'s' if count != 1 else ''} not to qualify:" if count else ""
+        lines.append(f"- Run {run.number} (`{_cell(run.run_id)}`, {run.acs} ACs): {host}{why}")
+        lines += [f"  - {_cell(reason)}" for reason in run.reasons]
+    return [*lines, ""] if runs else lines
+
+
+def _shared_qualifying_lines(record: AcRecord, verdict: PolicyVerdict, run: RunShared) -> list[str]:
+    """Layout 2's qualifying line: the run's reasons counted and named, the AC's own listed."""
+    if verdict.qualifying or not run.reasons:
+        return _qualifying_lines(record, verdict, LAYOUT_RUN_ONCE)
+    shared = set(run.reasons)
+    own = grouped_reasons(record, [why for why in verdict.reasons if why not in shared], LAYOUT_RUN_ONCE)
+    total = len(run.reasons) + len(own)
+    count = len(run.reasons)
+    head = (f"- Qualifying: no ({verdict.policy}), {total} reason{'s' if total != 1 else ''}: "
+            f"the {count} of {run.named} in the summary (the gate prints them)")
+    if not own:
+        return [head]
+    return [f"{head}, and {len(own)} of its own:",
+            *(f"  - {_cell(why)}" + (f" ({_tests_phrase(tests)})" if tests else "") for why, tests in own)]
 
 
 def _by_test(record: AcRecord, rows: Sequence[_Row]) -> list[tuple[str, list[_Row]]]:
@@ -292,23 +413,30 @@ def _link(row: AttachmentRow) -> str:
     return f"[{_cell(name)}](<{row.path.replace('<', '%3C').replace('>', '%3E')}>)"
 
 
-def _speedup_model_lines(record: AcRecord) -> list[str]:
-    """One line per test that recorded the speedup model's figures: predicted against measured."""
+def _speedup_model_lines(record: AcRecord, layout: int) -> list[str]:
+    """One line per test that recorded the speedup model's figures: predicted against measured
+    (layout 2 names the test after the figures, never as the key before them)."""
     lines = []
     for nodeid, rows in _by_test(record, record.measurements):
         line = line_from_figures({row.name: row.value for row in rows})
-        if line is not None:
-            lines.append(f"- Speedup model (`{_cell(_test_name(nodeid))}`): {_cell(line)}")
+        if line is None:
+            continue
+        test = f"`{_cell(_test_name(nodeid))}`"
+        lines.append(f"- Speedup model ({test}): {_cell(line)}" if layout == LAYOUT_PER_BLOCK
+                     else f"- Speedup model: {_cell(line)} ({test})")
     return lines
 
 
-def _attachment_lines(record: AcRecord) -> list[str]:
+def _attachment_lines(record: AcRecord, layout: int) -> list[str]:
+    """The links grouped by test; layout 2 names the test after its links, so a test's name is
+    never the key before an attachment's name."""
     if not record.attachments:
         return []
     lines = ["- Attachments:"]
     for nodeid, rows in _by_test(record, record.attachments):
         links = ", ".join(_link(row) for row in rows)
-        lines.append(f"  - `{_cell(_test_name(nodeid))}`: {links}")
+        test = f"`{_cell(_test_name(nodeid))}`"
+        lines.append(f"  - {test}: {links}" if layout == LAYOUT_PER_BLOCK else f"  - {links} ({test})")
     return lines
 
 
@@ -328,31 +456,50 @@ def waiver_text(waiver: Waiver) -> str:
     return f"{waiver.to}: {waiver.reason}"
 
 
-def render_ac_block(record: AcRecord, verdict: PolicyVerdict, ac_sha256: str, bundle_sha256: str) -> str:
+def _waiver_line(waiver: Waiver, layout: int) -> str:
+    """Layout 1 joined the gate and the reason as ``PR-C: no M4``; layout 2 never puts the gate,
+    a record string, before a colon and the reason."""
+    if layout == LAYOUT_PER_BLOCK:
+        return f"- Waiver: waived → {_cell(waiver_text(waiver))}"
+    return f"- Waiver: waived → {_cell(waiver.to)}, because {_cell(waiver.reason)}"
+
+
+def render_ac_block(
+    record: AcRecord, verdict: PolicyVerdict, ac_sha256: str, bundle_sha256: str,
+    layout: int = CURRENT_LAYOUT, run: RunShared | None = None,
+) -> str:
     """One AC's block, every verdict in it as :func:`judge` derived it, not as the record states.
 
-    Self-contained (the gate compares a pasted block line by line with this rendering) and
-    deterministic: everything comes from the record, in the record's order.
+    Deterministic: everything comes from the record, in the record's order, and (layout 2) from
+    ``run``, what every AC of its run shares (:func:`shared_run_facts`), which the block names
+    and counts instead of repeating. The gate compares a pasted block line by line with this
+    rendering.
     """
     heading = criterion_heading(record)
     lines = [f"## {record.ac.id} evidence", "", verdict_line(verdict), ""]
     if heading:
         lines.append(f"- Criterion: {_cell(heading)}")
-    lines.append(f"- Host: {_cell(_host_line(record))}")
+    if run is not None and run.host is not None:
+        lines.append(f"- Host: that of {run.named} in the summary")
+    else:
+        lines.append(f"- Host: {_cell(_host_line(record))}")
     engines = _engines(record)
     if not engines:
         lines.append("- Engines: none recorded")
     for text, count in engines:
         lines.append(f"- Engine ({count} test{'s' if count != 1 else ''}): {_cell(text)}")
     lines.append(f"- Mode: {_cell(verdict.mode)}; tests: {_test_counts(record)}")
-    lines += _qualifying_lines(record, verdict)
+    if run is None:
+        lines += _qualifying_lines(record, verdict, layout)
+    else:
+        lines += _shared_qualifying_lines(record, verdict, run)
     if verdict.waiver is not None:
-        lines.append(f"- Waiver: waived → {_cell(waiver_text(verdict.waiver))}")
+        lines.append(_waiver_line(verdict.waiver, layout))
     lines.append(
         f"- Commit: {_cell(record.source.commit or 'unknown')}" + (" (dirty)" if record.source.dirty else "")
     )
-    lines += _speedup_model_lines(record)
-    lines += _attachment_lines(record)
+    lines += _speedup_model_lines(record, layout)
+    lines += _attachment_lines(record, layout)
     lines += _measurement_lines(record)
     lines += ["", f"`{digest_line(record.ac.id, ac_sha256, bundle_sha256)}`", ""]
     return "\n".join(lines)
@@ -364,47 +511,72 @@ def deciding_figure(record: AcRecord) -> Measurement | None:
     return next((row for row in bounded if row.miss()), bounded[0] if bounded else None)
 
 
-def _summary_row(record: AcRecord, verdict: PolicyVerdict, signer: str) -> str:
+def _summary_row(record: AcRecord, verdict: PolicyVerdict, signer: str, run: RunShared | None) -> str:
     figure = deciding_figure(record)
     shown = "—" if figure is None else f"{_cell(figure.name)} {_figure(figure)} {_threshold(figure)}"
+    host = f"run {run.number}" if run is not None and run.host is not None else _cell(_host_line(record))
     return (
-        f"| {record.ac.id} | {verdict.label} | {shown} | {_cell(_host_line(record))} | "
+        f"| {record.ac.id} | {verdict.label} | {shown} | {host} | "
         f"{_cell(_engines_short(record))} | {_cell(signer)} |"
     )
 
 
-def render_summary(blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]], signer: str = NOT_SIGNED) -> str:
-    """The table a release manager reads first: one row per AC, outside every AC block."""
+def render_summary(
+    blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]], signer: str = NOT_SIGNED,
+    runs: Mapping[str, RunShared] | None = None,
+) -> str:
+    """The table a release manager reads first: one row per AC, outside every AC block; in
+    layout 2 (``runs`` given) after what each run shares, stated once."""
     lines = [
         SUMMARY_HEADING,
         "",
+        *([] if runs is None else _run_lines(runs)),
         "| AC | verdict | deciding figure (bound) | host | engine | signer |",
         "|---|---|---|---|---|---|",
     ]
-    lines += [_summary_row(record, verdict, signer) for record, verdict, _ in blocks]
+    shared = runs or {}
+    lines += [_summary_row(record, verdict, signer, shared.get(record.run.id))
+              for record, verdict, _ in blocks]
     return "\n".join(lines) + "\n"
 
 
 def render_markdown(
-    blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]], bundle_sha256: str, signer: str = NOT_SIGNED
+    blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]], bundle_sha256: str, signer: str = NOT_SIGNED,
+    layout: int = CURRENT_LAYOUT,
 ) -> str:
     """The summary table, then one block per AC in the order given; each record comes with its
     verdict and its file's sha256. ``signer`` fills the summary's signer column: the writer (and
     the gate re-rendering ``evidence.md``) use :data:`NOT_SIGNED`, ``specgate render`` the
-    signatures a bundle carries by then."""
-    return joined_markdown(*render_parts(blocks, bundle_sha256, signer))
+    signatures a bundle carries by then. ``layout``: the writer renders the current one, the gate
+    and ``render`` the one the bundle's ``evidence.md`` is in (:func:`markdown_layout`)."""
+    return joined_markdown(*render_parts(blocks, bundle_sha256, signer, layout))
 
 
 def render_parts(
-    blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]], bundle_sha256: str, signer: str = NOT_SIGNED
+    blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]], bundle_sha256: str, signer: str = NOT_SIGNED,
+    layout: int = CURRENT_LAYOUT,
 ) -> tuple[str, list[str]]:
     """:func:`render_markdown`'s summary and blocks apart: the gate compares a pasted block with
     the very block it compared ``evidence.md`` with, rendered once."""
     if not blocks:
         return "", []
-    return render_summary(blocks, signer), [
-        render_ac_block(record, verdict, ac_sha, bundle_sha256) for record, verdict, ac_sha in blocks
+    if layout == LAYOUT_PER_BLOCK:
+        return render_summary(blocks, signer), [
+            render_ac_block(record, verdict, ac_sha, bundle_sha256, layout)
+            for record, verdict, ac_sha in blocks
+        ]
+    runs = shared_run_facts(blocks)
+    return render_summary(blocks, signer, runs), [
+        render_ac_block(record, verdict, ac_sha, bundle_sha256, layout, runs.get(record.run.id))
+        for record, verdict, ac_sha in blocks
     ]
+
+
+def markdown_layout(markdown: bytes) -> int:
+    """The layout an ``evidence.md`` is in: 2 where its summary opens with :data:`RUNS_INTRO`,
+    else 1 (a bundle without ACs renders alike in both)."""
+    opening = f"{SUMMARY_HEADING}\n\n{RUNS_INTRO}\n".encode()
+    return LAYOUT_RUN_ONCE if markdown.startswith(opening) else LAYOUT_PER_BLOCK
 
 
 def joined_markdown(summary: str, blocks: Sequence[str]) -> str:

@@ -22,9 +22,14 @@ The test part ``T`` is returned as it is, with no rule pass, when
    apart, and no escape is decoded in it (that needs ``\\`` or ``%``). It has no line break:
    a rule's ``lines_with`` finds all of ``T`` or nothing.
 2. The known secrets' mask finds nothing in ``T``, and for every rule but ``generic-token`` the
-   redactor's own test says no claim: a literal the rule ``needs`` is missing, its ``lines_with``
-   finds nothing in ``T`` in small letters (:func:`~._redact.folded` is ``lower`` for ASCII), or
-   its pattern has no match in ``T``.
+   redactor's own test says no claim: a literal the rule ``needs`` is missing, every literal of
+   its ``gate`` is missing from ``T`` in small letters (:func:`~._redact.folded` is ``lower`` for
+   ASCII; every match holds one, proven from the pattern, so this holds whether or not the
+   pattern is compiled, and the first ids do not compile every rule), its ``lines_with`` finds
+   nothing in ``T`` in small letters, or its pattern has no match in ``T``. A literal with a
+   character ``T`` cannot hold is never in it: the run's :class:`_Rules` keeps only the others,
+   asks which of its gate literals ``T`` holds once for all rules, and leaves out a rule whose
+   every needed or gate literal is of that kind.
 3. ``generic-token`` (every rule with its pattern and its accept) claims nothing: its possessive
    pattern matches only whole runs of 16 or more credential characters, here runs of
    ``[A-Za-z0-9_-]``. A run made of ``_``-separated pieces of one kind each (small letters,
@@ -46,7 +51,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias, final
+from typing import TYPE_CHECKING, final
 
 from pytest_specgate.evidence._generic_secrets import GENERIC_TOKEN, generic_token
 from pytest_specgate.evidence._known_secrets import mask_pattern
@@ -118,12 +123,16 @@ class NodeIdRedactor:
         if self._known_mask is not None and self._known_mask.search(test_part) is not None:
             return False
         lowered = test_part.lower()
-        for needs, lines_with, pattern in rules.searched:
+        held = frozenset(literal for literal in rules.gate_literals if literal in lowered)
+        for question in rules.searched:
+            needs, gate, rule = question.needs, question.gate, question.rule
             if needs and not any(literal in test_part for literal in needs):
                 continue
-            if lines_with is not None and lines_with.search(lowered) is None:
+            if gate is not None and gate.isdisjoint(held):
                 continue
-            if pattern.search(test_part) is not None:
+            if rule.lines_with is not None and rule.lines_with.search(lowered) is None:
+                continue
+            if rule.pattern.search(test_part) is not None:
                 return False
         if settled_by_shape(test_part):
             return True
@@ -131,7 +140,18 @@ class NodeIdRedactor:
         return all(next(rule.claims(test_part, 0, whole), None) is None for rule in rules.generic_token)
 
 
-_Search: TypeAlias = tuple[tuple[str, ...], "re.Pattern[str] | None", "re.Pattern[str]"]
+@dataclass(frozen=True)
+class _Question:
+    """What decides for one rule that it claims nothing in a plain test part: its needed and gate
+    literals, cut to those a plain test part can hold (``gate``: None where the rule has none)."""
+
+    rule: RedactionRule
+    needs: tuple[str, ...]
+    gate: frozenset[str] | None
+
+
+def _plain(literals: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(literal for literal in literals if _PLAIN_CHARACTERS.fullmatch(literal))
 
 
 @dataclass(frozen=True)
@@ -140,19 +160,24 @@ class _Rules:
     ``generic-token`` as the proof read it (its pattern and its accept), whose claims a test
     part's shape settles (or that are asked). ``searched``: what decides for every other rule, as
     the redactor's pass decides it, that it claims nothing there: a literal it ``needs`` is
-    missing, its ``lines_with`` finds nothing in the small-letter form, or its pattern finds no
-    match; a rule whose every needed literal has a character no plain test part has is left out."""
+    missing, every literal of its ``gate`` is missing in small letters, its ``lines_with`` finds
+    nothing in the small-letter form, or its pattern finds no match; a rule whose every needed
+    literal, or every gate literal, has a character no plain test part has is left out.
+    ``gate_literals``: every gate literal of ``searched``, each asked once per test part."""
 
     generic_token: tuple[RedactionRule, ...]
-    searched: tuple[_Search, ...]
+    searched: tuple[_Question, ...]
+    gate_literals: tuple[str, ...]
 
     @classmethod
     def of(cls, redactor: Redactor) -> _Rules:
         generic: list[RedactionRule] = []
-        searched: list[_Search] = []
+        searched: list[_Question] = []
         for rule in redactor.rules:
-            if rule.pattern.pattern == GENERIC_TOKEN and rule.accept is generic_token:
+            needs, gate = _plain(rule.needs), _plain(rule.gate)
+            if rule.source == GENERIC_TOKEN and rule.accept is generic_token:
                 generic.append(rule)
-            elif not rule.needs or any(_PLAIN_CHARACTERS.fullmatch(needed) for needed in rule.needs):
-                searched.append((rule.needs, rule.lines_with, rule.pattern))
-        return cls(tuple(generic), tuple(searched))
+            elif (needs or not rule.needs) and (gate or not rule.gate):
+                searched.append(_Question(rule, needs, frozenset(gate) if rule.gate else None))
+        literals = dict.fromkeys(literal for question in searched for literal in question.gate or ())
+        return cls(tuple(generic), tuple(searched), tuple(literals))

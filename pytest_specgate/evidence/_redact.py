@@ -29,7 +29,7 @@ import re
 import socket
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cached_property, partial
 from pathlib import Path
 from typing import TypeAlias
 
@@ -43,6 +43,7 @@ from pytest_specgate.evidence._generic_secrets import (
     ESCAPED_BREAK_TOKEN,
     ESCAPED_BREAK_TOKEN_LINES,
     FLAG_VALUE,
+    FLAG_VALUE_WORDS,
     GENERIC_TOKEN,
     JOINED_TOKEN,
     JOINED_TOKEN_LINES,
@@ -125,6 +126,15 @@ _LONG_CACHED_CHARS = 65_536
 _LONG_CACHED_TOTAL = 4_194_304
 """Longer texts are memoised too, up to this many characters held in all: a run-wide fact (the
 not-qualifying reason naming every foreign module) recurs in every AC record of a run."""
+_GATED_CHARS = 65_536
+"""The longest text a rule's gate reads (``RedactionRule.gate``): a longer one costs as much to
+read once per literal as the compile the gate would save, once per process."""
+_PREFILTER_AFTER = 1_000
+"""Texts a redactor passes over before it builds its one-search prefilter: its compile costs
+about what the passes of this many texts lose without it, so no run pays more than twice the
+better of the two (ski rental)."""
+_BACKREFERENCE = re.compile(r"\\[1-9]|\(\?P=")
+_LEADING_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
 _MAX_ROUNDS = 16
 """Rounds of passes and escape decoding; text still changing after them is withheld whole."""
 
@@ -146,29 +156,27 @@ _PATH_WORD = r"[^\s\"'`<>|;,()\[\]{}/\\]"
 _PATH_TAIL = rf"(?:[/\\]{_PATH_CHAR}*(?:(?: {_PATH_WORD}+){{1,4}}(?=[/\\]){_PATH_CHAR}*)*)?"
 """The rest of a path, across up to four space-separated words when a separator follows them
 (``/Users/Jane Q Doe/models``)."""
-_SENSITIVE_PATH = re.compile(
-    r"/(?<![\w.-]/)(?:"
+_SENSITIVE_PATH = (
+    r"(?a)/(?<![\w.-]/)(?:"
     + "|".join(re.escape(root) for root in SENSITIVE_PATH_ROOTS)
     + r")(?![\w.-])"
-    + _PATH_TAIL,
-    re.ASCII,
+    + _PATH_TAIL
 )
-_WINDOWS_PROFILE = re.compile(
-    r"[A-Za-z](?<!\w[A-Za-z]):[\\/]+(?i:Users|Documents and Settings)(?![\w.-])" + _PATH_TAIL, re.ASCII
+_WINDOWS_PROFILE = (
+    r"(?a)[A-Za-z](?<!\w[A-Za-z]):[\\/]+(?i:Users|Documents and Settings)(?![\w.-])" + _PATH_TAIL
 )
-_ABSOLUTE_PATH = re.compile(rf"(?<![\w.~/\\-])(?:~|[A-Za-z]:)?[/\\]{_PATH_CHAR}*")
-_BEARER = re.compile(r"\bbearer\s+((?:(?!bearer\s)[A-Za-z0-9._~+/=-]){8,})", re.ASCII | re.IGNORECASE)
+_ABSOLUTE_PATH = rf"(?<![\w.~/\\-])(?:~|[A-Za-z]:)?[/\\]{_PATH_CHAR}*"
+_BEARER = r"(?ai)\bbearer\s+((?:(?!bearer\s)[A-Za-z0-9._~+/=-]){8,})"
 """A token ends where the next ``Bearer`` begins: ``tok==Bearer tok2`` is two tokens, not one
 that swallows the keyword of the second."""
-_AUTH_HEADER = re.compile(
-    r"[aA](?i:(?<=a)uthorization[\"']?\s*[=:]\s*[\"']?(?:basic|digest|negotiate|token)\s+)"
-    r"([A-Za-z0-9._~+/=-]{4,})",
-    re.ASCII,
+_AUTH_HEADER = (
+    r"(?a)[aA](?i:(?<=a)uthorization[\"']?\s*[=:]\s*[\"']?(?:basic|digest|negotiate|token)\s+)"
+    r"([A-Za-z0-9._~+/=-]{4,})"
 )
-_URL_CREDENTIALS = re.compile(r"://([^\s/?#@\"'`<>]+)@")
-_EMAIL = re.compile(r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+")
-_IPV4_CANDIDATE = re.compile(r"\d(?<![\d.]\d)(?<!\d\.\d)\d{0,2}(?:\.\d{1,3}){3}(?!\d|\.\d)")
-_IPV6_CANDIDATE = re.compile(
+_URL_CREDENTIALS = r"://([^\s/?#@\"'`<>]+)@"
+_EMAIL = r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+"
+_IPV4_CANDIDATE = r"\d(?<![\d.]\d)(?<!\d\.\d)\d{0,2}(?:\.\d{1,3}){3}(?!\d|\.\d)"
+_IPV6_CANDIDATE = (
     r"(?<![0-9A-Fa-f:])"
     r"(?=[0-9A-Fa-f:]*[0-9A-Fa-f])"
     r"(?=[0-9A-Fa-f:]*::|(?:[0-9A-Fa-f]{1,4}:){7}[0-9A-Fa-f])"
@@ -190,8 +198,6 @@ on the next line, the end of a token a line break cut."""
 _UNIT_SEPARATOR = "\n<REDACTED>\n"
 """Escaped words are redacted as one text, kept apart by a placeholder no rule can cross."""
 _UP_TO_LAST_SPACE = re.compile(r"[\s\S]*\s")
-_BACKREFERENCE = re.compile(r"\\[1-9]|\(\?P=")
-"""Backreferences would be renumbered inside the combined prefilter, so they disable it."""
 NOT_HOST_NAMES = frozenset({"localhost", "localhost.localdomain"})
 
 Claim = tuple[int, int, str]
@@ -207,7 +213,8 @@ class RedactionRule:
     """
 
     name: str
-    pattern: re.Pattern[str]
+    source: str
+    """The pattern, compiled (:attr:`pattern`) the first time a text may hold a match."""
     replacement: str
     group: int | str = 0
     accept: Callable[[re.Match[str]], bool] | None = None
@@ -240,6 +247,30 @@ class RedactionRule:
     break, a JWT, a PEM body, ``Bearer`` and its token on the next line), or a name judged by the
     ``user=`` before it, searches those lines and the lines such a break joins to them; ``text``
     (a pattern of the user's, a private key's block) searches the whole text."""
+    gate: tuple[str, ...] = ()
+    """Small-letter literals one of which every match holds, read in its :func:`folded` form
+    (tests/evidence/test_redact_gates.py proves it from the parsed pattern): until its pattern
+    is compiled, a text whose folded form holds none of them is not searched. A process then
+    compiles the few rules the texts it meets may need, at the speed of ``in``, instead of all
+    of them at its first text."""
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source)
+
+    def may_match(self, text: str, searched: Callable[[], str | None]) -> bool:
+        """False only when what this rule is to search of ``text`` holds no match: a literal it
+        :attr:`needs` is missing from ``text``, or, while the pattern is not compiled, every
+        :attr:`gate` literal is missing from ``searched()``: what it searches, in its
+        :func:`folded` form (None when there is none, or when it is too long to be worth
+        reading once per literal: :data:`_GATED_CHARS`). A compiled pattern is searched
+        instead: for most rules its own literal-first search costs what the gate's would."""
+        if self.needs and not any(literal in text for literal in self.needs):
+            return False
+        if not self.gate or "pattern" in self.__dict__:
+            return True
+        small = searched()
+        return small is None or any(literal in small for literal in self.gate)
 
     def claims_in_text(
         self,
@@ -444,8 +475,7 @@ def _identity_rule(names: Sequence[str], placeholder: str, kind: str) -> list[Re
     if not names:
         return []
     distinct = frozenset(name.lower() for name in names if not name.isalpha())
-    pattern = re.compile(_names_in_any_case(names))
-    return [RedactionRule(kind, pattern, placeholder, accept=_Identifies(kind, distinct),
+    return [RedactionRule(kind, _names_in_any_case(names), placeholder, accept=_Identifies(kind, distinct),
                           lines_with=_lines_with_any(names), scope=_scope_of(names, "joined"))]
 
 
@@ -492,10 +522,10 @@ def _directory_rules(directory: str, inside: str, itself: str, name: str) -> lis
     lines = _lines_with_any([directory.rstrip("/")])
     scope = _scope_of([directory], "line")
     return [
-        RedactionRule(f"{name}-inside", re.compile(r"(?<![\w.-])" + escaped + "/"), inside, lines_with=lines,
+        RedactionRule(f"{name}-inside", r"(?<![\w.-])" + escaped + "/", inside, lines_with=lines,
                       scope=scope),
-        RedactionRule(name, re.compile(r"(?<![\w.-])" + escaped + r"(?![\w.-])", re.ASCII), itself,
-                      lines_with=lines, scope=scope),
+        RedactionRule(name, r"(?a)(?<![\w.-])" + escaped + r"(?![\w.-])", itself, lines_with=lines,
+                      scope=scope),
     ]
 
 
@@ -531,13 +561,20 @@ def _encoded_patterns(literals: Iterable[str]) -> list[str]:
     the encoded prefix starts a run of the encoding's characters."""
     patterns = []
     for literal in literals:
-        raw = literal.encode()
-        b64 = base64.b64encode(raw).decode()[: 4 * (len(raw) // 3)]
-        if len(b64) >= 4:
+        forms = _encoded_literals(literal)
+        if len(forms) == 2:
+            b64 = forms[0]
             patterns.append(f"{b64[0]}(?<![A-Za-z0-9+/]{b64[0]}){b64[1:]}[A-Za-z0-9+/_-]{{16,}}+={{0,2}}")
-        hexed = raw.hex()
+        hexed = forms[-1]
         patterns.append(f"{hexed[0]}(?<![0-9A-Fa-f]{hexed[0]}){hexed[1:]}(?i:[0-9a-f]{{20,}}+)")
     return patterns
+
+
+def _encoded_literals(literal: str) -> tuple[str, ...]:
+    """``literal``'s base64 form (its whole groups of three bytes; none when shorter) and hex form."""
+    raw = literal.encode()
+    b64 = base64.b64encode(raw).decode()[: 4 * (len(raw) // 3)]
+    return (b64, raw.hex()) if len(b64) >= 4 else (raw.hex(),)
 
 
 def _grouped_by_first_character(branches: Sequence[str]) -> str:
@@ -621,7 +658,7 @@ _CHECKS: dict[str, Callable[[re.Match[str]], bool]] = {
 def _context_rule(context: ContextFormat) -> RedactionRule:
     return RedactionRule(
         context.rule_id,
-        re.compile(context.pattern),
+        context.pattern,
         context.placeholder,
         group=context.group,
         accept=_CHECKS[context.check] if context.check else None,
@@ -629,6 +666,8 @@ def _context_rule(context: ContextFormat) -> RedactionRule:
         found_before=re.compile(context.found_before) if context.found_before else None,
         longest=context.longest,
         scope=context.scope,
+        needs=context.needs,
+        gate=context.gate,
     )
 
 
@@ -641,13 +680,63 @@ def catalogue_rules() -> list[RedactionRule]:
 def token_rules() -> list[RedactionRule]:
     """The catalogue's token formats and their base64 and hex forms."""
     rules = [
-        RedactionRule(token.rule_id, re.compile(_token_pattern(token)), token.placeholder, scope="joined")
+        RedactionRule(token.rule_id, _token_pattern(token), token.placeholder, scope="joined",
+                      gate=_leading_literal(token.prefix))
         for token in TOKEN_FORMATS
     ]
     literals = [literal for token in TOKEN_FORMATS for literal in token.encodable] + list(ENCODED_PREFIXES)
     encoded = _grouped_by_first_character(_encoded_patterns(literals))
-    rules.append(RedactionRule("encoded-token", re.compile(encoded), "<SECRET>", scope="line"))
+    gate = tuple(dict.fromkeys(form.lower() for literal in literals for form in _encoded_literals(literal)))
+    rules.append(RedactionRule("encoded-token", encoded, "<SECRET>", scope="line", gate=gate))
     return rules
+
+
+def _leading_literal(prefix: str) -> tuple[str, ...]:
+    """The plain characters a token ``prefix`` (a pattern) starts with, in small letters, as a
+    :attr:`RedactionRule.gate`; none when it has no such start or is an alternation."""
+    if _is_alternation(prefix):
+        return ()
+    literal: list[str] = []
+    index = 0
+    while index < len(prefix):
+        character = prefix[index]
+        if character == "\\" and prefix[index + 1 : index + 2] in _ESCAPED_PLAIN:
+            literal.append(prefix[index + 1])
+            index += 2
+            continue
+        if character in _REGEX_SYNTAX:
+            if character in "?*{" and literal:
+                literal.pop()
+            break
+        literal.append(character)
+        index += 1
+    return ("".join(literal).lower(),) if literal else ()
+
+
+_ESCAPED_PLAIN = frozenset(".-/_")
+_REGEX_SYNTAX = frozenset("\\.^$*+?{}[]|()")
+
+
+def _is_alternation(pattern: str) -> bool:
+    """Whether ``pattern`` has a ``|`` outside its groups and classes."""
+    depth, index, in_class = 0, 0, False
+    while index < len(pattern):
+        character = pattern[index]
+        if character == "\\":
+            index += 2
+            continue
+        if in_class:
+            in_class = character != "]"
+        elif character == "[":
+            in_class = True
+        elif character == "(":
+            depth += 1
+        elif character == ")":
+            depth -= 1
+        elif character == "|" and depth == 0:
+            return True
+        index += 1
+    return False
 
 
 _Trie: TypeAlias = dict[str, "_Trie"]
@@ -683,17 +772,18 @@ def keyword_rules() -> list[RedactionRule]:
     case or separator, ``.netrc`` entries, ``--token VALUE`` and ``-u user:PASS``."""
     return [
         RedactionRule(
-            "keyword-value", re.compile(KEYWORD_VALUE), "<SECRET>", group="kvv", accept=keyword_value,
+            "keyword-value", KEYWORD_VALUE, "<SECRET>", group="kvv", accept=keyword_value,
             lines_with=re.compile(KEYWORD_VALUE_LINES), resume_in="kvv", scope="line",
         ),
-        RedactionRule("netrc", re.compile(NETRC_LINE), "", rewrite=netrc_rewrite,
+        RedactionRule("netrc", NETRC_LINE, "", rewrite=netrc_rewrite,
                       needs=("machine", "default"), lines_with=re.compile(NETRC_LINE_WORDS), scope="line"),
-        RedactionRule("netrc-field", re.compile(NETRC_FIELD), "<SECRET>", group=1,
+        RedactionRule("netrc-field", NETRC_FIELD, "<SECRET>", group=1,
                       needs=("password", "passwd", "login", "account"),
                       lines_with=re.compile(NETRC_FIELD_WORDS), scope="line"),
-        RedactionRule("flag-value", re.compile(FLAG_VALUE), "<SECRET>", group=1, needs=("-",), scope="line"),
-        RedactionRule("user-flag-password", re.compile(USER_FLAG_PASSWORD), "<SECRET>", group=1,
-                      needs=("-",), scope="line"),
+        RedactionRule("flag-value", FLAG_VALUE, "<SECRET>", group=1, needs=("-",), scope="line",
+                      gate=FLAG_VALUE_WORDS),
+        RedactionRule("user-flag-password", USER_FLAG_PASSWORD, "<SECRET>", group=1,
+                      needs=("-",), scope="line", gate=("-u",)),
     ]
 
 
@@ -702,21 +792,21 @@ def generic_rules() -> list[RedactionRule]:
     ``...`` cut, the part of a token a joiner or a break (escaped or not) parts from a part
     already replaced, and a run broken by an escaped break (:mod:`._generic_secrets`)."""
     return [
-        RedactionRule("generic-token", re.compile(GENERIC_TOKEN), "<SECRET>", accept=generic_token,
+        RedactionRule("generic-token", GENERIC_TOKEN, "<SECRET>", accept=generic_token,
                       scope="line"),
-        RedactionRule("cut-token", re.compile(CUT_TOKEN), "<SECRET>", accept=cut_token, needs=("...", "…"),
+        RedactionRule("cut-token", CUT_TOKEN, "<SECRET>", accept=cut_token, needs=("...", "…"),
                       lines_with=re.compile(CUT_TOKEN_LINES), scope="joined"),
-        RedactionRule("joined-token", re.compile(JOINED_TOKEN), "<SECRET>", accept=joined_token,
+        RedactionRule("joined-token", JOINED_TOKEN, "<SECRET>", accept=joined_token,
                       needs=("<SECRET>", "<TOKEN>"), lines_with=re.compile(JOINED_TOKEN_LINES), scope="line"),
-        RedactionRule("escaped-break-tail", re.compile(ESCAPED_BREAK_TAIL), "<SECRET>", group=1,
+        RedactionRule("escaped-break-tail", ESCAPED_BREAK_TAIL, "<SECRET>", group=1,
                       accept=joined_token, needs=("<SECRET>", "<TOKEN>"),
                       lines_with=re.compile(ESCAPED_BREAK_TAIL_LINES), scope="line"),
-        RedactionRule("line-break-tail", re.compile(LINE_BREAK_TAIL), "<SECRET>", group=1,
+        RedactionRule("line-break-tail", LINE_BREAK_TAIL, "<SECRET>", group=1,
                       accept=joined_token, needs=("<SECRET>", "<TOKEN>"), scope="joined"),
-        RedactionRule("line-end-head", re.compile(LINE_END_HEAD), "<SECRET>", accept=line_end_head,
+        RedactionRule("line-end-head", LINE_END_HEAD, "<SECRET>", accept=line_end_head,
                       needs=("<SECRET>", "<TOKEN>"), found_before=re.compile(LINE_END_HEAD_BEFORE),
                       longest=LINE_END_HEAD_LONGEST + 1, scope="joined"),
-        RedactionRule("escaped-break-token", re.compile(ESCAPED_BREAK_TOKEN), "<SECRET>",
+        RedactionRule("escaped-break-token", ESCAPED_BREAK_TOKEN, "<SECRET>",
                       accept=escaped_break_token, needs=("\\n", "\\r", "\\t"),
                       lines_with=re.compile(ESCAPED_BREAK_TOKEN_LINES), scope="line"),
     ]
@@ -864,13 +954,8 @@ class Redactor:
         later pass reads only the neighbourhood of what the pass before it replaced, which finds
         what a pass over the whole text finds (:class:`_Neighbourhood` says why)."""
         current = text
-        known = self._known.rule
         for _ in range(_MAX_ROUNDS):
-            if changed is None and (
-                self._any_rule is not None
-                and self._any_rule.search(current) is None
-                and (known is None or known.pattern.search(current) is None)
-            ):
+            if changed is None and self._nothing_to_find(current):
                 return current
             updated, changed = _replaced_with_spans(current, self._claims(current, changed))
             if updated == current:
@@ -887,8 +972,9 @@ class Redactor:
             claims = _protected(text, [(0, len(text))])
             lowered = folded(text)
             lines_found: dict[re.Pattern[str], list[tuple[int, int]]] = {}
+            gated = partial(_within_gate_reach, lowered)
             for rule in rules:
-                if not rule.needs or any(literal in text for literal in rule.needs):
+                if rule.may_match(text, gated):
                     claims = _claim(text, claims, rule, rule.claims_in_text(text, lowered, lines_found))[0]
             return claims
         near = _Neighbourhood(text, changed)
@@ -897,8 +983,10 @@ class Redactor:
         covered = near.joined()
         claims, everywhere = _protected(text, covered), False
         window_lines: dict[re.Pattern[str], tuple[object, list[tuple[int, int]]]] = {}
+        whole = [(0, len(text))]
         for rule in rules:
-            if rule.needs and not any(literal in text for literal in rule.needs):
+            windows = whole if rule.scope == "text" else near.lines if rule.scope == "line" else near.joined()
+            if not rule.may_match(text, partial(near.gated, windows)):
                 continue
             if not everywhere and near.joined() is not covered:
                 covered = near.joined()
@@ -909,7 +997,6 @@ class Redactor:
                 if found and not everywhere:
                     claims, everywhere = sorted({*claims, *_protected(text, [(0, len(text))])}), True
             else:
-                windows = near.lines if rule.scope == "line" else near.joined()
                 found = rule.claims_in_windows(text, windows, near.lowered(windows), window_lines)
             claims, added = _claim(text, claims, rule, found)
             if added:
@@ -933,14 +1020,36 @@ class Redactor:
         ]
         return _replaced_with_spans(text, changes) if changes else (text, [])
 
+    def _nothing_to_find(self, text: str) -> bool:
+        """Whether one search of every rule at once (:attr:`_any_rule`) finds nothing in
+        ``text``: then no pass is needed. Compiling that search costs as much as some thousand
+        texts' passes (tens of milliseconds: every rule's pattern), so a redactor builds it only
+        after :data:`_PREFILTER_AFTER` texts, and a short run never pays for it."""
+        met = self._texts_met
+        if met[0] < _PREFILTER_AFTER:
+            met[0] += 1
+            return False
+        known = self._known.rule
+        return (
+            self._any_rule is not None
+            and self._any_rule.search(text) is None
+            and (known is None or known.pattern.search(text) is None)
+        )
+
+    @cached_property
+    def _texts_met(self) -> list[int]:
+        """Texts given a first pass, up to :data:`_PREFILTER_AFTER` (one mutable cell)."""
+        return [0]
+
     @cached_property
     def _any_rule(self) -> re.Pattern[str] | None:
-        """All rules as one alternation: text it does not match needs no rule at all."""
-        if any(_BACKREFERENCE.search(rule.pattern.pattern) for rule in self.rules):
+        """All rules as one alternation, each in its own flags: text it does not match needs no
+        rule at all. None when a rule's pattern cannot be put in one (a backreference would be
+        renumbered; flags set other than at its start)."""
+        if any(_BACKREFERENCE.search(rule.source) for rule in self.rules):
             return None
-        scoped = [f"(?{_flag_letters(rule.pattern)}:{rule.pattern.pattern})" for rule in self.rules]
         try:
-            return re.compile("|".join(scoped)) if scoped else None
+            return re.compile("|".join(_scoped(rule.source) for rule in self.rules)) if self.rules else None
         except re.error:
             return None
 
@@ -1120,7 +1229,7 @@ class _KnownSecrets:
 
     def _rule(self) -> RedactionRule | None:
         pattern = mask_pattern(self.values)
-        return None if pattern is None else RedactionRule("known-secret", pattern, "<SECRET>")
+        return None if pattern is None else RedactionRule("known-secret", pattern.pattern, "<SECRET>")
 
 
 _IDENTITY_RULES = frozenset({
@@ -1290,6 +1399,7 @@ class _Neighbourhood:
         """Whole lines (each window ends at a line break or the text's end), sorted, apart."""
         self._joined: list[tuple[int, int]] | None = None
         self._lowered: dict[int, tuple[list[tuple[int, int]], list[str | None]]] = {}
+        self._gated: dict[int, tuple[list[tuple[int, int]], str | None]] = {}
         self.touch(changed)
 
     def lowered(self, windows: list[tuple[int, int]]) -> list[str | None]:
@@ -1298,6 +1408,19 @@ class _Neighbourhood:
         if cached is None or cached[0] is not windows:
             cached = windows, [folded(self.text[start:end]) for start, end in windows]
             self._lowered[id(windows)] = cached
+        return cached[1]
+
+    def gated(self, windows: list[tuple[int, int]]) -> str | None:
+        """What a rule's gate reads of ``windows``: their :func:`folded` forms joined by line
+        breaks (a literal found across two of them only makes the rule search); None when one
+        has no folded form or they hold more than :data:`_GATED_CHARS` characters."""
+        if sum(end - start for start, end in windows) > _GATED_CHARS:
+            return None
+        cached = self._gated.get(id(windows))
+        if cached is None or cached[0] is not windows:
+            forms = [folded(self.text[start:end]) for start, end in windows]
+            cached = windows, None if None in forms else "\n".join(form or "" for form in forms)
+            self._gated[id(windows)] = cached
         return cached[1]
 
     def touch(self, spans: Iterable[tuple[int, int]]) -> None:
@@ -1349,6 +1472,18 @@ class _Neighbourhood:
                 windows.append((start, end))
         self._joined = windows
         return windows
+
+
+def _scoped(source: str) -> str:
+    """``source`` as a group of an alternation, the flags it sets at its start kept to it."""
+    flags = _LEADING_FLAGS.match(source)
+    if flags is None:
+        return f"(?:{source})"
+    return f"(?{flags.group(1)}:{source[flags.end():]})"
+
+
+def _within_gate_reach(lowered: str | None) -> str | None:
+    return lowered if lowered is not None and len(lowered) <= _GATED_CHARS else None
 
 
 def _protected(text: str, windows: Iterable[tuple[int, int]]) -> list[Claim]:
@@ -1502,14 +1637,6 @@ def is_text(data: bytes) -> bool:
     return text_form(data) is not None
 
 
-def _flag_letters(pattern: re.Pattern[str]) -> str:
-    return "".join(
-        letter
-        for flag, letter in ((re.IGNORECASE, "i"), (re.ASCII, "a"), (re.MULTILINE, "m"), (re.DOTALL, "s"))
-        if pattern.flags & flag
-    )
-
-
 def build_redactor(
     rootdir: Path | None,
     extra_patterns: Sequence[str] = (),
@@ -1521,18 +1648,21 @@ def build_redactor(
     who = LocalIdentity.probe(env) if identity is None else identity
     secrets = known_secret_values(env, secret_env_values(env))
     rules: list[RedactionRule] = [
-        RedactionRule("extra", pattern, "<REDACTED>") for pattern in compile_extra_patterns(extra_patterns)
+        RedactionRule("extra", pattern.pattern, "<REDACTED>")
+        for pattern in compile_extra_patterns(extra_patterns)
     ]
     rules += token_rules() + keyword_rules() + context_rules()
     rules += [
-        RedactionRule("bearer", _BEARER, "<TOKEN>", group=1, scope="joined"),
-        RedactionRule("auth-header", _AUTH_HEADER, "<TOKEN>", group=1, scope="joined"),
-        RedactionRule("url-credentials", _URL_CREDENTIALS, "<SECRET>", group=1, scope="line"),
+        RedactionRule("bearer", _BEARER, "<TOKEN>", group=1, scope="joined", gate=("bearer",)),
+        RedactionRule("auth-header", _AUTH_HEADER, "<TOKEN>", group=1, scope="joined",
+                      gate=("authorization",)),
+        RedactionRule("url-credentials", _URL_CREDENTIALS, "<SECRET>", group=1, scope="line", gate=("://",)),
         RedactionRule("email", _EMAIL, "<EMAIL>", lines_with=_AT_SIGN, scope="line"),
     ]
     for root in _root_spellings(rootdir):
         rules += _directory_rules(root, inside="", itself=".", name="rootdir")
-    rules.append(RedactionRule("path", _SENSITIVE_PATH, "<PATH>", scope="line"))
+    rules.append(RedactionRule("path", _SENSITIVE_PATH, "<PATH>", scope="line",
+                               gate=tuple("/" + root.lower() for root in SENSITIVE_PATH_ROOTS)))
     rules.append(RedactionRule("windows-profile", _WINDOWS_PROFILE, "<PATH>", lines_with=_DRIVE_SEPARATOR,
                                scope="line"))
     rules += generic_rules()

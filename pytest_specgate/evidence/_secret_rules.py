@@ -157,6 +157,10 @@ class ContextFormat:
     """What each match holds at most ``longest`` characters after its start, for a pattern that
     starts with a character class: the rule is found from it (``RedactionRule.found_before``)."""
     longest: int = 0
+    needs: tuple[str, ...] = ()
+    """Literals one of which ``pattern`` holds as written (``RedactionRule.needs``)."""
+    gate: tuple[str, ...] = ()
+    """Small-letter literals one of which ``pattern`` holds in any case (``RedactionRule.gate``)."""
     scope: str = "line"
     """Where a later pass must search it (``RedactionRule.scope``): ``line`` for a pattern that
     never crosses a line (the default), ``joined`` for one that crosses a line break only after
@@ -181,6 +185,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         GITLEAKS + "/privatekey.go; " + DETECT_SECRETS + " PrivateKeyDetector",
         r"-----BEGIN[ A-Z0-9_]{0,100}PRIVATE KEY(?: BLOCK)?-----(?:[^-]|-(?!----))*+"
         r"(?:-----END[ A-Z0-9_]{0,100}PRIVATE KEY(?: BLOCK)?-----)?",
+        gate=("-----begin",),
         scope="text",
     ),
     ContextFormat(
@@ -191,6 +196,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         check="random",
         found_before=r"\n[ \t]{0,8}[A-Za-z0-9+/]{60}",
         longest=77,
+        gate=("\n",),
         scope="joined",
     ),
     ContextFormat(
@@ -200,6 +206,7 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         rf"(?:{_JWT_DOT}(?:[A-Za-z0-9_+/-]++(?:{TOKEN_SPLIT}{RANDOM_TAIL}[A-Za-z0-9_+/-]++)?)?=*)?",
         placeholder="<TOKEN>",
         check="jwt",
+        gate=("ey",),
         scope="joined",
     ),
     ContextFormat(
@@ -242,11 +249,13 @@ CONTEXT_FORMATS: tuple[ContextFormat, ...] = (
         r"|IGNATURE)[\"']?[ \t]{0,4}(?:=|:(?!:))[ \t]{0,4}[\"']?([^\s\"'`,;<>()\[\]{}]{4,})",
         group=1,
         check="env-name",
+        needs=("EY", "AT", "WT", "EBHOOK", "ECRET", "OKEN", "ASSW", "REDENTIAL", "SN", "IGNATURE"),
     ),
     ContextFormat(
         "cloud-internal-host",
         "AWS EC2 instance hostname types (ip-A-B-C-D, *.compute.internal, *.ec2.internal)",
         r"i(?<![A-Za-z0-9_-]i)p-\d{1,3}-\d{1,3}-\d{1,3}-\d{1,3}(?![\d])(?:\.[A-Za-z0-9-]++)*+",
         placeholder="<HOST>",
+        gate=("ip-",),
     ),
 )

@@ -121,7 +121,8 @@ def test_markdown_blocks_bind_each_ac_file_and_the_bundle(git_repo: GitRepo) -> 
     ]
     assert "**Verdict: PASSED · QUALIFYING**" in written.markdown
     assert "| median_speedup | 1.52 x | ≥ 1.4 | pass |" in written.markdown
-    assert "- Host: linux x86_64, 24 GB, no GPU" in written.markdown
+    assert f"- Run 1 (`{written.path.name}`, 2 ACs): host linux x86_64, 24 GB, no GPU" in written.markdown
+    assert written.markdown.count("- Host: that of run 1 (`") == 2
     assert (written.path / "evidence.md").read_text() == written.markdown
 
 
@@ -198,7 +199,7 @@ def test_waiver_failure_and_skip_reach_record_and_markdown(git_repo: GitRepo) ->
         "reason": "no M1 Air in the lab yet",
     }
     assert ac11["tests"][0]["message"] == "needs Apple M1"
-    assert "- Waiver: waived → PR-C: no M1 Air in the lab yet" in written.markdown
+    assert "- Waiver: waived → PR-C, because no M1 Air in the lab yet" in written.markdown
     assert "| median_speedup | 1.1 x | ≥ 1.4 | FAIL |" in written.markdown
     assert "**Verdict: FAILED · NOT QUALIFYING**" in written.markdown
     assert _json(written.path / RECEIPT_NAME)["verdict"] == NOT_QUALIFIED

@@ -18,10 +18,13 @@ from test_evidence_signing import pem_key
 from pytest_specgate.evidence import build_redactor
 from pytest_specgate.evidence._acrecord import AcRecord
 from pytest_specgate.evidence._markdown import (
+    LAYOUT_PER_BLOCK,
     NOT_SIGNED,
+    RUNS_INTRO,
     parse_pr_body,
     render_ac_block,
     render_markdown,
+    shared_run_facts,
 )
 from pytest_specgate.evidence._policy import judge
 from pytest_specgate.evidence._signing import load_signing_key, sign_bundle
@@ -135,8 +138,11 @@ def test_measurements_are_grouped_by_test_and_a_row_without_a_bound_says_recorde
 
 def test_attachments_are_relative_links_grouped_by_test() -> None:
     block = _block(_document(2))
-    assert "  - `test_gated[0]`: [plot.png](<attachments/0123-plot.png>)" in block
-    assert "  - `test_gated[1]`: [server.log](<attachments/e7df27adf94282be-server.log>)" in block
+    assert "  - [plot.png](<attachments/0123-plot.png>) (`test_gated[0]`)" in block
+    assert "  - [server.log](<attachments/e7df27adf94282be-server.log>) (`test_gated[1]`)" in block
+    record = AcRecord.built(_document(2))
+    layout_1 = render_ac_block(record, judge(record), SHA, SHA, LAYOUT_PER_BLOCK)
+    assert "  - `test_gated[0]`: [plot.png](<attachments/0123-plot.png>)" in layout_1
 
 
 def test_the_summary_comes_first_outside_the_blocks_and_names_the_deciding_figure() -> None:
@@ -145,22 +151,32 @@ def test_the_summary_comes_first_outside_the_blocks_and_names_the_deciding_figur
     failing_document["ac"]["id"] = "AC-11"
     failing_document["measurements"][1]["value"] = 3
     failing = AcRecord.built(failing_document)
-    markdown = render_markdown([(passing, judge(passing), SHA), (failing, judge(failing), SHA)], SHA)
+    judged = [(passing, judge(passing), SHA), (failing, judge(failing), SHA)]
+    markdown = render_markdown(judged, SHA)
     lines = markdown.splitlines()
-    assert lines[:6] == [
+    assert lines[:10] == [
         "## specgate summary",
+        "",
+        RUNS_INTRO,
+        "",
+        f"- Run 1 (`{passing.run.id}`, 2 ACs): host Apple M4, 16 GB, macOS 15.1",
         "",
         "| AC | verdict | deciding figure (bound) | host | engine | signer |",
         "|---|---|---|---|---|---|",
-        f"| AC-10 | PASSED · QUALIFYING | median_speedup 1.52 x ≥ 1.4 | Apple M4, 16 GB, macOS 15.1 | "
-        f"none recorded | {NOT_SIGNED} |",
-        f"| AC-11 | FAILED · NOT QUALIFYING | drafted_1 3 tokens ≤ 0 | Apple M4, 16 GB, macOS 15.1 | "
+        f"| AC-10 | PASSED · QUALIFYING | median_speedup 1.52 x ≥ 1.4 | run 1 | none recorded | "
+        f"{NOT_SIGNED} |",
+        f"| AC-11 | FAILED · NOT QUALIFYING | drafted_1 3 tokens ≤ 0 | run 1 | "
         f"mock tiny:target (simulated) | {NOT_SIGNED} |",
     ]
-    assert lines[7] == "## AC-10 evidence"
+    assert lines[11] == "## AC-10 evidence"
     assert [block.ac_id for block in parse_pr_body(markdown, "evidence.md")] == ["AC-10", "AC-11"]
-    assert markdown == render_markdown([(passing, judge(passing), SHA), (failing, judge(failing), SHA)], SHA)
-    assert render_ac_block(failing, judge(failing), SHA, SHA) in markdown
+    assert markdown == render_markdown(judged, SHA)
+    run = shared_run_facts(judged)[passing.run.id]
+    assert render_ac_block(failing, judge(failing), SHA, SHA, run=run) in markdown
+    layout_1 = render_markdown(judged, SHA, layout=LAYOUT_PER_BLOCK).splitlines()
+    assert layout_1[2:4] == ["| AC | verdict | deciding figure (bound) | host | engine | signer |",
+                             "|---|---|---|---|---|---|"]
+    assert layout_1[4].endswith("| Apple M4, 16 GB, macOS 15.1 | none recorded | not signed when written |")
 
 
 def test_render_names_the_key_ids_a_signed_bundle_claims_and_the_file_says_not_signed(

@@ -137,7 +137,7 @@ def test_bundle_for_passing_failing_skipped_and_waived_acs(pytester: pytest.Pyte
         "## AC-3 evidence",
         "## AC-4 evidence",
     ]
-    assert "- Waiver: waived → PR-C: no M1 Air yet" in markdown
+    assert "- Waiver: waived → PR-C, because no M1 Air yet" in markdown
 
 
 def test_diagnostic_run_never_qualifies(pytester: pytest.Pytester) -> None:

@@ -13,8 +13,6 @@ they show the comparison fails when the neighbourhood leaves out what it must ho
 
 from __future__ import annotations
 
-import re
-
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -165,7 +163,7 @@ def test_the_comparison_fails_when_the_neighbourhood_misses_a_changed_line(
 
 def test_a_search_after_a_match_that_ran_into_a_claim_stays_within_the_match_lines() -> None:
     """A gap can run on for pages: the rule searches again only the lines its match spans."""
-    rule = RedactionRule("word", re.compile(r"[a-z]+"), "<W>", scope="line")
+    rule = RedactionRule("word", r"[a-z]+", "<W>", scope="line")
     text = "ab<X>cd\n" + "\n".join(["efg"] * 3)
     claims, added = redact._claim(text, [(2, 5, "<X>")], rule, [((0, 7, "<W>"), 0, 7)])
     assert [claim[:2] for claim in added] == [(0, 2), (5, 7)]

@@ -20,8 +20,8 @@ from pytest_specgate.contracts.speedup_model import (
 from pytest_specgate.evidence import WrittenBundle
 
 NODEID = "acceptance/test_ac10.py::test_speedup"
-LINE = ("- Speedup model (`test_speedup`): predicted 1.71x (draft 0.21 target-steps, verify 2.3x, "
-        "fixed 180 ms/request, baseline 150 ms), measured 1.62x")
+LINE = ("- Speedup model: predicted 1.71x (draft 0.21 target-steps, verify 2.3x, "
+        "fixed 180 ms/request, baseline 150 ms), measured 1.62x (`test_speedup`)")
 FIGURES = {PREDICTED_SPEEDUP: (1.714, "x"), DRAFT_COST: (0.2134, "target-steps"), VERIFY_COST: (2.31, "x"),
            CANDIDATE_FIXED_COST: (180.4, "ms"), BASELINE_FIXED_COST: (150.2, "ms"),
            MEASURED_SPEEDUP: (1.6213, "x")}

@@ -5,9 +5,11 @@ generated at two sizes, 2,000 tests (1,000 ACs) and 20,000 tests (10,000 ACs), i
 so the records name a commit. The two runs writing evidence take turns (A B A B), and the
 ratio of their medians is the row: linear growth is 10x, the goal at most 10.5x. On the
 10,000-AC bundle of the last cycle, ``specgate gate`` (every AC's block pasted, every AC
-required), ``render``, ``merge`` and ``compare`` (the bundle against itself) each run in their own
-process, the same number of times, interleaved; and the bytes of AC-specific data per AC
-(the lines of ``records.jsonl``) are counted against 1 KB.
+required), ``render``, ``merge`` and ``compare`` each run in their own process, the same number
+of times, interleaved. ``compare`` reads two runs, as a release manager does: the bundle of an
+earlier run of the same suite against the last one (not a bundle against itself, which a
+command may answer from the digests alone). The bytes of AC-specific data per AC (the lines of
+``records.jsonl``) are counted against 1 KB.
 """
 
 from __future__ import annotations
@@ -58,20 +60,21 @@ def the_bundle(suite: GeneratedSuite) -> Path:
     return bundle
 
 
-def command_arms(bundle: Path, commit: str, work: Path) -> dict[str, list[str]]:
-    """The judge's commands on one bundle: ``merge`` writes a new folder each time."""
+def command_arms(bundle: Path, earlier: Path, commit: str, work: Path) -> dict[str, list[str]]:
+    """The judge's commands on one bundle (``compare``: an earlier run's against it); ``merge``
+    writes a new folder each time."""
     body = work / "PR.md"
     body.write_text("## Summary\n\n" + (bundle / "evidence.md").read_text())
     return {
         "gate": [*_SPECGATE, "gate", f"--pr-body={body}", f"--evidence={bundle}", f"--commit={commit}"],
         "render": [*_SPECGATE, "render", str(bundle), f"--out={work / 'rendered.md'}"],
         "merge": [*_SPECGATE, "merge", str(bundle), f"--out={work / 'merged'}"],
-        "compare": [*_SPECGATE, "compare", str(bundle), str(bundle)],
+        "compare": [*_SPECGATE, "compare", str(earlier), str(bundle)],
     }
 
 
-def time_commands(bundle: Path, commit: str, work: Path, cycles: int) -> CycledTimes:
-    arms = command_arms(bundle, commit, work)
+def time_commands(bundle: Path, earlier: Path, commit: str, work: Path, cycles: int) -> CycledTimes:
+    arms = command_arms(bundle, earlier, commit, work)
 
     def run(name: str) -> float:
         shutil.rmtree(work / "merged", ignore_errors=True)
@@ -88,13 +91,22 @@ def _measured(quick: bool) -> tuple[CycledTimes, CycledTimes, int, int]:
     with tempfile.TemporaryDirectory(prefix="specgate-bench-scale-") as tmp:
         small, _ = committed_suite(Path(tmp) / "small", small_tests)
         large, commit = committed_suite(Path(tmp) / "large", large_tests)
+        earlier = Path(tmp) / "earlier"
         _evidence_run(small)
-        runs = alternate({"1x": lambda: _evidence_run(small), "10x": lambda: _evidence_run(large)}, cycles)
+        _evidence_run(large)
+
+        def large_run_keeping_the_one_before() -> float:
+            shutil.rmtree(earlier, ignore_errors=True)
+            shutil.move(the_bundle(large), earlier)
+            return _evidence_run(large)
+
+        arms = {"1x": lambda: _evidence_run(small), "10x": large_run_keeping_the_one_before}
+        runs = alternate(arms, cycles)
         bundle = the_bundle(large)
         line_bytes = (bundle / "records.jsonl").stat().st_size
         work = Path(tmp) / "work"
         work.mkdir()
-        commands = time_commands(bundle, commit, work, cycles)
+        commands = time_commands(bundle, earlier, commit, work, cycles)
     return runs, commands, line_bytes, large.ac_count
 
 

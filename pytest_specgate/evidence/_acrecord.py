@@ -11,11 +11,12 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Literal, cast
+from typing import Final, Literal, cast, final
 
 from pytest_specgate.contracts.host import HostFactsError, HostProvenance
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.thresholds import Decide, ThresholdVerdict, three_way_verdict
+from pytest_specgate.evidence._identity_memo import LatestByIdentity
 from pytest_specgate.evidence._schema import schema_problems
 
 SCHEMA_ID = "specgate.evidence/v3"
@@ -273,12 +274,13 @@ class AcRecord:
         return _record(data)
 
     @classmethod
-    def built(cls, document: Mapping[str, JsonValue]) -> AcRecord:
+    def built(cls, document: Mapping[str, JsonValue], typing: RunTyping | None = None) -> AcRecord:
         """The typed view of a document whose shape is already known to be right: assembled
         from typed parts by :func:`~pytest_specgate.evidence._records.build_ac_record`, or the
         ``document`` of a record :meth:`from_json` read. It skips the schema; everything read
-        from disk goes through :meth:`from_json`."""
-        return _record(document)
+        from disk goes through :meth:`from_json` (a format-2 line through its line schema).
+        ``typing``: the run-wide facts of the records read with this one, typed once per run."""
+        return _record(document, typing)
 
 
 def _waiver(value: JsonValue) -> Waiver | None:
@@ -345,6 +347,52 @@ def _provenance(value: JsonValue) -> HostProvenance | None:
         return None
 
 
+def _source(source: Mapping[str, JsonValue]) -> SourceInfo:
+    changed = source["changed_files"]
+    return SourceInfo(
+        commit=source["commit"],
+        dirty=source["dirty"],
+        allow_dirty=source["allow_dirty"],
+        problem=source["problem"],
+        changed_files=None if changed is None else tuple(changed),
+        imported_files=None if source.get("imported_files") is None else tuple(source["imported_files"]),
+    )
+
+
+def _run(run: Mapping[str, JsonValue]) -> RunInfo:
+    return RunInfo(
+        id=run["id"],
+        diagnostic=run["diagnostic"],
+        interrupted=run["interrupted"],
+        duration_scale=_number(run["duration_scale"]),
+        boot_start=(run.get("boot_session") or {}).get("start"),
+        boot_end=(run.get("boot_session") or {}).get("end"),
+    )
+
+
+def _selection(selection: Mapping[str, JsonValue]) -> Selection:
+    return Selection(
+        args=tuple(selection["args"]), keyword=selection["keyword"], markexpr=selection["markexpr"]
+    )
+
+
+@final
+class RunTyping:
+    """The run-wide facts of records read together, each typed once per run: records joined from
+    one ``run.json`` entry hold its one mapping of each (``_identity_memo``). Only for records read
+    from files in one go, whose mappings nothing else holds or changes; a record built or edited
+    in process is typed whole (:meth:`AcRecord.built` without one)."""
+
+    def __init__(self) -> None:
+        self.source = LatestByIdentity(_source)
+        self.run = LatestByIdentity(_run)
+        self.selection = LatestByIdentity(_selection)
+        self.provenance = LatestByIdentity(_provenance)
+
+
+_TYPED_WHOLE: Final = (_source, _run, _selection, _provenance)
+
+
 def _census_share(value: JsonValue) -> CensusShare | None:
     if not isinstance(value, Mapping):
         return None
@@ -352,10 +400,11 @@ def _census_share(value: JsonValue) -> CensusShare | None:
                        errors=tuple(value["errors"]), problem=value["problem"])
 
 
-def _record(data: Mapping[str, JsonValue]) -> AcRecord:
-    source, run, completeness = data["source"], data["run"], data["completeness"]
-    selection = completeness["selection"]
-    changed = source["changed_files"]
+def _record(data: Mapping[str, JsonValue], typing: RunTyping | None = None) -> AcRecord:
+    completeness = data["completeness"]
+    source, run, selection, provenance = (
+        _TYPED_WHOLE if typing is None else (typing.source, typing.run, typing.selection, typing.provenance)
+    )
     return AcRecord(
         policy=data["policy"],
         ac=AcInfo(id=data["ac"]["id"], spec=data["ac"]["spec"], title=data["ac"]["title"]),
@@ -390,31 +439,15 @@ def _record(data: Mapping[str, JsonValue]) -> AcRecord:
         host=HostInfo(
             summary=data["host"]["summary"],
             facts=data["host"]["facts"],
-            provenance=_provenance(data["host"]["provenance"]),
+            provenance=provenance(data["host"]["provenance"]),
         ),
-        source=SourceInfo(
-            commit=source["commit"],
-            dirty=source["dirty"],
-            allow_dirty=source["allow_dirty"],
-            problem=source["problem"],
-            changed_files=None if changed is None else tuple(changed),
-            imported_files=None if source.get("imported_files") is None else tuple(source["imported_files"]),
-        ),
-        run=RunInfo(
-            id=run["id"],
-            diagnostic=run["diagnostic"],
-            interrupted=run["interrupted"],
-            duration_scale=_number(run["duration_scale"]),
-            boot_start=(run.get("boot_session") or {}).get("start"),
-            boot_end=(run.get("boot_session") or {}).get("end"),
-        ),
+        source=source(data["source"]),
+        run=run(data["run"]),
         completeness=Completeness(
             deselected=tuple(completeness["deselected"]),
             not_reached=tuple(completeness["not_reached"]),
             skipped=tuple(completeness["skipped"]),
-            selection=Selection(
-                args=tuple(selection["args"]), keyword=selection["keyword"], markexpr=selection["markexpr"]
-            ),
+            selection=selection(completeness["selection"]),
             collection=_census_share(completeness.get("collection")),
         ),
         document=data,

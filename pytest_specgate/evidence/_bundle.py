@@ -36,7 +36,7 @@ from pytest_specgate.contracts.safe_read import (
     read_regular_file,
 )
 from pytest_specgate.contracts.validation import decode_utf8, parse_json, read_json_file
-from pytest_specgate.evidence._acrecord import AcRecord, RecordError
+from pytest_specgate.evidence._acrecord import AcRecord, RecordError, RunTyping
 from pytest_specgate.evidence._jsonio import canonical_json, pretty_json, sha256_hex
 from pytest_specgate.evidence._record_split import (
     RECORDS_NAME,
@@ -132,6 +132,8 @@ class BundleReads:
     lines: dict[str, bytes] | None = None
     runs: dict[str, RunFacts] | None = None
     typed: dict[str, AcRecord] = field(default_factory=dict)
+    typing: RunTyping = field(default_factory=RunTyping)
+    """Each run's facts typed once for all its records (its ``run.json`` entry, parsed here)."""
 
 
 @dataclass(frozen=True)
@@ -372,7 +374,7 @@ def _format_2_record(bundle: Bundle, ac_id: str) -> AcRecord:
     if run is None:
         raise BundleError(f"{where}: names run facts {line[RUN_KEY]!r}, which {RUN_FACTS_NAME} does not hold")
     try:
-        record = typed[ac_id] = AcRecord.built(join_record(line, run))
+        record = typed[ac_id] = AcRecord.built(join_record(line, run), bundle.read.typing)
     except IndexError as error:
         raise BundleError(f"{where}: {error}") from None
     return record

@@ -256,27 +256,49 @@ def _tests_phrase(nodeids: Sequence[str]) -> str:
     return f"`{_test_name(nodeids[0])}`" if len(nodeids) == 1 else f"{len(nodeids)} tests"
 
 
-def grouped_reasons(record: AcRecord, reasons: Sequence[str]) -> list[tuple[str, tuple[str, ...]]]:
+ATTACHMENT_REASON = "attachment "
+"""How the policy begins the reason of an attachment missing from the bundle:
+``attachment <nodeid>: <name> … is missing from the bundle``."""
+
+
+def _reason_of_test(reason: str, nodeids: Sequence[str], layout: int) -> tuple[str, str | None]:
+    """``(why, nodeid)`` of a reason the policy words ``<nodeid>: <why>`` (layout 2 also takes
+    ``attachment <nodeid>: <name> …`` apart, as ``attachment <name> …`` of that test, so the
+    test's name is not shown as the key of the attachment's); ``(reason, None)`` for the AC's."""
+    nodeid = next((n for n in nodeids if reason.startswith(f"{n}: ")), None)
+    if nodeid is not None:
+        return reason[len(nodeid) + 2 :], nodeid
+    if layout != LAYOUT_PER_BLOCK and reason.startswith(ATTACHMENT_REASON):
+        rest = reason[len(ATTACHMENT_REASON) :]
+        nodeid = next((n for n in nodeids if rest.startswith(f"{n}: ")), None)
+        if nodeid is not None:
+            return ATTACHMENT_REASON + rest[len(nodeid) + 2 :], nodeid
+    return reason, None
+
+
+def grouped_reasons(
+    record: AcRecord, reasons: Sequence[str], layout: int = CURRENT_LAYOUT
+) -> list[tuple[str, tuple[str, ...]]]:
     """Each distinct reason once, with the tests that gave it (empty: a reason about the whole AC).
 
     The policy words a test's reason ``<nodeid>: <why>``; fourteen tests on the mock give one
-    ``why`` fourteen times, which a reader needs once, with its count.
+    ``why`` fourteen times, which a reader needs once, with its count. ``layout``: the blocks'
+    (layout 1 grouped only ``<nodeid>: `` reasons); the gate's lines group as the current one.
     """
     nodeids = sorted({test.nodeid for test in record.tests}, key=len, reverse=True)
     grouped: dict[str, list[str]] = {}
     for reason in reasons:
-        nodeid = next((n for n in nodeids if reason.startswith(f"{n}: ")), None)
-        why = reason if nodeid is None else reason[len(nodeid) + 2 :]
+        why, nodeid = _reason_of_test(reason, nodeids, layout)
         tests = grouped.setdefault(why, [])
         if nodeid is not None and nodeid not in tests:
             tests.append(nodeid)
     return [(why, tuple(tests)) for why, tests in grouped.items()]
 
 
-def _qualifying_lines(record: AcRecord, verdict: PolicyVerdict) -> list[str]:
+def _qualifying_lines(record: AcRecord, verdict: PolicyVerdict, layout: int) -> list[str]:
     if verdict.qualifying:
         return [f"- Qualifying: yes ({verdict.policy})"]
-    grouped = grouped_reasons(record, verdict.reasons)
+    grouped = grouped_reasons(record, verdict.reasons, layout)
     lines = [f"- Qualifying: no ({verdict.policy}), {len(grouped)} reason{'s' if len(grouped) != 1 else ''}:"]
     lines += [
         f"  - {_cell(why)}" + (f" ({_tests_phrase(tests)})" if tests else "") for why, tests in grouped
@@ -320,7 +342,8 @@ def shared_run_facts(blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]]) -> d
             continue
         hosts = {_host_line(record) for record, _ in ran}
         first_record, first_verdict = ran[0]
-        whole = [why for why, tests in grouped_reasons(first_record, first_verdict.reasons) if not tests]
+        whole = [why for why, tests in grouped_reasons(first_record, first_verdict.reasons, LAYOUT_RUN_ONCE)
+                 if not tests]
         common = set(whole)
         for _, verdict in ran[1:]:
             common.intersection_update(verdict.reasons)
@@ -347,13 +370,15 @@ def _run_lines(runs: Mapping[str, RunShared]) -> list[str]:
 def _shared_qualifying_lines(record: AcRecord, verdict: PolicyVerdict, run: RunShared) -> list[str]:
     """Layout 2's qualifying line: the run's reasons counted and named, the AC's own listed."""
     if verdict.qualifying or not run.reasons:
-        return _qualifying_lines(record, verdict)
+        return _qualifying_lines(record, verdict, LAYOUT_RUN_ONCE)
     shared = set(run.reasons)
-    own = grouped_reasons(record, [reason for reason in verdict.reasons if reason not in shared])
+    own = grouped_reasons(record, [why for why in verdict.reasons if why not in shared], LAYOUT_RUN_ONCE)
     total = len(run.reasons) + len(own)
     count = len(run.reasons)
+    # The host line names the run by its id already where the run shares its host.
+    run_named = f"run {run.number}'s" if run.host is not None else f"those of {run.named}"
     head = (f"- Qualifying: no ({verdict.policy}), {total} reason{'s' if total != 1 else ''}: "
-            f"the {count} of {run.named} in the summary (the gate prints them)")
+            f"{run_named} {count}, in the summary (the gate prints them)")
     if not own:
         return [head]
     return [f"{head}, and {len(own)} of its own:",
@@ -457,7 +482,7 @@ def render_ac_block(
     if heading:
         lines.append(f"- Criterion: {_cell(heading)}")
     if run is not None and run.host is not None:
-        lines.append(f"- Host: that of {run.named} in the summary")
+        lines.append(f"- Host: that of {run.named}, in the summary")
     else:
         lines.append(f"- Host: {_cell(_host_line(record))}")
     engines = _engines(record)
@@ -466,8 +491,10 @@ def render_ac_block(
     for text, count in engines:
         lines.append(f"- Engine ({count} test{'s' if count != 1 else ''}): {_cell(text)}")
     lines.append(f"- Mode: {_cell(verdict.mode)}; tests: {_test_counts(record)}")
-    lines += _qualifying_lines(record, verdict) if run is None else _shared_qualifying_lines(record, verdict,
-                                                                                               run)
+    if run is None:
+        lines += _qualifying_lines(record, verdict, layout)
+    else:
+        lines += _shared_qualifying_lines(record, verdict, run)
     if verdict.waiver is not None:
         lines.append(_waiver_line(verdict.waiver, layout))
     lines.append(
@@ -486,14 +513,16 @@ def deciding_figure(record: AcRecord) -> Measurement | None:
     return next((row for row in bounded if row.miss()), bounded[0] if bounded else None)
 
 
-def _summary_row(record: AcRecord, verdict: PolicyVerdict, signer: str, run: RunShared | None) -> str:
+def _summary_row(
+    record: AcRecord, verdict: PolicyVerdict, signer: str | None, run: RunShared | None
+) -> str:
+    """One AC's row; ``signer`` None where the summary states it once above the table (layout 2)."""
     figure = deciding_figure(record)
     shown = "—" if figure is None else f"{_cell(figure.name)} {_figure(figure)} {_threshold(figure)}"
     host = f"run {run.number}" if run is not None and run.host is not None else _cell(_host_line(record))
-    return (
-        f"| {record.ac.id} | {verdict.label} | {shown} | {host} | "
-        f"{_cell(_engines_short(record))} | {_cell(signer)} |"
-    )
+    signed = "" if signer is None else f" {_cell(signer)} |"
+    engines = _cell(_engines_short(record))
+    return f"| {record.ac.id} | {verdict.label} | {shown} | {host} | {engines} |{signed}"
 
 
 def render_summary(
@@ -501,17 +530,26 @@ def render_summary(
     runs: Mapping[str, RunShared] | None = None,
 ) -> str:
     """The table a release manager reads first: one row per AC, outside every AC block; in
-    layout 2 (``runs`` given) after what each run shares, stated once."""
+    layout 2 (``runs`` given) after what each run shares and the signer, each stated once."""
+    if runs is None:
+        lines = [
+            SUMMARY_HEADING,
+            "",
+            "| AC | verdict | deciding figure (bound) | host | engine | signer |",
+            "|---|---|---|---|---|---|",
+        ]
+        lines += [_summary_row(record, verdict, signer, None) for record, verdict, _ in blocks]
+        return "\n".join(lines) + "\n"
     lines = [
         SUMMARY_HEADING,
         "",
-        *([] if runs is None else _run_lines(runs)),
-        "| AC | verdict | deciding figure (bound) | host | engine | signer |",
-        "|---|---|---|---|---|---|",
+        *_run_lines(runs),
+        f"Signer of every AC here: {_cell(signer)}",
+        "",
+        "| AC | verdict | deciding figure (bound) | host | engine |",
+        "|---|---|---|---|---|",
     ]
-    shared = runs or {}
-    lines += [_summary_row(record, verdict, signer, shared.get(record.run.id))
-              for record, verdict, _ in blocks]
+    lines += [_summary_row(record, verdict, None, runs.get(record.run.id)) for record, verdict, _ in blocks]
     return "\n".join(lines) + "\n"
 
 
@@ -520,7 +558,8 @@ def render_markdown(
     layout: int = CURRENT_LAYOUT,
 ) -> str:
     """The summary table, then one block per AC in the order given; each record comes with its
-    verdict and its file's sha256. ``signer`` fills the summary's signer column: the writer (and
+    verdict and its file's sha256. ``signer`` fills the summary's signer line (layout 1: its
+    signer column): the writer (and
     the gate re-rendering ``evidence.md``) use :data:`NOT_SIGNED`, ``specgate render`` the
     signatures a bundle carries by then. ``layout``: the writer renders the current one, the gate
     and ``render`` the one the bundle's ``evidence.md`` is in (:func:`markdown_layout`)."""

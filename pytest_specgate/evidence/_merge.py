@@ -90,7 +90,8 @@ def merged_commit(sources: Sequence[SourceRecords], allow_mixed: bool) -> str | 
         return None if commits[0] == UNKNOWN_COMMIT else commits[0]
     if not allow_mixed:
         listed = "; ".join(
-            f"run {source.bundle.run_id}: {', '.join(source.commits()) or 'no records'}" for source in sources
+            f"{', '.join(source.commits()) or 'no records'} in run {source.bundle.run_id}"
+            for source in sources
         )
         raise MergeError(
             f"bundles are for different commits ({listed}): merge runs of one commit, "

@@ -24,9 +24,12 @@ The test part ``T`` is returned as it is, with no rule pass, when
 2. The known secrets' mask finds nothing in ``T``, and for every rule but ``generic-token`` the
    redactor's own test says no claim: a literal the rule ``needs`` is missing, every literal of
    its ``gate`` is missing from ``T`` in small letters (:func:`~._redact.folded` is ``lower`` for
-   ASCII; checked while the rule's pattern is not compiled, so the first ids do not compile every
-   rule), its ``lines_with`` finds nothing in ``T`` in small letters, or its pattern has no match
-   in ``T``.
+   ASCII; every match holds one, proven from the pattern, so this holds whether or not the
+   pattern is compiled, and the first ids do not compile every rule), its ``lines_with`` finds
+   nothing in ``T`` in small letters, or its pattern has no match in ``T``. A literal with a
+   character ``T`` cannot hold is never in it: the run's :class:`_Rules` keeps only the others,
+   asks which of its gate literals ``T`` holds once for all rules, and leaves out a rule whose
+   every needed or gate literal is of that kind.
 3. ``generic-token`` (every rule with its pattern and its accept) claims nothing: its possessive
    pattern matches only whole runs of 16 or more credential characters, here runs of
    ``[A-Za-z0-9_-]``. A run made of ``_``-separated pieces of one kind each (small letters,
@@ -120,8 +123,12 @@ class NodeIdRedactor:
         if self._known_mask is not None and self._known_mask.search(test_part) is not None:
             return False
         lowered = test_part.lower()
-        for rule in rules.searched:
-            if not rule.may_match(test_part, lambda: lowered):
+        held = frozenset(literal for literal in rules.gate_literals if literal in lowered)
+        for question in rules.searched:
+            needs, gate, rule = question.needs, question.gate, question.rule
+            if needs and not any(literal in test_part for literal in needs):
+                continue
+            if gate is not None and gate.isdisjoint(held):
                 continue
             if rule.lines_with is not None and rule.lines_with.search(lowered) is None:
                 continue
@@ -134,24 +141,43 @@ class NodeIdRedactor:
 
 
 @dataclass(frozen=True)
+class _Question:
+    """What decides for one rule that it claims nothing in a plain test part: its needed and gate
+    literals, cut to those a plain test part can hold (``gate``: None where the rule has none)."""
+
+    rule: RedactionRule
+    needs: tuple[str, ...]
+    gate: frozenset[str] | None
+
+
+def _plain(literals: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(literal for literal in literals if _PLAIN_CHARACTERS.fullmatch(literal))
+
+
+@dataclass(frozen=True)
 class _Rules:
     """The redactor's rules as a plain test part meets them. ``generic_token``: the rules that are
     ``generic-token`` as the proof read it (its pattern and its accept), whose claims a test
     part's shape settles (or that are asked). ``searched``: what decides for every other rule, as
     the redactor's pass decides it, that it claims nothing there: a literal it ``needs`` is
-    missing, its ``lines_with`` finds nothing in the small-letter form, or its pattern finds no
-    match; a rule whose every needed literal has a character no plain test part has is left out."""
+    missing, every literal of its ``gate`` is missing in small letters, its ``lines_with`` finds
+    nothing in the small-letter form, or its pattern finds no match; a rule whose every needed
+    literal, or every gate literal, has a character no plain test part has is left out.
+    ``gate_literals``: every gate literal of ``searched``, each asked once per test part."""
 
     generic_token: tuple[RedactionRule, ...]
-    searched: tuple[RedactionRule, ...]
+    searched: tuple[_Question, ...]
+    gate_literals: tuple[str, ...]
 
     @classmethod
     def of(cls, redactor: Redactor) -> _Rules:
         generic: list[RedactionRule] = []
-        searched: list[RedactionRule] = []
+        searched: list[_Question] = []
         for rule in redactor.rules:
+            needs, gate = _plain(rule.needs), _plain(rule.gate)
             if rule.source == GENERIC_TOKEN and rule.accept is generic_token:
                 generic.append(rule)
-            elif not rule.needs or any(_PLAIN_CHARACTERS.fullmatch(needed) for needed in rule.needs):
-                searched.append(rule)
-        return cls(tuple(generic), tuple(searched))
+            elif (needs or not rule.needs) and (gate or not rule.gate):
+                searched.append(_Question(rule, needs, frozenset(gate) if rule.gate else None))
+        literals = dict.fromkeys(literal for question in searched for literal in question.gate or ())
+        return cls(tuple(generic), tuple(searched), tuple(literals))

@@ -724,14 +724,16 @@ def lines_naming_acs(problems: Sequence[tuple[str, str, bool]]) -> list[tuple[st
 
 def not_qualifying_lines(judgement: AcJudgement) -> list[str]:
     """One problem per reason the policy gives, each once, as the evidence block groups them:
-    ``not qualifying under POLICY: TEST: WHY`` for one test, ``WHY (N tests: ...)`` for a
-    reason several tests gave, ``WHY`` for one about the whole AC; not one joined line."""
+    ``not qualifying under POLICY: WHY (test TEST)`` for one test, ``WHY (N tests: ...)`` for a
+    reason several tests gave, ``WHY`` for one about the whole AC; not one joined line. A test's
+    node id follows its reason, never stands before it as a key (``test_password: <name> = …``
+    reads as a credential assignment)."""
     assert judgement.verdict is not None
     prefix = f"not qualifying under {judgement.verdict.policy}: "
     lines = []
     for why, tests in judgement.not_qualifying:
         if len(tests) == 1:
-            lines.append(f"{prefix}{tests[0]}: {why}")
+            lines.append(f"{prefix}{why} (test {tests[0]})")
         else:
             named = f" ({len(tests)} tests: {', '.join(tests)})" if tests else ""
             lines.append(f"{prefix}{why}{named}")
@@ -807,7 +809,7 @@ def run_waivers(args: argparse.Namespace) -> int:
             rows.append({"ac": ac_id, "to": target, "reason": reason, "runs": list(runs), "due": expired})
             if not args.json:
                 state = " (DUE: this is gate " + gate.text + ")" if expired and gate is not None else ""
-                line = f"{ac_id} waived → {target}: {reason} [run {', '.join(runs)}]{state}"
+                line = f"{ac_id} waived → {target}, because {reason} [run {', '.join(runs)}]{state}"
                 print(shown_on_one_line(line))
     except (GateInputError, TrustedConfigError, BundleError, GateOrderError) as error:
         return _error("waivers", str(error))

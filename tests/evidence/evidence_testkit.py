@@ -390,6 +390,15 @@ def _sha256(bundle: Bundle, ac_id: str) -> str:
     return entry.sha256
 
 
+def rendered_in_layout(bundle: Path, layout: int) -> str:
+    """``evidence.md`` of a bundle's records in ``layout`` (layout 1: as main wrote it before
+    layout 2), as the gate renders it to compare."""
+    loaded = load_bundle(bundle)
+    typed = read_records(loaded)
+    judged = [(typed[ac], judge(typed[ac]), _sha256(loaded, ac)) for ac in sorted(typed)]
+    return render_markdown(judged, loaded.digest, layout=layout)
+
+
 def load_bundle_unchecked(
     bundle: Path, files: Mapping[str, FileEntry], manifest: Mapping[str, Any],
     records: Mapping[str, FileEntry] | None = None,

@@ -166,8 +166,8 @@ def test_merge_refuses_bundles_of_different_commits_unless_told(
                          f"--out={merged}")
     assert (code, out) == (2, "")
     assert err == (
-        f"specgate merge: error: bundles are for different commits (run {m4.path.name}: "
-        f"{git_repo.commit}; run {m1.path.name}: {later}): merge runs of one commit, or pass "
+        f"specgate merge: error: bundles are for different commits ({git_repo.commit} in run "
+        f"{m4.path.name}; {later} in run {m1.path.name}): merge runs of one commit, or pass "
         "--allow-mixed-commits\n"
     )
     assert not merged.exists()
@@ -207,8 +207,8 @@ def test_waivers_lists_open_waivers_and_flags_due_ones(
     code, out, _ = cli(capsys, configure_waivers_parser, run_waivers, str(written.path))
     assert code == 0
     assert out.splitlines() == [
-        f"AC-10 waived → PR-C: no M4 in CI [run {written.path.name}]",
-        f"AC-11 waived → PR-B: no M1 [run {written.path.name}]",
+        f"AC-10 waived → PR-C, because no M4 in CI [run {written.path.name}]",
+        f"AC-11 waived → PR-B, because no M1 [run {written.path.name}]",
     ]
     pyproject = git_repo.path / "pyproject.toml"
     pyproject.write_text('[tool.specgate]\ngates = ["PR-A", "PR-B", "PR-C"]\n')
@@ -357,7 +357,7 @@ def test_merge_and_waivers_print_a_forged_run_id_or_reason_on_its_own_line(
     assert code == 0 and out.splitlines()[0].startswith("AC-10: kept run r1\\n::error::forged run (")
     code, out, _ = cli(capsys, configure_waivers_parser, run_waivers, str(written.path))
     assert code == 0 and out.splitlines() == [
-        "AC-10 waived → PR-C: no M4\\r::error::forged reason [run r1\\n::error::forged run]"
+        "AC-10 waived → PR-C, because no M4\\r::error::forged reason [run r1\\n::error::forged run]"
     ]
 
 

@@ -197,9 +197,10 @@ def test_failed_threshold_is_rejected(
     assert out == [
         "AC-10: outcome is failed, not passed",
         # One line per reason (not one long joined line).
-        "AC-10: not qualifying under specgate.policy/1: acceptance/test_ac10.py::test_speedup: failed: below",
-        "AC-10: not qualifying under specgate.policy/1: acceptance/test_ac10.py::test_speedup: "
-        "median_speedup = 1.1 x is below at_least=1.4",
+        "AC-10: not qualifying under specgate.policy/1: failed: below "
+        "(test acceptance/test_ac10.py::test_speedup)",
+        "AC-10: not qualifying under specgate.policy/1: median_speedup = 1.1 x is below at_least=1.4 "
+        "(test acceptance/test_ac10.py::test_speedup)",
     ]
 
 
@@ -447,8 +448,8 @@ def test_a_record_edited_to_qualify_and_resealed_is_rejected_by_the_recomputatio
     only_ac10 = [f"--evidence={written.path}", "--require=AC-10", f"--commit={git_repo.commit}"]
     code, out, _ = gate(capsys, f"--pr-body={pr_body(tmp_path, markdown)}", *only_ac10)
     mock = (
-        "acceptance/test_ac10.py::test_speedup: ran on the built-in mock engine (specgate-mock-target), "
-        "a simulation: only a real engine's evidence qualifies"
+        "ran on the built-in mock engine (specgate-mock-target), a simulation: only a real engine's evidence "
+        "qualifies (test acceptance/test_ac10.py::test_speedup)"
     )
     assert (code, out) == (
         1,
@@ -460,8 +461,10 @@ def test_a_record_edited_to_qualify_and_resealed_is_rejected_by_the_recomputatio
     )
     forged_verdict = markdown.replace("PASSED · NOT QUALIFYING", "PASSED · QUALIFYING")
     code, out, _ = gate(capsys, f"--pr-body={pr_body(tmp_path, forged_verdict)}", *only_ac10)
+    # The PR body opens with four lines of prose before the pasted evidence.md.
+    line = 4 + forged_verdict.splitlines().index("**Verdict: PASSED · QUALIFYING**") + 1
     assert code == 1 and out[0].startswith(
-        "AC-10: the block does not show what was judged: PR body line 15: expected "
+        f"AC-10: the block does not show what was judged: PR body line {line}: expected "
         "'**Verdict: PASSED · NOT QUALIFYING**', found '**Verdict: PASSED · QUALIFYING**'"
     )
 
@@ -538,7 +541,7 @@ def test_not_qualifying_reasons_print_one_per_line_grouped_as_the_block_groups_t
     assert not_qualifying_lines(judgement) == [
         f"{prefix}diagnostic run: evidence from --specgate-diagnostic never qualifies",
         f"{prefix}{mock} (3 tests: t.py::test_a, t.py::test_b, t.py::test_c)",
-        f"{prefix}t.py::test_a: failed: below",
+        f"{prefix}failed: below (test t.py::test_a)",
     ]
     assert judgement.not_qualifying_problem == f"not qualifying under specgate.policy/1: {'; '.join(reasons)}"
 

@@ -15,9 +15,9 @@ import json
 from pathlib import Path
 
 import pytest
-from evidence_testkit import TEST_ENV, GitRepo, cli, gate, qualifying_bundle
+from evidence_testkit import TEST_ENV, GitRepo, cli, gate, qualifying_bundle, rendered_in_layout
 
-from pytest_specgate.evidence import WrittenBundle, load_bundle, read_records
+from pytest_specgate.evidence import WrittenBundle
 from pytest_specgate.evidence._bundle import MANIFEST_NAME, MARKDOWN_NAME, file_entry
 from pytest_specgate.evidence._jsonio import pretty_json
 from pytest_specgate.evidence._markdown import (
@@ -26,9 +26,7 @@ from pytest_specgate.evidence._markdown import (
     RUNS_INTRO,
     markdown_layout,
     parse_pr_body,
-    render_markdown,
 )
-from pytest_specgate.evidence._policy import judge
 from pytest_specgate.evidence.cli_commands import configure_render_parser, run_render
 
 DIAGNOSTIC = "diagnostic run: evidence from --specgate-diagnostic never qualifies"
@@ -67,15 +65,7 @@ def _rewritten_markdown(bundle: Path, markdown: str) -> None:
 
 
 def _layout_1_markdown(bundle: Path) -> str:
-    """The bundle's records rendered as main rendered them before layout 2."""
-    loaded = load_bundle(bundle)
-    records = read_records(loaded)
-    judged = []
-    for ac_id in sorted(records):
-        entry = loaded.record_entry(ac_id)
-        assert entry is not None
-        judged.append((records[ac_id], judge(records[ac_id]), entry.sha256))
-    return render_markdown(judged, loaded.digest, layout=LAYOUT_PER_BLOCK)
+    return rendered_in_layout(bundle, LAYOUT_PER_BLOCK)
 
 
 def test_the_run_is_stated_once_and_every_block_names_it(git_repo: GitRepo) -> None:
@@ -88,10 +78,11 @@ def test_the_run_is_stated_once_and_every_block_names_it(git_repo: GitRepo) -> N
     assert written.markdown.count(DIAGNOSTIC) == 1
     assert written.markdown.count("linux x86_64, 24 GB, no GPU") == 1
     for block in _blocks(written.markdown).values():
-        assert f"- Host: that of run 1 (`{run}`) in the summary\n" in block
-        assert (f"- Qualifying: no (specgate.policy/1), 1 reason: the 1 of run 1 (`{run}`) in the summary "
+        assert f"- Host: that of run 1 (`{run}`), in the summary\n" in block
+        assert ("- Qualifying: no (specgate.policy/1), 1 reason: run 1's 1, in the summary "
                 "(the gate prints them)\n") in block
     assert "| run 1 |" in written.markdown
+    assert written.markdown.count("not signed when written") == 1
 
 
 def test_an_ac_keeps_its_own_reasons_beside_the_count_of_the_runs(git_repo: GitRepo) -> None:
@@ -107,7 +98,7 @@ def test_an_ac_keeps_its_own_reasons_beside_the_count_of_the_runs(git_repo: GitR
     written = run.finish()
     block = _blocks(written.markdown)["AC-10"]
     own = [line for line in block.splitlines() if line.startswith("  - ")]
-    assert "- Qualifying: no (specgate.policy/1), 2 reasons: the 1 of run 1" in block
+    assert "- Qualifying: no (specgate.policy/1), 2 reasons: run 1's 1, in the summary" in block
     assert "(the gate prints them), and 1 of its own:" in block
     assert len(own) == 1 and "median_speedup = 1.1" in own[0] and own[0].endswith("(`test_speedup`)")
     assert DIAGNOSTIC not in block
@@ -170,11 +161,11 @@ def _edited_block(written: WrittenBundle, ac_id: str, old: str, new: str) -> str
     ("old", "new"),
     [
         # the run's reasons dropped from the count, or the line left out altogether
-        ("1 reason: the 1 of run 1", "0 reasons: the 0 of run 1"),
-        ("- Qualifying: no (specgate.policy/1), 1 reason: the 1 of run 1",
+        ("1 reason: run 1's 1,", "0 reasons: run 1's 0,"),
+        ("- Qualifying: no (specgate.policy/1), 1 reason: run 1's 1, in the summary (the gate prints them)",
          "- Qualifying: no (specgate.policy/1)"),
         # the run's reason altered into the block, in place of the count
-        ("1 reason: the 1 of run 1 (", "1 reason: a flaky lab switch (run 1 "),
+        ("1 reason: run 1's 1, in the summary", "1 reason: a flaky lab switch, in the summary"),
         # claiming to qualify although the run has a reason
         ("**Verdict: PASSED · NOT QUALIFYING**", "**Verdict: PASSED · QUALIFYING**"),
         # the host named outright instead of the run's
@@ -192,11 +183,10 @@ def test_a_block_claiming_to_qualify_with_its_qualifying_line_too_is_rejected(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     written = _diagnostic(git_repo)
-    run = written.path.name
     block = _edited_block(
         written, "AC-11",
-        f"- Qualifying: no (specgate.policy/1), 1 reason: the 1 of run 1 (`{run}`) in the summary (the gate "
-        "prints them)", "- Qualifying: yes (specgate.policy/1)",
+        "- Qualifying: no (specgate.policy/1), 1 reason: run 1's 1, in the summary (the gate prints them)",
+        "- Qualifying: yes (specgate.policy/1)",
     ).replace("PASSED · NOT QUALIFYING", "PASSED · QUALIFYING")
     _refused(capsys, tmp_path, written, git_repo.commit, block, "AC-11")
 
@@ -261,3 +251,21 @@ def test_each_layout_is_accepted_only_exactly_as_rendered(
     code, lines, _ = _gate(capsys, _pasted(tmp_path, mixed), written, git_repo.commit, "AC-10", "AC-11")
     assert code == 1
     assert lines[0].endswith("evidence.md is not what its records render (edited after writing)"), lines
+
+
+def test_render_names_the_signer_once_for_a_signed_bundle(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from test_evidence_signing import pem_key
+
+    from pytest_specgate.evidence import build_redactor
+    from pytest_specgate.evidence._markdown import NOT_SIGNED
+    from pytest_specgate.evidence._signing import load_signing_key, sign_bundle
+
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+    assert written.markdown.count(NOT_SIGNED) == 1
+    key = load_signing_key(pem_key(tmp_path, "desk").path, {})
+    sign_bundle(written.path, key, build_redactor(None))
+    code, out, _ = cli(capsys, configure_render_parser, run_render, str(written.path))
+    signer = f"Signer of every AC here: {key.keyid} (claimed; the gate verifies)\n"
+    assert code == 0 and out == written.markdown.replace(f"Signer of every AC here: {NOT_SIGNED}\n", signer)

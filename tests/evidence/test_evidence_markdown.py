@@ -154,21 +154,21 @@ def test_the_summary_comes_first_outside_the_blocks_and_names_the_deciding_figur
     judged = [(passing, judge(passing), SHA), (failing, judge(failing), SHA)]
     markdown = render_markdown(judged, SHA)
     lines = markdown.splitlines()
-    assert lines[:10] == [
+    assert lines[:12] == [
         "## specgate summary",
         "",
         RUNS_INTRO,
         "",
         f"- Run 1 (`{passing.run.id}`, 2 ACs): host Apple M4, 16 GB, macOS 15.1",
         "",
-        "| AC | verdict | deciding figure (bound) | host | engine | signer |",
-        "|---|---|---|---|---|---|",
-        f"| AC-10 | PASSED · QUALIFYING | median_speedup 1.52 x ≥ 1.4 | run 1 | none recorded | "
-        f"{NOT_SIGNED} |",
-        f"| AC-11 | FAILED · NOT QUALIFYING | drafted_1 3 tokens ≤ 0 | run 1 | "
-        f"mock tiny:target (simulated) | {NOT_SIGNED} |",
+        f"Signer of every AC here: {NOT_SIGNED}",
+        "",
+        "| AC | verdict | deciding figure (bound) | host | engine |",
+        "|---|---|---|---|---|",
+        "| AC-10 | PASSED · QUALIFYING | median_speedup 1.52 x ≥ 1.4 | run 1 | none recorded |",
+        "| AC-11 | FAILED · NOT QUALIFYING | drafted_1 3 tokens ≤ 0 | run 1 | mock tiny:target (simulated) |",
     ]
-    assert lines[11] == "## AC-10 evidence"
+    assert lines[13] == "## AC-10 evidence"
     assert [block.ac_id for block in parse_pr_body(markdown, "evidence.md")] == ["AC-10", "AC-11"]
     assert markdown == render_markdown(judged, SHA)
     run = shared_run_facts(judged)[passing.run.id]

@@ -254,7 +254,8 @@ def test_a_plugin_written_record_edited_to_qualify_and_resealed_is_rejected(
     )
     lines = capsys.readouterr().out.splitlines()
     assert code == 1
+    line = forged.splitlines().index("**Verdict: PASSED · QUALIFYING**") + 1
     assert lines[1] == (
-        "AC-1: the block does not show what was judged: PR body line 11: expected "
+        f"AC-1: the block does not show what was judged: PR body line {line}: expected "
         "'**Verdict: INCOMPLETE · NOT QUALIFYING**', found '**Verdict: PASSED · QUALIFYING**'"
     )

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from pytest_specgate.evidence import LocalIdentity, build_redactor
 from pytest_specgate.evidence._nodeids import NodeIdRedactor, settled_by_shape
-from pytest_specgate.evidence._redact import Redactor
+from pytest_specgate.evidence._redact import RedactionRule, Redactor
 
 IDENTITY = LocalIdentity(
     user_names=("alice-ops", "builder", "ci_runner2"), host_names=("buildbox-7",),
@@ -119,6 +119,10 @@ def test_which_runs_the_shape_settles(test_part: str, settled: bool) -> None:
         (f"tests/test_a.py::test_x_{ONE_CASE_HF_TOKEN}", ONE_CASE_HF_TOKEN),
         (f"tests/test_a.py::test_x[{ONE_CASE_HF_TOKEN}]", ONE_CASE_HF_TOKEN),
         (f"tests/test_a.py::TestA::test_{NPM_TOKEN}", NPM_TOKEN),
+        # Gated rules: each asked once its gate literal shows in small letters (``akia`` -> ``a``).
+        ("tests/test_a.py::test_x[AKIAZ2Q7R4T6V8X0Y3W5]", "AKIAZ2Q7R4T6V8X0Y3W5"),
+        ("tests/test_a.py::test_x[xoxb-123456789012-abcdefghij]", "123456789012-abcdefghij"),
+        ("tests/test_a.py::test_x[glpat-abcdefghij0123456789]", "abcdefghij0123456789"),
     ],
 )
 def test_nothing_planted_in_a_node_id_survives(nodeid: str, secret: str) -> None:
@@ -144,6 +148,19 @@ def test_a_project_pattern_is_searched_in_a_plain_test_part() -> None:
     patterns and any rule added later too: the proof covers one rule, not a list of them."""
     node_ids = NodeIdRedactor(_redactor(("trivial_[0-9]+",)))
     assert node_ids("tests/t.py::test_trivial_1001") == "tests/t.py::test_<REDACTED>"
+
+
+@pytest.mark.parametrize("test_part", ["test_XYZ1234", "test_xyz1234", "test_a_Abc1234"])
+def test_a_gated_rule_is_asked_once_any_of_its_gate_literals_shows_in_small_letters(test_part: str) -> None:
+    """A rule's gate literals are small letters, read in the test part's small-letter form, and
+    any one of them (not only the first) sends the test part to the rule; a rule added later is
+    asked as the catalogue's are."""
+    plain = _redactor()
+    gated = RedactionRule("planted", r"(?i)(?:abc|xyz)[0-9]{4}", "<PLANTED>", gate=("abc", "xyz"))
+    redactor = Redactor((*plain.rules, gated), plain.secret_literals)
+    nodeid = f"tests/t.py::{test_part}"
+    assert NodeIdRedactor(redactor)(nodeid) == redactor.text(nodeid)
+    assert "<PLANTED>" in redactor.text(nodeid)
 
 
 def test_each_node_id_is_redacted_once() -> None:

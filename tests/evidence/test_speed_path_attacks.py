@@ -64,6 +64,16 @@ def _only_the_pass_hides(printed: list[tuple[int, str]], code: int, shown: str, 
         assert redacted_code == code and hidden not in output, output
 
 
+def _printed_whole_and_never_as_a_key(printed: list[tuple[int, str]], code: int, shown: str) -> None:
+    """``shown`` (a test's name after what it gave) is printed with nothing redacting, no line of
+    that output is one the line pass would change, and each way prints the same."""
+    output_pass = REDACTOR.secrets_only().text
+    (unredacted_code, unredacted), *_ = printed
+    assert unredacted_code == code and shown in unredacted, unredacted
+    assert all(output_pass(line) == line for line in unredacted.splitlines()), unredacted
+    assert printed == [(code, unredacted)] * 3
+
+
 def _bundle_with_message(repo: Path, message: str) -> WrittenBundle:
     run = SyntheticRun(repo, TEST_ENV)
     recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
@@ -148,24 +158,22 @@ def test_a_waiver_target_is_never_the_key_of_its_reason(
     waived = AC10 | {"waived_to": "PR-TOKEN", "reason": WAIVER_PASSWORD}
     run.run_test("acceptance/test_ac10.py::test_speedup", waived)
     arguments = _commands(run.finish(), git_repo, tmp_path)[command]
-    printed = _printed_each_way(capsys, monkeypatch, arguments)
-    unredacted = printed[0][1]
-    assert f"PR-TOKEN, because {WAIVER_PASSWORD}" in unredacted
-    assert all(output_pass(line) == line for line in unredacted.splitlines()), unredacted
-    assert printed == [(0, unredacted)] * 3
+    _printed_whole_and_never_as_a_key(_printed_each_way(capsys, monkeypatch, arguments), 0,
+                                      f"PR-TOKEN, because {WAIVER_PASSWORD}")
 
 
 @pytest.mark.parametrize("command", ["gate", "gate trusted"])
-def test_a_node_id_and_a_measurement_name_joined_into_a_keyword_value_are_not_printed(
+def test_a_node_id_is_never_the_key_of_a_measurement_name_in_the_gates_lines(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     command: str,
 ) -> None:
-    """The gate prints a policy reason it recomputes, ``<node id>: <measurement> = 1.2 x is below
-    …``: a test named ``test_password`` and a measurement named ``Hunter2Hunter2`` are clean
-    apart, and a key and its value once the reason joins them, which the line pass hid. The
-    record's own copy of its reasons is read by the check, but a forged record states others
-    (the gate compares only the outcome and qualification it states)."""
+    """The policy words a test's reason ``<node id>: <measurement> = 1.2 x is below …``: a test
+    named ``test_password`` and a measurement named ``Hunter2Hunter2`` are clean apart, and a key
+    and its value joined so (the line pass hid the name). The gate prints the reason first and
+    the test after it; a forged record stating other reasons changes nothing."""
     monkeypatch.chdir(tmp_path)
+    output_pass = REDACTOR.secrets_only().text
+    assert output_pass(f"test_password: {WAIVER_PASSWORD} = 1.2") != f"test_password: {WAIVER_PASSWORD} = 1.2"
     run = SyntheticRun(git_repo.path, TEST_ENV)
     nodeid = "acceptance/test_ac10.py::test_password"
     recorder = run.recorder(nodeid)
@@ -178,15 +186,15 @@ def test_a_node_id_and_a_measurement_name_joined_into_a_keyword_value_are_not_pr
 
     reseal_bundle(written.path, {"AC-10": forge})
     arguments = _commands(written, git_repo, tmp_path)[command]
-    _only_the_pass_hides(_printed_each_way(capsys, monkeypatch, arguments), 1,
-                         f"test_password: {WAIVER_PASSWORD} = 1.2", f"test_password: {WAIVER_PASSWORD}")
+    _printed_whole_and_never_as_a_key(_printed_each_way(capsys, monkeypatch, arguments), 1,
+                                      f"{WAIVER_PASSWORD} = 1.2 x is below at_least=1.4 (test {nodeid})")
 
 
-def test_a_node_id_and_an_attachment_name_joined_into_a_keyword_value_are_not_rendered(
+def test_a_node_id_is_never_the_key_of_an_attachment_name_in_a_rendered_block(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``render`` shows the reason it recomputes for an attachment missing from the bundle,
-    ``attachment <node id>: <name> is missing …``, whole: the same join, in the block."""
+    """The policy words an attachment missing from the bundle ``attachment <node id>: <name> is
+    missing …``; the block shows it as its test's reason, the test after it."""
     monkeypatch.chdir(tmp_path)
     run = SyntheticRun(git_repo.path, TEST_ENV)
     nodeid = "acceptance/test_ac10.py::test_password"
@@ -201,5 +209,5 @@ def test_a_node_id_and_an_attachment_name_joined_into_a_keyword_value_are_not_re
 
     reseal_bundle(written.path, {"AC-10": forge})
     arguments = _commands(written, git_repo, tmp_path)["render"]
-    joined = f"test_password: {WAIVER_PASSWORD} is missing"
-    _only_the_pass_hides(_printed_each_way(capsys, monkeypatch, arguments), 0, joined, joined)
+    shown = f"  - attachment {WAIVER_PASSWORD} is missing from the bundle (`test_password`)"
+    _printed_whole_and_never_as_a_key(_printed_each_way(capsys, monkeypatch, arguments), 0, shown)

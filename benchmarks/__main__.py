@@ -49,6 +49,8 @@ BENCHMARKS: tuple[Benchmark, ...] = (
     Benchmark("evidence-scale", evidence_scale.run_scaling),
     Benchmark("evidence-scale-commands", evidence_scale.run_commands),
     Benchmark("evidence-scale-bytes", evidence_scale.run_record_size),
+    Benchmark("evidence-scale-layout-bytes", evidence_scale.run_layout_bytes),
+    Benchmark("evidence-scale-layout-gate", evidence_scale.run_layout_gate),
     Benchmark("large-inputs", large_inputs.run),
     Benchmark("startup-version", startup.run_version),
     Benchmark("startup-collect", startup.run_collect),

@@ -10,6 +10,13 @@ of times, interleaved. ``compare`` reads two runs, as a release manager does: th
 earlier run of the same suite against the last one (not a bundle against itself, which a
 command may answer from the digests alone). The bytes of AC-specific data per AC (the lines of
 ``records.jsonl``) are counted against 1 KB.
+
+The ``evidence.md`` layouts side by side (``evidence-scale-layout-*``): the suite at both sizes
+writes one bundle each (layout 2, the run's host line and reasons once); a copy of each has its
+``evidence.md`` rendered in layout 1 (every block repeating them, as main wrote until
+2026-12-04), its manifest entry with it. The rows are the bytes of ``evidence.md`` at 1,000 ACs,
+layout 2 over layout 1, and ``specgate gate`` on the 10,000-AC PR body (every block pasted, the
+same gate on both), the two bundles taking turns; both must print the same verdict.
 """
 
 from __future__ import annotations
@@ -20,9 +27,11 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from benchmarks import CycledTimes, Row, alternate, run_command, slowdown_row
+from benchmarks import CycledTimes, Row, alternate, quiet_environment, run_command, slowdown_row
 from benchmarks.overhead import GeneratedSuite, generate_suite
 
 SMALL_TESTS = 2_000
@@ -144,4 +153,119 @@ def run_record_size(quick: bool) -> Row:
         f"<= {GOAL_BYTES_PER_AC} B",
         per_ac <= GOAL_BYTES_PER_AC,
         f"{line_bytes} bytes for {acs} ACs",
+    )
+
+
+LAYOUTS = {1: "layout 1", 2: "layout 2"}
+
+
+def with_layout_1_markdown(bundle: Path, into: Path) -> Path:
+    """A copy of ``bundle`` whose ``evidence.md`` is its records rendered in layout 1, with its
+    manifest entry (the bundle digest leaves ``evidence.md`` out, so nothing else changes)."""
+    import json
+
+    from pytest_specgate.evidence import judge, load_bundle, read_records, render_markdown
+    from pytest_specgate.evidence._bundle import MANIFEST_NAME, MARKDOWN_NAME, file_entry
+    from pytest_specgate.evidence._jsonio import pretty_json
+    from pytest_specgate.evidence._markdown import LAYOUT_PER_BLOCK
+
+    copy = into / bundle.name
+    shutil.copytree(bundle, copy)
+    loaded = load_bundle(copy)
+    records = read_records(loaded)
+    judged = []
+    for ac_id in sorted(records):
+        entry = loaded.record_entry(ac_id)
+        if entry is None:
+            raise RuntimeError(f"{copy}: the manifest lists no record of {ac_id}")
+        judged.append((records[ac_id], judge(records[ac_id]), entry.sha256))
+    markdown = render_markdown(judged, loaded.digest, layout=LAYOUT_PER_BLOCK).encode()
+    (copy / MARKDOWN_NAME).write_bytes(markdown)
+    manifest = json.loads((copy / MANIFEST_NAME).read_text())
+    manifest["files"][MARKDOWN_NAME] = file_entry(markdown).to_dict()
+    (copy / MANIFEST_NAME).write_text(pretty_json(manifest))
+    return copy
+
+
+@dataclass(frozen=True)
+class LayoutFigures:
+    """``evidence.md`` bytes per layout at both sizes, and the gate's times on the larger one."""
+
+    small_acs: int
+    large_acs: int
+    small_bytes: Mapping[str, int]
+    large_bytes: Mapping[str, int]
+    gate: CycledTimes
+
+
+def _gate_arms(bundles: Mapping[str, Path], commit: str, work: Path) -> dict[str, list[str]]:
+    """``specgate gate`` on each bundle's whole ``evidence.md`` pasted, as a PR body."""
+    arms = {}
+    for name, bundle in bundles.items():
+        body = work / f"PR-{name.replace(' ', '-')}.md"
+        body.write_text("## Summary\n\n" + (bundle / "evidence.md").read_text())
+        arms[name] = [*_SPECGATE, "gate", f"--pr-body={body}", f"--evidence={bundle}", f"--commit={commit}"]
+    return arms
+
+
+def _same_verdict(arms: Mapping[str, list[str]], work: Path) -> None:
+    """Both layouts verify and the gate says the same of them (a layout it refused would print
+    ``evidence.md is not what its records render``, and be timed refusing)."""
+    printed = {
+        name: subprocess.run(argv, cwd=work, env=quiet_environment(), capture_output=True, text=True,
+                             check=False)
+        for name, argv in arms.items()
+    }
+    shown = {(completed.returncode, completed.stdout) for completed in printed.values()}
+    if len(shown) != 1 or "not what its records render" in next(iter(shown))[1]:
+        raise RuntimeError(f"the gate judged the layouts differently: {printed}")
+
+
+@functools.cache
+def _layouts(quick: bool) -> LayoutFigures:
+    small_tests, large_tests = (SMALL_TESTS // 20, LARGE_TESTS // 20) if quick else (SMALL_TESTS, LARGE_TESTS)
+    cycles = 1 if quick else 3
+    with tempfile.TemporaryDirectory(prefix="specgate-bench-layout-") as tmp:
+        sizes: dict[str, dict[str, int]] = {}
+        bundles: dict[str, Path] = {}
+        commit = ""
+        for size, tests in (("small", small_tests), ("large", large_tests)):
+            suite, commit = committed_suite(Path(tmp) / size, tests)
+            _evidence_run(suite)
+            bundle = the_bundle(suite)
+            old = with_layout_1_markdown(bundle, Path(tmp) / f"{size}-layout-1")
+            sizes[size] = {LAYOUTS[1]: (old / "evidence.md").stat().st_size,
+                           LAYOUTS[2]: (bundle / "evidence.md").stat().st_size}
+            bundles = {LAYOUTS[1]: old, LAYOUTS[2]: bundle}
+        work = Path(tmp) / "work"
+        work.mkdir()
+        arms = _gate_arms(bundles, commit, work)
+        _same_verdict(arms, work)
+        # The bundles do not qualify (a simulated host): exit 1 is the gate's verdict.
+        gate = alternate({name: functools.partial(run_command, argv, work, ok_codes=(1,))
+                          for name, argv in arms.items()}, cycles)
+    return LayoutFigures(small_tests // 2, large_tests // 2, sizes["small"], sizes["large"], gate)
+
+
+def run_layout_bytes(quick: bool) -> Row:
+    figures = _layouts(quick)
+    old, new = figures.small_bytes[LAYOUTS[1]], figures.small_bytes[LAYOUTS[2]]
+    large_old, large_new = figures.large_bytes[LAYOUTS[1]], figures.large_bytes[LAYOUTS[2]]
+    return slowdown_row(
+        f"evidence.md bytes at {figures.small_acs} ACs, layout 2 (run's host and reasons once) / layout 1",
+        new / old,
+        1.0,
+        f"{new:,} / {old:,} B ({new / figures.small_acs:.0f} / {old / figures.small_acs:.0f} B per AC); "
+        f"at {figures.large_acs} ACs {large_new:,} / {large_old:,} B",
+    )
+
+
+def run_layout_gate(quick: bool) -> Row:
+    figures = _layouts(quick)
+    return slowdown_row(
+        f"specgate gate on the {figures.large_acs}-AC PR body (every block), layout 2 / layout 1 bundle",
+        figures.gate.median_ratio(LAYOUTS[2], LAYOUTS[1]),
+        1.0,
+        f"PR bodies {figures.large_bytes[LAYOUTS[2]]:,} / {figures.large_bytes[LAYOUTS[1]]:,} B; "
+        + figures.gate.describe(LAYOUTS[2], LAYOUTS[1]),
     )

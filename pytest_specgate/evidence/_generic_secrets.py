@@ -21,6 +21,8 @@ from __future__ import annotations
 import functools
 import math
 import re
+import string
+from collections import Counter
 from collections.abc import Callable
 
 CREDENTIAL_ALPHABET = "A-Za-z0-9+/_=-"
@@ -63,12 +65,51 @@ def allowed_identifier(run: str) -> str | None:
 
 
 def _is_hex(value: str) -> bool:
-    return bool(value) and all(c in "0123456789abcdef" for c in value.lower()) and value.isalnum()
+    """Whether ``value`` is hex digits in either case (no other character lowers to one)."""
+    return _HEX.fullmatch(value) is not None
+
+
+_HEX = re.compile(r"[0-9a-fA-F]+")
 
 
 def shape(value: str) -> tuple[int, int, bool, bool, bool, float]:
     """Letters and digits in ``value``; class changes between neighbours (a separator breaks the
-    chain); whether it has a digit, a small and a capital letter; Shannon bits per character."""
+    chain); whether it has a digit, a small and a capital letter; Shannon bits per character.
+
+    ASCII text of :data:`_LOOP_LONGEST` characters or more (a backtracking run, a run of one
+    word repeated) is read by ``str`` methods, each character's kind written as a letter of its
+    own (:data:`_KINDS`): a class change is one of the six pairs of two kinds (none overlaps
+    itself, so ``count`` finds each), and the counts behind the entropy (one ``count`` per
+    character present when few are, else one ``Counter``) are summed in the order the
+    characters first occur, as the loop does. Shorter or other text is read a character at a
+    time, which is faster there. Both give the same numbers, float for float
+    (tests/evidence/test_judgement_equivalence.py compares them)."""
+    if len(value) < _LOOP_LONGEST or not value.isascii():
+        return _shape_of_any(value)
+    kinds = value.translate(_KINDS)
+    present = _ALPHANUMERIC.intersection(value)
+    if len(present) * 16 <= len(value):
+        counts = [value.count(character) for character in sorted(present, key=value.index)]
+    else:
+        counts = [count for character, count in Counter(value).items() if character in present]
+    length = sum(counts)
+    transitions = sum(kinds.count(change) for change in _CHANGES)
+    entropy = -sum(n / length * math.log2(n / length) for n in counts) if length else 0.0
+    return length, transitions, "d" in kinds, "l" in kinds, "u" in kinds, entropy
+
+
+_LOOP_LONGEST = 32
+_ALPHANUMERIC = frozenset(string.ascii_letters + string.digits)
+_KINDS = str.maketrans(
+    {chr(code): "d" if chr(code).isdigit() else "l" if chr(code).islower() else "u" if chr(code).isupper()
+     else " " for code in range(128)}
+)
+"""An ASCII character's kind for :func:`shape`: a digit, a small or a capital letter, or a
+separator (which breaks the chain of class changes)."""
+_CHANGES = ("dl", "du", "ld", "lu", "ud", "ul")
+
+
+def _shape_of_any(value: str) -> tuple[int, int, bool, bool, bool, float]:
     length = transitions = 0
     digit = lower = upper = False
     previous = ""
@@ -104,8 +145,7 @@ def reads_random(value: str, minimum: int) -> bool:
     if length < minimum:
         return False
     ratio = transitions / (length - 1)
-    letters = "".join(c for c in value if c.isalpha())
-    if digit and letters and (letters.islower() or letters.isupper()) and _is_hex(letters.lower()):
+    if digit and _one_case_hex_letters(value):
         return entropy >= 3.0 and ratio >= (0.15 if length >= 32 else 0.25)
     kinds = digit + lower + upper
     if kinds < 2:
@@ -115,7 +155,8 @@ def reads_random(value: str, minimum: int) -> bool:
         return ratio >= 0.3 and entropy >= 0.8 * ceiling
     if not digit:
         return length >= 20 and ratio >= 0.4 and entropy >= 0.85 * ceiling
-    digits = sum(c.isdigit() for c in value) / length
+    digit_count = sum(map(value.count, string.digits)) if value.isascii() else sum(map(str.isdigit, value))
+    digits = digit_count / length
     if length >= 32:
         return ratio >= 0.1 and 0.04 <= digits <= 0.9 and entropy >= 0.75 * math.log2(36)
     if length >= 20:
@@ -124,6 +165,15 @@ def reads_random(value: str, minimum: int) -> bool:
 
 
 _PADDING = re.compile(r"^(.)\1{3,}|(.)\2{3,}$")
+
+
+def _one_case_hex_letters(value: str) -> bool:
+    """Whether ``value`` has letters, all of one case and all hex digits."""
+    letters = value.translate(_LETTERS_ONLY) if value.isascii() else "".join(filter(str.isalpha, value))
+    return bool(letters) and (letters.islower() or letters.isupper()) and _is_hex(letters.lower())
+
+
+_LETTERS_ONLY = str.maketrans("", "", "".join(chr(code) for code in range(128) if not chr(code).isalpha()))
 
 
 def looks_generated(run: str, minimum: int = MIN_TOKEN_LENGTH) -> bool:
@@ -145,7 +195,9 @@ def looks_generated(run: str, minimum: int = MIN_TOKEN_LENGTH) -> bool:
 def _judged(run: str, minimum: int) -> bool:
     parts = _path_parts(run)
     if parts is not None:
-        return any(_part_generated(part, minimum) for part in parts if not _UUID4_NAME.fullmatch(part))
+        return any(
+            _part_generated(part, minimum) for part in dict.fromkeys(parts) if not _UUID4_NAME.fullmatch(part)
+        )
     return _part_generated(run, minimum)
 
 
@@ -163,7 +215,7 @@ def forget_judgements() -> None:
 def _path_parts(run: str) -> list[str] | None:
     """The components of ``run`` when it is a path (a word-like part between slashes), else None."""
     parts = run.split("/")
-    return parts if len(parts) > 1 and any(_WORDY.fullmatch(part) for part in parts) else None
+    return parts if len(parts) > 1 and any(_WORDY.fullmatch(part) for part in dict.fromkeys(parts)) else None
 
 
 _WORDY = re.compile(r"[a-z]{3,}(?:[_.-]+[a-z0-9]+)*")
@@ -201,12 +253,18 @@ def _part_generated(run: str, minimum: int) -> bool:
     if body != run and _whole(body) and reads_random(body, minimum) and not _short_hex(body, minimum):
         return True
     pieces = [piece for piece in _SEGMENT_SPLIT.split(run) if piece]
-    for piece in pieces:
+    if not pieces:
+        return False
+    # Each distinct piece once (a run of one word repeated has thousands), with whether it
+    # also stands after the first piece, where a plain hex run counts.
+    after_first = dict.fromkeys(pieces, True)
+    after_first[pieces[0]] = pieces.count(pieces[0]) > 1
+    for piece, later in after_first.items():
         if len(piece) < minimum and len(piece) < 20:
             continue
         if reads_random(piece, minimum) and not _short_hex(piece, minimum):
             return True
-        if _hex_body(piece) or (len(pieces) > 1 and piece is not pieces[0] and _hex_run(piece)):
+        if _hex_body(piece) or (later and _hex_run(piece)):
             return True
     return False
 
@@ -216,7 +274,7 @@ def _whole(value: str) -> bool:
     letter, a piece of 12 characters or more, or one of half its length (``spec028_ac10_m4_canary``
     is four short words in one case; a base64url token mixes cases and has a separator every 32
     characters on average)."""
-    longest = max((len(piece) for piece in _SEGMENT_SPLIT.split(value)), default=0)
+    longest = max(map(len, _SEGMENT_SPLIT.split(value)), default=0)
     mixed_case = value.lower() != value and value.upper() != value
     return mixed_case or longest >= 12 or 2 * longest >= len(value)
 

@@ -23,7 +23,8 @@ DIAGNOSTIC = "diagnostic run: evidence from --specgate-diagnostic never qualifie
 
 def _diagnostic_run_with_a_waiver(repo: Path) -> WrittenBundle:
     run = SyntheticRun(repo, TEST_ENV, diagnostic=True)
-    run.run_test("acceptance/test_ac10.py::test_speedup", AC10 | {"waived_to": "PR-B", "reason": "no M4 in CI"})
+    waived = AC10 | {"waived_to": "PR-B", "reason": "no M4 in CI"}
+    run.run_test("acceptance/test_ac10.py::test_speedup", waived)
     run.run_test("acceptance/test_ac11.py::test_small_air", AC11)
     return run.finish()
 
@@ -61,7 +62,8 @@ def test_a_waived_block_that_only_counts_the_runs_reasons_is_refused(
     """The counting line the block used to show is no longer what was judged."""
     written = _diagnostic_run_with_a_waiver(git_repo.path)
     block = _block(written.markdown, "AC-10")
-    counted = "- Qualifying: no (specgate.policy/1), 1 reason: run 1's 1, in the summary (the gate prints them)"
+    counted = ("- Qualifying: no (specgate.policy/1), 1 reason: run 1's 1, in the summary "
+               "(the gate prints them)")
     listed = f"- Qualifying: no (specgate.policy/1), 1 reason:\n  - {DIAGNOSTIC}\n"
     assert listed in block, block
     edited = block.replace(listed, counted + "\n")

@@ -55,6 +55,7 @@ from pytest_specgate.evidence._records import (
     group_by_ac,
     judged_ac_record,
     longrepr_message,
+    redacted_as_shown,
 )
 from pytest_specgate.evidence._redact import Redactor, append_redacted, build_redactor, write_redacted
 from pytest_specgate.evidence._run_provenance import with_worker_foreign
@@ -137,7 +138,7 @@ def _phase(report: pytest.TestReport, redactor: Redactor) -> PhaseResult:
         when=report.when,
         outcome=report.outcome,
         duration=float(report.duration),
-        message=None if message is None else redactor.text_within(message, MESSAGE_LIMIT),
+        message=None if message is None else redacted_as_shown(redactor, message, MESSAGE_LIMIT),
         wasxfail=hasattr(report, "wasxfail"),
     )
 

@@ -706,6 +706,24 @@ def gate_result_json(verdict: GateVerdict) -> dict[str, JsonValue]:
     }
 
 
+def not_qualifying_lines(judgement: AcJudgement) -> list[str]:
+    """One problem per reason the policy gives, each once, as the evidence block groups them:
+    ``not qualifying under POLICY: WHY (test TEST)`` for one test, ``WHY (N tests: ...)`` for a
+    reason several tests gave, ``WHY`` for one about the whole AC; not one joined line. A test's
+    node id follows its reason, never stands before it as a key (``test_password: <name> = …``
+    reads as a credential assignment)."""
+    assert judgement.verdict is not None
+    prefix = f"not qualifying under {judgement.verdict.policy}: "
+    lines = []
+    for why, tests in judgement.not_qualifying:
+        if len(tests) == 1:
+            lines.append(f"{prefix}{why} (test {tests[0]})")
+        else:
+            named = f" ({len(tests)} tests: {', '.join(tests)})" if tests else ""
+            lines.append(f"{prefix}{why}{named}")
+    return lines
+
+
 def _summary_cell(text: str) -> str:
     """One table cell: a line break read as a space, ``|`` escaped, and every other character
     that could end the row (``\\r``, ``\\u2028``...) shown as its escape."""
@@ -731,6 +749,9 @@ def gate_summary_markdown(verdict: GateVerdict) -> str:
     for judgement in verdict.judgements:
         label = "—" if judgement.verdict is None else judgement.verdict.label
         state = "waived" if judgement.waived else "accepted" if judgement.accepted else "REJECTED"
-        problems = _summary_cell("; ".join(judgement.problems)) or "—"
+        shown = [line for problem in judgement.problems
+                 for line in (not_qualifying_lines(judgement) if problem == judgement.not_qualifying_problem
+                              else [problem])]
+        problems = _summary_cell("; ".join(shown)) or "—"
         lines.append(f"| {judgement.ac_id} | {label} | {state} | {problems} |")
     return "\n".join(lines) + "\n"

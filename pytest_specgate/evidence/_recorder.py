@@ -30,7 +30,7 @@ from pytest_specgate.evidence._acrecord import Measurement as Measurement
 from pytest_specgate.evidence._jsonio import replace_atomically, sha256_hex
 from pytest_specgate.evidence._known_secrets import MIN_KNOWN_LENGTH
 from pytest_specgate.evidence._payloads import RefusedPayload
-from pytest_specgate.evidence._records import safe_file_name
+from pytest_specgate.evidence._records import redacted_as_shown, safe_file_name
 from pytest_specgate.evidence._redact import Redactor, is_text
 
 STAGING_DIR_NAME = ".staging"
@@ -333,9 +333,9 @@ class EvidenceRecorder:
 
     def _redacted_measurement(self, measurement: Measurement) -> dict[str, JsonValue]:
         entry = measurement.to_dict()
-        entry["name"] = self._redactor.text(measurement.name)
+        entry["name"] = redacted_as_shown(self._redactor, measurement.name)
         if measurement.unit is not None:
-            entry["unit"] = self._redactor.text(measurement.unit)
+            entry["unit"] = redacted_as_shown(self._redactor, measurement.unit)
         return entry
 
 

@@ -12,7 +12,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pytest_specgate.contracts.census import Census, census_to_json
 from pytest_specgate.contracts.jsonvalue import JsonValue
@@ -31,6 +31,9 @@ MAX_NAME_CHARS = 96
 name stays far below the 255 bytes file systems allow."""
 
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+if TYPE_CHECKING:
+    from pytest_specgate.evidence._redact import Redactor
 
 ExecutedOutcome = Literal["passed", "failed", "error", "skipped", "xfailed", "xpassed", "interrupted"]
 _NOT_RUN: frozenset[str] = frozenset({"skipped", "xfailed"})
@@ -252,6 +255,20 @@ def attachment_rows(results: Sequence[ExecutedTest]) -> list[dict[str, JsonValue
 
 def attachment_path(sha256: str, name: str) -> str:
     return f"attachments/{sha256[:16]}-{name}"
+
+
+def redacted_as_shown(redactor: Redactor, value: str, limit: int | None = None) -> str:
+    """``value`` redacted (then cut to ``limit`` characters), and redacted as ``evidence.md``
+    shows it: a reason line or a table cell reads a line break as a space (``_markdown._cell``),
+    so ``db password:`` and ``Hunter2`` on two lines, no assignment to a rule that reads one line,
+    are one there, and nothing re-reads ``evidence.md``. Where that one-line form redacts
+    differently, it is what is kept, redacted; a value of one line pays nothing more."""
+    redacted = redactor.text(value) if limit is None else redactor.text_within(value, limit)
+    if "\n" not in redacted:
+        return redacted
+    flat = redacted.replace("\n", " ")
+    shown = redactor.text(flat) if limit is None else redactor.text_within(flat, limit)
+    return redacted if shown == flat else shown
 
 
 def safe_file_name(name: str) -> str:

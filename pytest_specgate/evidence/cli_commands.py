@@ -39,7 +39,6 @@ from pytest_specgate.evidence._cycle_collector import cycle_collector_paused
 from pytest_specgate.evidence._gate import (
     AUTHORITATIVE,
     GATE_RESULT_SCHEMA_ID,
-    AcJudgement,
     GateInputError,
     GateVerdict,
     SignatureRule,
@@ -47,6 +46,7 @@ from pytest_specgate.evidence._gate import (
     gate_result_json,
     gate_summary_markdown,
     load_all_bundles,
+    not_qualifying_lines,
     resolve_commit,
     resolve_gate,
 )
@@ -720,24 +720,6 @@ def lines_naming_acs(problems: Sequence[tuple[str, str, bool]]) -> list[tuple[st
         worded[problem] = worded.get(problem, True) and from_record
     return [(f"{', '.join(dict.fromkeys(named))}: {problem}", worded[problem])
             for problem, named in acs.items()]
-
-
-def not_qualifying_lines(judgement: AcJudgement) -> list[str]:
-    """One problem per reason the policy gives, each once, as the evidence block groups them:
-    ``not qualifying under POLICY: WHY (test TEST)`` for one test, ``WHY (N tests: ...)`` for a
-    reason several tests gave, ``WHY`` for one about the whole AC; not one joined line. A test's
-    node id follows its reason, never stands before it as a key (``test_password: <name> = …``
-    reads as a credential assignment)."""
-    assert judgement.verdict is not None
-    prefix = f"not qualifying under {judgement.verdict.policy}: "
-    lines = []
-    for why, tests in judgement.not_qualifying:
-        if len(tests) == 1:
-            lines.append(f"{prefix}{why} (test {tests[0]})")
-        else:
-            named = f" ({len(tests)} tests: {', '.join(tests)})" if tests else ""
-            lines.append(f"{prefix}{why}{named}")
-    return lines
 
 
 @cycle_collector_paused()

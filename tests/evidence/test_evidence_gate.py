@@ -524,9 +524,8 @@ def test_a_pull_request_event_without_a_head_sha_is_one_line_never_the_merge_com
 
 
 def test_not_qualifying_reasons_print_one_per_line_grouped_as_the_block_groups_them() -> None:
-    from pytest_specgate.evidence._gate import AcJudgement
+    from pytest_specgate.evidence._gate import AcJudgement, not_qualifying_lines
     from pytest_specgate.evidence._policy import PolicyVerdict
-    from pytest_specgate.evidence.cli_commands import not_qualifying_lines
 
     mock = "ran on the built-in mock engine (m), a simulation: only a real engine's evidence qualifies"
     reasons = ("diagnostic run: evidence from --specgate-diagnostic never qualifies",

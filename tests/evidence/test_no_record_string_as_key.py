@@ -108,3 +108,20 @@ def test_the_gate_on_one_pasted_block_prints_no_record_string_as_a_key(
     nodeid = "acceptance/test_ac10.py::test_password"
     assert f"{PLANTED} = 1.1 x is below at_least=1.4 (test {nodeid})" in unredacted
     assert f"failed: {PLANTED} (test acceptance/test_ac10.py::test_token)" in unredacted
+
+
+def test_the_step_summary_shows_a_tests_reason_whole_with_the_test_after_it(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``$GITHUB_STEP_SUMMARY`` passes the redactor: a reason joined ``test_password: Hunter2…``
+    lost its value there; worded with the test after it, the row shows it."""
+    monkeypatch.chdir(tmp_path)
+    written = _planted_bundle(git_repo.path)
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    arguments = _commands(written, git_repo, tmp_path)["gate"]
+    code, _ = _printed_each_way(capsys, monkeypatch, arguments)[2]
+    [row] = [line for line in summary.read_text().splitlines() if line.startswith("| AC-10 |")][-1:]
+    assert code == 1
+    assert f"{PLANTED} = 1.1 x is below at_least=1.4 (test acceptance/test_ac10.py::test_password)" in row
+    assert f"failed: {PLANTED} (test acceptance/test_ac10.py::test_token)" in row

@@ -570,10 +570,11 @@ def render_markdown(
 
 def render_parts(
     blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]], bundle_sha256: str, signer: str = NOT_SIGNED,
-    layout: int = CURRENT_LAYOUT,
+    layout: int = CURRENT_LAYOUT, runs: Mapping[str, RunShared] | None = None,
 ) -> tuple[str, list[str]]:
     """:func:`render_markdown`'s summary and blocks apart: the gate compares a pasted block with
-    the very block it compared ``evidence.md`` with, rendered once."""
+    the very block it compared ``evidence.md`` with, rendered once. ``runs``: layout 2's
+    :func:`shared_run_facts` of ``blocks`` where the caller has them already."""
     if not blocks:
         return "", []
     if layout == LAYOUT_PER_BLOCK:
@@ -581,7 +582,7 @@ def render_parts(
             render_ac_block(record, verdict, ac_sha, bundle_sha256, layout)
             for record, verdict, ac_sha in blocks
         ]
-    runs = shared_run_facts(blocks)
+    runs = shared_run_facts(blocks) if runs is None else runs
     return render_summary(blocks, signer, runs), [
         render_ac_block(record, verdict, ac_sha, bundle_sha256, layout, runs.get(record.run.id))
         for record, verdict, ac_sha in blocks

@@ -740,6 +740,9 @@ def run_gate(args: argparse.Namespace) -> int:
     trusted_line = f"specgate gate: trusted config {verdict.trusted}; signatures {verdict.signatures}"
     print(f"specgate gate: {AUTHORITATIVE}", file=sys.stderr)
     print(trusted_line, file=sys.stderr)
+    for run_id, host in verdict.run_hosts().items():
+        print(shown_on_one_line(f"specgate gate: the host of run {run_id}, which its blocks name: {host}"),
+              file=sys.stderr)
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         append_redacted(build_redactor(None), Path(summary_path), gate_summary_markdown(verdict))

@@ -30,6 +30,8 @@ from pytest_specgate.evidence._markdown import (
 from pytest_specgate.evidence.cli_commands import configure_render_parser, run_render
 
 DIAGNOSTIC = "diagnostic run: evidence from --specgate-diagnostic never qualifies"
+HOST_LINE = "specgate gate: the host of run {run}, which its blocks name: linux x86_64, 24 GB, no GPU\n"
+"""What the gate states on stderr for a run whose blocks name its host instead of stating it."""
 
 
 def _blocks(markdown: str) -> dict[str, str]:
@@ -126,10 +128,11 @@ def test_the_gate_prints_the_runs_reasons_for_a_block_pasted_alone(
     the gate's account names it."""
     written = _diagnostic(git_repo)
     block = _blocks(written.markdown)["AC-11"]
-    assert DIAGNOSTIC not in block
-    code, lines, _ = _gate(capsys, _pasted(tmp_path, block), written, git_repo.commit, "AC-11")
+    assert DIAGNOSTIC not in block and "linux x86_64" not in block
+    code, lines, err = _gate(capsys, _pasted(tmp_path, block), written, git_repo.commit, "AC-11")
     assert code == 1
     assert lines == [f"AC-11: not qualifying under specgate.policy/1: {DIAGNOSTIC}"]
+    assert err.count(HOST_LINE.format(run=written.path.name)) == 1, err
 
 
 def test_the_gate_prints_the_true_reasons_whatever_a_pasted_summary_says(
@@ -227,9 +230,10 @@ def test_a_bundle_written_in_layout_1_still_verifies_and_its_pasted_blocks_are_a
     _rewritten_markdown(written.path, layout_1)
     code, out, err = cli(capsys, configure_render_parser, run_render, str(written.path))
     assert (code, err, out) == (0, "", layout_1)
-    code, lines, _ = _gate(capsys, _pasted(tmp_path, _blocks(layout_1)["AC-10"]), written, git_repo.commit,
-                           "AC-10")
+    code, lines, err = _gate(capsys, _pasted(tmp_path, _blocks(layout_1)["AC-10"]), written, git_repo.commit,
+                             "AC-10")
     assert (code, lines) == (1, [f"AC-10: not qualifying under specgate.policy/1: {DIAGNOSTIC}"])
+    assert "which its blocks name" not in err, "a layout-1 block states its host itself"
     qualifying = qualifying_bundle(git_repo.path, TEST_ENV)
     _rewritten_markdown(qualifying.path, _layout_1_markdown(qualifying.path))
     body = _pasted(tmp_path, (qualifying.path / MARKDOWN_NAME).read_text())
@@ -309,8 +313,13 @@ def test_a_merged_bundle_states_each_runs_facts_once_and_each_block_names_its_ow
         named = f"run {number[run.path.name]} (`{run.path.name}`)"
         assert f"- Host: that of {named}, in the summary" in blocks[ac_id]
     body = _pasted(tmp_path, blocks["AC-12"], blocks["AC-13"])
-    code, lines, _ = _gate(capsys, body, merged, git_repo.commit, "AC-12", "AC-13")
+    code, lines, err = _gate(capsys, body, merged, git_repo.commit, "AC-12", "AC-13")
     assert (code, lines) == (0, ["specgate gate: accepted AC-12, AC-13"])
+    assert err.count(HOST_LINE.format(run=clean.path.name)) == 1
+    assert diagnostic.path.name not in err, "no block of the diagnostic run was pasted"
+    body = _pasted(tmp_path, *blocks.values())
+    _, _, err = _gate(capsys, body, merged, git_repo.commit, *blocks)
+    assert [err.count(HOST_LINE.format(run=run.path.name)) for run in (diagnostic, clean)] == [1, 1]
     code, lines, _ = _gate(capsys, _pasted(tmp_path, blocks["AC-11"]), merged, git_repo.commit, "AC-11")
     assert (code, lines) == (1, [f"AC-11: not qualifying under specgate.policy/1: {DIAGNOSTIC}"])
     other = number[diagnostic.path.name]

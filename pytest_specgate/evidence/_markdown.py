@@ -26,7 +26,7 @@ hidden so the gate can say why the AC has no block.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -353,6 +353,16 @@ def shared_run_facts(blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]]) -> d
             continue
         shared[run_id] = RunShared(len(shared) + 1, run_id, len(ran), host, reasons)
     return shared
+
+
+def run_host_lines(records: Iterable[AcRecord]) -> dict[str, str]:
+    """Each run's host line, by run id, where all of ``records`` of it show the same one: what a
+    layout-2 block's ``- Host: that of run N`` points to, in the summary outside every block,
+    which the gate states itself since no line of a summary is compared."""
+    hosts: dict[str, set[str]] = {}
+    for record in records:
+        hosts.setdefault(record.run.id, set()).add(_host_line(record))
+    return {run_id: next(iter(lines)) for run_id, lines in sorted(hosts.items()) if len(lines) == 1}
 
 
 def _run_lines(runs: Mapping[str, RunShared]) -> list[str]:

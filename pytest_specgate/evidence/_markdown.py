@@ -368,8 +368,10 @@ def _run_lines(runs: Mapping[str, RunShared]) -> list[str]:
 
 
 def _shared_qualifying_lines(record: AcRecord, verdict: PolicyVerdict, run: RunShared) -> list[str]:
-    """Layout 2's qualifying line: the run's reasons counted and named, the AC's own listed."""
-    if verdict.qualifying or not run.reasons:
+    """Layout 2's qualifying line: the run's reasons counted and named, the AC's own listed. A
+    waived AC's block lists every reason: the gate accepts it printing none, so its block is
+    the reviewer's only account of why it did not qualify."""
+    if verdict.qualifying or not run.reasons or verdict.waiver is not None:
         return _qualifying_lines(record, verdict, LAYOUT_RUN_ONCE)
     shared = set(run.reasons)
     own = grouped_reasons(record, [why for why in verdict.reasons if why not in shared], LAYOUT_RUN_ONCE)

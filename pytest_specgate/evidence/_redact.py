@@ -543,7 +543,11 @@ def _token_pattern(token: TokenFormat) -> str:
     """``prefix`` then the body, whole or cut by one line break. A first line too short for a
     whole token must go on; one long enough to be whole goes on only into a word that reads
     as a random tail (:data:`RANDOM_TAIL`); a whole token at a line end stays one (the
-    possessive counts cannot reach the break)."""
+    possessive counts cannot reach the break). A first part too short, cut by one space,
+    goes on when both it and the word after the space read as a random tail (a word that
+    starts like a prefix, ``sk-learn 2024``, ``hf_hub 0.20``, stays); the first part's test
+    reads no further than such a part can run, so a long run of prefixes costs no more than
+    before (each prefix in it would otherwise read the rest of the run)."""
     first, rest = token.prefix[0], token.prefix[1:]
     if not first.isalnum():
         raise ValueError(f"{token.rule_id}: a token prefix starts with a letter or digit, not {first!r}")
@@ -551,6 +555,12 @@ def _token_pattern(token: TokenFormat) -> str:
     body, shortest, longest = token.body, token.shortest, token.longest
     tail = f"{TOKEN_SPLIT}{_NOT_A_KEY}{body}++"
     cuts = [f"{body}{{1,{shortest - 1}}}+{tail}"] if shortest > 1 else []
+    if shortest > 1:
+        reach = shortest - 1
+        head_random = (
+            rf"(?=[^\s0-9]{{0,{reach}}}+[0-9]|[^\sa-z]{{0,{reach}}}+[a-z][^\sA-Z]{{0,{reach}}}+[A-Z])"
+        )
+        cuts.append(f"{head_random}{body}{{1,{reach}}}+ {RANDOM_TAIL}{_NOT_A_KEY}{body}++")
     if longest > shortest:
         cuts.append(f"{body}{{{shortest},{longest - 1}}}+{TOKEN_SPLIT}{RANDOM_TAIL}{_NOT_A_KEY}{body}++")
     return f"{re.escape(first)}{guard}{rest}(?:{'|'.join([*cuts, f'{body}{{{shortest},}}+'])})"

@@ -297,6 +297,39 @@ def test_a_word_name_or_number_before_a_replaced_line_stays(text: str) -> None:
     assert REDACTOR.text(text) == text
 
 
+@pytest.mark.parametrize(
+    ("head", "rest"),
+    [
+        ("ghp_Ab3dE5gH7j", "K9mN1pQ3sT5vX7zA9bC1dE3fG5"),
+        ("hf_x7Kq", "Tz2Wm9Rv4Yb8Nc3Hd6Lp1Fs5Gj0"),
+        ("sk-proj-4fQ", "z8Kd2Lm9Qr4St6Vw8Yz0AbCdEf"),
+        ("glpat-Zq8W", "x2Ec4Rv6Tb8Yn0Um2Ik"),
+        ("npm_a1B2c3", "D4e5F6g7H8i9J0k1L2m3N4o5P6q7"),
+    ],
+)
+def test_a_catalogue_token_whose_short_first_part_a_space_split_off_is_found(head: str, rest: str) -> None:
+    """A token's prefix and too few characters for a whole token, one space, then the rest:
+    both parts read random (a digit, or a capital after a small letter), so it is one token
+    split, not a prefix-like word before another."""
+    redacted = REDACTOR.text(f"export VALUE {head} {rest} # pasted")
+    assert head not in redacted and rest not in redacted, redacted
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        ("pip install sk-learn 2024", "sk-learn 2024"), ("from hf_hub 0.20 import x", "hf_hub 0.20"),
+        ("hf_Model v2Beta", "hf_Model v2Beta"), ("npm_config 8 times", "npm_config 8"),
+        ("see ghp_docs Page2 for tokens", "ghp_docs Page2"), ("ghp_x1 token=abc", "ghp_x1 token="),
+        ("ghp_x1 name: Zq8Wx2Ec4Rv6Tb8", "ghp_x1 name: "),
+    ],
+)
+def test_a_prefix_like_word_before_a_space_stays_a_word(text: str, kept: str) -> None:
+    """A word that starts like a prefix and reads as a word, or a random head before a key of
+    its own, is not joined to what follows the space."""
+    assert kept in REDACTOR.text(text)
+
+
 LONG_CUT = "PVwRrEVQs6OKaHpPCYOXvNTZv01Q87GGkZ6DQS"
 
 

@@ -39,17 +39,14 @@ from pytest_specgate.evidence._bundle import (
     verify_bundle,
 )
 from pytest_specgate.evidence._markdown import (
-    LAYOUT_RUN_ONCE,
     EvidenceBlock,
     HiddenEvidence,
     PrBodyError,
-    RunShared,
     grouped_reasons,
     joined_markdown,
     markdown_layout,
     read_pr_body,
     render_parts,
-    shared_run_facts,
 )
 from pytest_specgate.evidence._policy import POLICY_VERSION, PolicyVerdict, judge
 from pytest_specgate.evidence._run_provenance import unenrolled_backends, used_backends
@@ -99,9 +96,6 @@ class AcJudgement:
     record: AcRecord | None = None
     """The bound record that was judged (None when none was reached)."""
     worded_from_record: frozenset[str] = frozenset()
-    run_host: tuple[str, str] | None = None
-    """``(run id, host line)`` where the AC's block (layout 2) names its run's host instead of
-    stating it: the gate states it, for a PR body that holds the block without the summary."""
     """The problems worded from ``record``, the trusted config and specgate's own words alone (the
     verdict's outcome and reasons, what the AC's trusted definition finds): no PR body text, path,
     signature or git message in them, so a command that found those strings clean may print them
@@ -148,10 +142,6 @@ class GateVerdict:
         return self.run_problems + tuple(
             f"{j.ac_id}: {problem}" for j in self.judgements for problem in j.problems
         )
-
-    def run_hosts(self) -> dict[str, str]:
-        """The host line of each run whose blocks name it (layout 2), by run id, in AC order."""
-        return dict(judgement.run_host for judgement in self.judgements if judgement.run_host is not None)
 
 
 AUTHORITATIVE = (
@@ -388,8 +378,6 @@ class _CheckedBundle:
 
     problems: list[str]
     judged: Mapping[str, tuple[AcRecord, PolicyVerdict, str]] = field(default_factory=dict)
-    runs: Mapping[str, RunShared] = field(default_factory=dict)
-    """Layout 2: what each run shares, by run id (its blocks name its host instead of stating it)."""
 
 
 def bundle_problems(bundle: Bundle) -> list[str]:
@@ -412,15 +400,13 @@ def _checked_bundle(bundle: Bundle) -> _CheckedBundle:
         return _CheckedBundle([str(error)])
     # The layout the file says it is in is rendered, and only exactly that is accepted: a bundle
     # written in layout 1 (signed, or pasted already) still verifies; pasted blocks must be in it.
-    layout = markdown_layout(markdown)
-    runs = shared_run_facts(judged) if layout == LAYOUT_RUN_ONCE else {}
-    summary, blocks = render_parts(judged, bundle.digest, layout=layout, runs=runs)
+    summary, blocks = render_parts(judged, bundle.digest, layout=markdown_layout(markdown))
     if markdown != joined_markdown(summary, blocks).encode():
         return _CheckedBundle([f"{MARKDOWN_NAME} is not what its records render (edited after writing)"])
     return _CheckedBundle([], {
         ac_id: (record, verdict, block)
         for ac_id, (record, verdict, _), block in zip(sorted(records), judged, blocks, strict=True)
-    }, runs)
+    })
 
 
 def _bound_sha256(bundle: Bundle, ac_id: str) -> str:
@@ -437,8 +423,6 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
         return AcJudgement(ac_id, None, tuple(found))
     bundle, record, block = found
     _, verdict, rendered = context.integrity[bundle.path].judged[ac_id]
-    run = context.integrity[bundle.path].runs.get(record.run.id)
-    run_host = None if run is None or run.host is None else (run.run_id, run.host)
     trusted = context.trusted
     problems = _binding_problems(record, verdict, block, rendered, bundle, context.commit)
     settings = trusted.acs.get(ac_id)
@@ -460,7 +444,7 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
         waiver_problem = _waiver_problem(verdict.waiver.to, context.gate, trusted)
         if waiver_problem is None:
             return AcJudgement(ac_id, verdict, tuple(problems), waived=True, harness_changed=harness,
-                               sut_changed=sut, record=record, run_host=run_host)
+                               sut_changed=sut, record=record)
         problems.append(waiver_problem)
     worded: list[str] = []
     if verdict.outcome != "passed":
@@ -475,8 +459,7 @@ def _judge_ac(ac_id: str, blocks: Sequence[EvidenceBlock], context: _AcContext) 
         engine += census_scope_reasons(record.document, trusted.spec_paths)
     worded += [f"not qualifying under the trusted config ({trusted.source}): {reason}" for reason in engine]
     return AcJudgement(ac_id, verdict, (*problems, *worded), harness_changed=harness, sut_changed=sut,
-                       not_qualifying=grouped, record=record, worded_from_record=frozenset(worded),
-                       run_host=run_host)
+                       not_qualifying=grouped, record=record, worded_from_record=frozenset(worded))
 
 
 def census_scope_reasons(document: Mapping[str, object], spec_paths: Sequence[str]) -> list[str]:

@@ -26,7 +26,7 @@ hidden so the gate can say why the AC has no block.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -355,6 +355,16 @@ def shared_run_facts(blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]]) -> d
     return shared
 
 
+def run_host_lines(records: Iterable[AcRecord]) -> dict[str, str]:
+    """Each run's host line, by run id, where all of ``records`` of it show the same one: what a
+    layout-2 block's ``- Host: that of run N`` points to, in the summary outside every block,
+    which the gate states itself since no line of a summary is compared."""
+    hosts: dict[str, set[str]] = {}
+    for record in records:
+        hosts.setdefault(record.run.id, set()).add(_host_line(record))
+    return {run_id: next(iter(lines)) for run_id, lines in sorted(hosts.items()) if len(lines) == 1}
+
+
 def _run_lines(runs: Mapping[str, RunShared]) -> list[str]:
     """The summary's list of what each run shares: its host line, then its reasons, each once."""
     lines = [RUNS_INTRO, ""]
@@ -570,11 +580,10 @@ def render_markdown(
 
 def render_parts(
     blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]], bundle_sha256: str, signer: str = NOT_SIGNED,
-    layout: int = CURRENT_LAYOUT, runs: Mapping[str, RunShared] | None = None,
+    layout: int = CURRENT_LAYOUT,
 ) -> tuple[str, list[str]]:
     """:func:`render_markdown`'s summary and blocks apart: the gate compares a pasted block with
-    the very block it compared ``evidence.md`` with, rendered once. ``runs``: layout 2's
-    :func:`shared_run_facts` of ``blocks`` where the caller has them already."""
+    the very block it compared ``evidence.md`` with, rendered once."""
     if not blocks:
         return "", []
     if layout == LAYOUT_PER_BLOCK:
@@ -582,7 +591,7 @@ def render_parts(
             render_ac_block(record, verdict, ac_sha, bundle_sha256, layout)
             for record, verdict, ac_sha in blocks
         ]
-    runs = shared_run_facts(blocks) if runs is None else runs
+    runs = shared_run_facts(blocks)
     return render_summary(blocks, signer, runs), [
         render_ac_block(record, verdict, ac_sha, bundle_sha256, layout, runs.get(record.run.id))
         for record, verdict, ac_sha in blocks

@@ -57,6 +57,7 @@ from pytest_specgate.evidence._markdown import (
     digest_line,
     markdown_layout,
     render_markdown,
+    run_host_lines,
     waiver_text,
 )
 from pytest_specgate.evidence._merge import (
@@ -739,17 +740,17 @@ def run_gate(args: argparse.Namespace) -> int:
         return _error("gate", str(error))
     trusted_line = f"specgate gate: trusted config {verdict.trusted}; signatures {verdict.signatures}"
     print(f"specgate gate: {AUTHORITATIVE}", file=sys.stderr)
-    print(trusted_line, file=sys.stderr)
-    for run_id, host in verdict.run_hosts().items():
-        print(shown_on_one_line(f"specgate gate: the host of run {run_id}, which its blocks name: {host}"),
+    records = [judgement.record for judgement in verdict.judgements if judgement.record is not None]
+    for run_id, host in run_host_lines(records).items():
+        print(shown_on_one_line(f"specgate gate: run {run_id} ran on {host} (each block's host line)"),
               file=sys.stderr)
+    print(trusted_line, file=sys.stderr)
     summary_path = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_path:
         append_redacted(build_redactor(None), Path(summary_path), gate_summary_markdown(verdict))
     if args.json:
         sys.stdout.write(pretty_json(gate_result_json(verdict)))
     else:
-        records = [judgement.record for judgement in verdict.judgements if judgement.record is not None]
         # The reasons the policy recomputes join record strings with its words
         # (``<node id>: <measurement> = …``); a record's own copy of them may say anything.
         reasons = [reason for judgement in verdict.judgements if judgement.verdict is not None

@@ -30,8 +30,8 @@ from pytest_specgate.evidence._markdown import (
 from pytest_specgate.evidence.cli_commands import configure_render_parser, run_render
 
 DIAGNOSTIC = "diagnostic run: evidence from --specgate-diagnostic never qualifies"
-HOST_LINE = "specgate gate: the host of run {run}, which its blocks name: linux x86_64, 24 GB, no GPU\n"
-"""What the gate states on stderr for a run whose blocks name its host instead of stating it."""
+HOST_LINE = "specgate gate: run {run} ran on linux x86_64, 24 GB, no GPU (each block's host line)\n"
+"""What the gate states on stderr of each run it judged blocks of (layout 2's blocks name it)."""
 
 
 def _blocks(markdown: str) -> dict[str, str]:
@@ -233,7 +233,7 @@ def test_a_bundle_written_in_layout_1_still_verifies_and_its_pasted_blocks_are_a
     code, lines, err = _gate(capsys, _pasted(tmp_path, _blocks(layout_1)["AC-10"]), written, git_repo.commit,
                              "AC-10")
     assert (code, lines) == (1, [f"AC-10: not qualifying under specgate.policy/1: {DIAGNOSTIC}"])
-    assert "which its blocks name" not in err, "a layout-1 block states its host itself"
+    assert err.count(HOST_LINE.format(run=written.path.name)) == 1
     qualifying = qualifying_bundle(git_repo.path, TEST_ENV)
     _rewritten_markdown(qualifying.path, _layout_1_markdown(qualifying.path))
     body = _pasted(tmp_path, (qualifying.path / MARKDOWN_NAME).read_text())

@@ -645,7 +645,7 @@ def redacted_census(census: Census, nodeid: NodeIdRedactor) -> Census:
         testpaths=tuple(redactor.text(path) for path in census.testpaths),
         carriers={nodeid(test): ac for test, ac in census.carriers.items()},
         errors=tuple(nodeid(test) for test in census.errors),
-        problem=None if census.problem is None else redactor.text(census.problem),
+        problem=None if census.problem is None else redacted_as_shown(redactor, census.problem),
     )
 
 

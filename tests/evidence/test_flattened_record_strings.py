@@ -18,6 +18,7 @@ from pathlib import Path
 
 from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun
 
+from pytest_specgate.contracts.census import Census
 from pytest_specgate.evidence import WrittenBundle
 from pytest_specgate.evidence._redact import build_redactor
 
@@ -34,6 +35,7 @@ def _bundle(repo: Path, message: str) -> WrittenBundle:
     run.run_test("acceptance/test_ac10.py::test_speedup", AC10, recorder=recorder)
     run.run_test("acceptance/test_ac10.py::test_config", AC10, outcome="failed", message=message)
     run.run_test("acceptance/test_ac11.py::test_small", AC11, outcome="skipped", message=message)
+    run.collector.census = Census((".",), run.carriers, problem=message)
     return run.finish()
 
 
@@ -44,10 +46,12 @@ def test_a_secret_the_markdown_puts_on_one_line_reaches_no_file_of_the_bundle(gi
     for path in written.path.rglob("*"):
         assert path.is_dir() or PLANTED.encode() not in path.read_bytes(), path
     assert "db password: <SECRET>" in markdown
+    assert "the full collection of . failed: AssertionError: login refused db password: <SECRET>" in markdown
 
 
 def test_a_message_of_several_lines_holding_no_secret_keeps_its_line_breaks(git_repo: GitRepo) -> None:
     written = _bundle(git_repo.path, HONEST)
     records = (written.path / "records.jsonl").read_text()
     assert records.count('assert 1 == 2\\n +  where 1 = len([0])') == 4, records
+    assert 'assert 1 == 2\\n +  where 1 = len([0])' in (written.path / "run.json").read_text()
     assert "assert 1 == 2  +  where 1 = len([0])" in (written.path / "evidence.md").read_text()

@@ -460,8 +460,19 @@ def verdict_line(verdict: PolicyVerdict) -> str:
 
 
 def criterion_heading(record: AcRecord) -> str:
-    """The AC's spec and title as its ``- Criterion:`` line joins them (empty where neither)."""
+    """The AC's spec and title as layout 1's ``- Criterion:`` line joins them (empty where
+    neither): what the clean check of the judge commands' output reads for a bundle in it."""
     return " ".join(part for part in (record.ac.spec, record.ac.title) if part)
+
+
+def _criterion(record: AcRecord) -> str:
+    """Layout 2's ``- Criterion:`` line: the title, then the spec after a word of its own
+    (``canary (spec SPEC-028)``), never the spec joined to the title (``db_password:`` and
+    ``Hunter2`` are each clean, ``db_password: Hunter2`` is a credential to every line rule)."""
+    spec, title = record.ac.spec, record.ac.title
+    if spec and title:
+        return f"{title} (spec {spec})"
+    return title or (f"spec {spec}" if spec else "")
 
 
 def waiver_text(waiver: Waiver) -> str:
@@ -489,7 +500,7 @@ def render_ac_block(
     and counts instead of repeating. The gate compares a pasted block line by line with this
     rendering.
     """
-    heading = criterion_heading(record)
+    heading = criterion_heading(record) if layout == LAYOUT_PER_BLOCK else _criterion(record)
     lines = [f"## {record.ac.id} evidence", "", verdict_line(verdict), ""]
     if heading:
         lines.append(f"- Criterion: {_cell(heading)}")

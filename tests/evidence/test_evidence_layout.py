@@ -30,6 +30,8 @@ from pytest_specgate.evidence._markdown import (
 from pytest_specgate.evidence.cli_commands import configure_render_parser, run_render
 
 DIAGNOSTIC = "diagnostic run: evidence from --specgate-diagnostic never qualifies"
+HOST_LINE = "specgate gate: run {run} ran on linux x86_64, 24 GB, no GPU (each block's host line)\n"
+"""What the gate states on stderr of each run it judged blocks of (layout 2's blocks name it)."""
 
 
 def _blocks(markdown: str) -> dict[str, str]:
@@ -45,9 +47,10 @@ def _pasted(tmp_path: Path, *blocks: str) -> Path:
     return body
 
 
-def _gate(capsys: pytest.CaptureFixture[str], body: Path, written: WrittenBundle, commit: str,
+def _gate(capsys: pytest.CaptureFixture[str], body: Path, written: WrittenBundle | Path, commit: str,
           *required: str) -> tuple[int, list[str], str]:
-    return gate(capsys, f"--pr-body={body}", f"--evidence={written.path}", f"--commit={commit}",
+    evidence = written if isinstance(written, Path) else written.path
+    return gate(capsys, f"--pr-body={body}", f"--evidence={evidence}", f"--commit={commit}",
                 *(f"--require={ac}" for ac in required))
 
 
@@ -125,10 +128,11 @@ def test_the_gate_prints_the_runs_reasons_for_a_block_pasted_alone(
     the gate's account names it."""
     written = _diagnostic(git_repo)
     block = _blocks(written.markdown)["AC-11"]
-    assert DIAGNOSTIC not in block
-    code, lines, _ = _gate(capsys, _pasted(tmp_path, block), written, git_repo.commit, "AC-11")
+    assert DIAGNOSTIC not in block and "linux x86_64" not in block
+    code, lines, err = _gate(capsys, _pasted(tmp_path, block), written, git_repo.commit, "AC-11")
     assert code == 1
     assert lines == [f"AC-11: not qualifying under specgate.policy/1: {DIAGNOSTIC}"]
+    assert err.count(HOST_LINE.format(run=written.path.name)) == 1, err
 
 
 def test_the_gate_prints_the_true_reasons_whatever_a_pasted_summary_says(
@@ -142,7 +146,7 @@ def test_the_gate_prints_the_true_reasons_whatever_a_pasted_summary_says(
     assert code == 1 and lines == [f"AC-10, AC-11: not qualifying under specgate.policy/1: {DIAGNOSTIC}"]
 
 
-def _refused(capsys: pytest.CaptureFixture[str], tmp_path: Path, written: WrittenBundle, commit: str,
+def _refused(capsys: pytest.CaptureFixture[str], tmp_path: Path, written: WrittenBundle | Path, commit: str,
              block: str, ac_id: str) -> list[str]:
     """The gate's lines for ``block`` pasted alone, which must not match what was judged."""
     code, lines, _ = _gate(capsys, _pasted(tmp_path, block), written, commit, ac_id)
@@ -226,9 +230,10 @@ def test_a_bundle_written_in_layout_1_still_verifies_and_its_pasted_blocks_are_a
     _rewritten_markdown(written.path, layout_1)
     code, out, err = cli(capsys, configure_render_parser, run_render, str(written.path))
     assert (code, err, out) == (0, "", layout_1)
-    code, lines, _ = _gate(capsys, _pasted(tmp_path, _blocks(layout_1)["AC-10"]), written, git_repo.commit,
-                           "AC-10")
+    code, lines, err = _gate(capsys, _pasted(tmp_path, _blocks(layout_1)["AC-10"]), written, git_repo.commit,
+                             "AC-10")
     assert (code, lines) == (1, [f"AC-10: not qualifying under specgate.policy/1: {DIAGNOSTIC}"])
+    assert err.count(HOST_LINE.format(run=written.path.name)) == 1
     qualifying = qualifying_bundle(git_repo.path, TEST_ENV)
     _rewritten_markdown(qualifying.path, _layout_1_markdown(qualifying.path))
     body = _pasted(tmp_path, (qualifying.path / MARKDOWN_NAME).read_text())
@@ -269,3 +274,55 @@ def test_render_names_the_signer_once_for_a_signed_bundle(
     code, out, _ = cli(capsys, configure_render_parser, run_render, str(written.path))
     signer = f"Signer of every AC here: {key.keyid} (claimed; the gate verifies)\n"
     assert code == 0 and out == written.markdown.replace(f"Signer of every AC here: {NOT_SIGNED}\n", signer)
+
+
+def _two_ac_run(repo: Path, first: str, second: str, *, diagnostic: bool) -> WrittenBundle:
+    from evidence_testkit import AC10, SyntheticRun
+
+    run = SyntheticRun(repo, TEST_ENV, diagnostic=diagnostic)
+    for ac_id in (first, second):
+        run.run_test(f"acceptance/test_{ac_id.lower().replace('-', '')}.py::test_it", AC10 | {"id": ac_id})
+    return run.finish()
+
+
+def test_a_merged_bundle_states_each_runs_facts_once_and_each_block_names_its_own_run(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs merged (a diagnostic one of AC-10 and AC-11, a clean one of AC-12 and AC-13): the
+    summary lists both, each block names the run its record came from, the clean run's blocks are
+    accepted and the diagnostic run's rejected with its reason; a block naming the other run is
+    refused."""
+    from pytest_specgate.evidence.cli_commands import configure_merge_parser, run_merge
+
+    diagnostic = _two_ac_run(git_repo.path, "AC-10", "AC-11", diagnostic=True)
+    clean = _two_ac_run(git_repo.path, "AC-12", "AC-13", diagnostic=False)
+    merged = tmp_path / "merged"
+    code, _, err = cli(capsys, configure_merge_parser, run_merge, str(diagnostic.path), str(clean.path),
+                       f"--out={merged}")
+    assert (code, err) == (0, "")
+    markdown = (merged / MARKDOWN_NAME).read_text()
+    number = {run: 1 + sorted((diagnostic.path.name, clean.path.name)).index(run)
+              for run in (diagnostic.path.name, clean.path.name)}
+    runs = {line.split("`")[1]: line for line in markdown.splitlines() if line.startswith("- Run ")}
+    host = "2 ACs): host linux x86_64, 24 GB, no GPU"
+    assert runs[diagnostic.path.name].endswith(f"{host}; 1 reason not to qualify:")
+    assert runs[clean.path.name].endswith(host)
+    assert markdown.count(DIAGNOSTIC) == 1
+    blocks = _blocks(markdown)
+    for ac_id, run in (("AC-10", diagnostic), ("AC-11", diagnostic), ("AC-12", clean), ("AC-13", clean)):
+        named = f"run {number[run.path.name]} (`{run.path.name}`)"
+        assert f"- Host: that of {named}, in the summary" in blocks[ac_id]
+    body = _pasted(tmp_path, blocks["AC-12"], blocks["AC-13"])
+    code, lines, err = _gate(capsys, body, merged, git_repo.commit, "AC-12", "AC-13")
+    assert (code, lines) == (0, ["specgate gate: accepted AC-12, AC-13"])
+    assert err.count(HOST_LINE.format(run=clean.path.name)) == 1
+    assert diagnostic.path.name not in err, "no block of the diagnostic run was pasted"
+    body = _pasted(tmp_path, *blocks.values())
+    _, _, err = _gate(capsys, body, merged, git_repo.commit, *blocks)
+    assert [err.count(HOST_LINE.format(run=run.path.name)) for run in (diagnostic, clean)] == [1, 1]
+    code, lines, _ = _gate(capsys, _pasted(tmp_path, blocks["AC-11"]), merged, git_repo.commit, "AC-11")
+    assert (code, lines) == (1, [f"AC-11: not qualifying under specgate.policy/1: {DIAGNOSTIC}"])
+    other = number[diagnostic.path.name]
+    moved = blocks["AC-12"].replace(f"that of run {number[clean.path.name]} (`{clean.path.name}`)",
+                                    f"that of run {other} (`{diagnostic.path.name}`)")
+    _refused(capsys, tmp_path, merged, git_repo.commit, moved, "AC-12")

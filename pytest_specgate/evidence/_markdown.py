@@ -355,14 +355,12 @@ def shared_run_facts(blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]]) -> d
     return shared
 
 
-def run_host_lines(records: Iterable[AcRecord]) -> dict[str, str]:
-    """Each run's host line, by run id, where all of ``records`` of it show the same one: what a
-    layout-2 block's ``- Host: that of run N`` points to, in the summary outside every block,
-    which the gate states itself since no line of a summary is compared."""
-    hosts: dict[str, set[str]] = {}
-    for record in records:
-        hosts.setdefault(record.run.id, set()).add(_host_line(record))
-    return {run_id: next(iter(lines)) for run_id, lines in sorted(hosts.items()) if len(lines) == 1}
+def run_host_lines(records: Iterable[AcRecord]) -> list[tuple[str, str]]:
+    """Each distinct ``(run id, host line)`` of ``records``, sorted: what a layout-2 block's
+    ``- Host: that of run N`` points to, in the summary outside every block, which the gate
+    states itself since no line of a summary is compared. A run id whose records show two host
+    lines (two bundles claiming one run) gives both, never neither."""
+    return sorted({(record.run.id, _host_line(record)) for record in records})
 
 
 def _run_lines(runs: Mapping[str, RunShared]) -> list[str]:

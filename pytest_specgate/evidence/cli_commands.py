@@ -741,7 +741,7 @@ def run_gate(args: argparse.Namespace) -> int:
     trusted_line = f"specgate gate: trusted config {verdict.trusted}; signatures {verdict.signatures}"
     print(f"specgate gate: {AUTHORITATIVE}", file=sys.stderr)
     records = [judgement.record for judgement in verdict.judgements if judgement.record is not None]
-    for run_id, host in run_host_lines(records).items():
+    for run_id, host in run_host_lines(records):
         print(shown_on_one_line(f"specgate gate: run {run_id} ran on {host} (each block's host line)"),
               file=sys.stderr)
     print(trusted_line, file=sys.stderr)

@@ -463,10 +463,11 @@ def criterion_heading(record: AcRecord) -> str:
     return " ".join(part for part in (record.ac.spec, record.ac.title) if part)
 
 
-def _criterion(record: AcRecord) -> str:
+def criterion_line(record: AcRecord) -> str:
     """Layout 2's ``- Criterion:`` line: the title, then the spec after a word of its own
     (``canary (spec SPEC-028)``), never the spec joined to the title (``db_password:`` and
-    ``Hunter2`` are each clean, ``db_password: Hunter2`` is a credential to every line rule)."""
+    ``Hunter2`` are each clean, ``db_password: Hunter2`` is a credential to every line rule).
+    The judge's clean check reads it as shown, as it reads :func:`criterion_heading`."""
     spec, title = record.ac.spec, record.ac.title
     if spec and title:
         return f"{title} (spec {spec})"
@@ -498,7 +499,7 @@ def render_ac_block(
     and counts instead of repeating. The gate compares a pasted block line by line with this
     rendering.
     """
-    heading = criterion_heading(record) if layout == LAYOUT_PER_BLOCK else _criterion(record)
+    heading = criterion_heading(record) if layout == LAYOUT_PER_BLOCK else criterion_line(record)
     lines = [f"## {record.ac.id} evidence", "", verdict_line(verdict), ""]
     if heading:
         lines.append(f"- Criterion: {_cell(heading)}")

@@ -14,11 +14,12 @@ import json
 import pytest
 from evidence_testkit import AC10, TEST_ENV, GitRepo, SyntheticRun, cli, rendered_in_layout
 
+from pytest_specgate.evidence import load_bundle, read_records
 from pytest_specgate.evidence._bundle import MANIFEST_NAME, MARKDOWN_NAME, file_entry
 from pytest_specgate.evidence._jsonio import pretty_json
 from pytest_specgate.evidence._markdown import LAYOUT_PER_BLOCK
 from pytest_specgate.evidence._redact import build_redactor
-from pytest_specgate.evidence.cli_commands import configure_render_parser, run_render
+from pytest_specgate.evidence.cli_commands import configure_render_parser, records_read_clean, run_render
 
 REDACTOR = build_redactor(None)
 LINE_PASS = REDACTOR.secrets_only().text
@@ -64,3 +65,15 @@ def test_render_of_a_layout_1_bundle_still_redacts_the_joined_line(
     (bundle / MANIFEST_NAME).write_text(pretty_json(manifest))
     code, shown, _ = cli(capsys, configure_render_parser, run_render, str(bundle))
     assert code == 0 and "password: <" in shown and "hunter2x" not in shown
+
+
+def test_the_judges_clean_check_reads_the_criterion_line_as_layout_2_shows_it(git_repo: GitRepo) -> None:
+    """A title ``--token`` and a spec ``Hunter2Hunter2x``: each clean, and so is layout 1's join
+    ``Hunter2Hunter2x --token``; layout 2's ``--token (spec Hunter2Hunter2x)`` is a flag and its
+    value to the line pass, so the record is not read clean and the output takes the pass."""
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    run.run_test("acceptance/test_ac10.py::test_speedup", AC10 | {"spec": VALUE, "title": "--token"})
+    records = read_records(load_bundle(run.finish().path))
+    line = "- Criterion: --token (spec Hunter2Hunter2x)"
+    assert LINE_PASS(line) != line
+    assert not records_read_clean(REDACTOR, records.values())

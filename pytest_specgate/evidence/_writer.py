@@ -122,7 +122,7 @@ def redacted_record(where: str, redactor: Redactor, record: Mapping[str, JsonVal
         typed = AcRecord.from_json(redacted, where)
     except RecordError:
         repaired = redactor.valid_value(record, schema_error_paths, schema_vocabulary())
-        typed = AcRecord.from_json(repaired, where)
+        typed = AcRecord.from_json(_as_shown(redactor, repaired), where)
     return dict(typed.document)
 
 

@@ -74,17 +74,22 @@ def _records_of_a_run(document: dict[str, Any], count: int) -> list[dict[str, An
     return [{**document, "ac": {**document["ac"], "id": f"AC-{10 + index}"}} for index in range(count)]
 
 
+def _read_in_turn(runs: list[dict[str, Any]], order: Any) -> list[tuple[dict[str, Any], AcRecord]]:
+    """Three records of each run, shuffled, each typed twice with one ``RunTyping``, as a bundle
+    of several runs is read: every document with its typed view."""
+    documents = [record for facts in runs for record in _records_of_a_run(_run_document(facts), 3)]
+    order.shuffle(documents)
+    typing = RunTyping()
+    return [(document, AcRecord.built(document, typing)) for document in documents * 2]
+
+
 @settings(max_examples=60, deadline=None)
 @given(runs=st.lists(_RUN_FACTS, min_size=1, max_size=RECENT_RUNS + 3),
        order=st.randoms(use_true_random=False))
 def test_records_of_runs_typed_in_turn_are_what_each_typed_whole_gives(
     runs: list[dict[str, Any]], order: Any
 ) -> None:
-    documents = [record for facts in runs for record in _records_of_a_run(_run_document(facts), 3)]
-    order.shuffle(documents)
-    typing = RunTyping()
-    for document in documents * 2:
-        remembered = AcRecord.built(document, typing)
+    for document, remembered in _read_in_turn(runs, order):
         whole = AcRecord.built(copy.deepcopy(document))
         assert remembered == whole
         assert judge(remembered) == judge(whole)
@@ -98,11 +103,7 @@ def test_the_judge_reads_a_shared_typed_provenance_as_its_json_says(
 ) -> None:
     """The judge takes a record's host reasons from its typed provenance (shared by a run's
     records, judged once) where there is one; they are what the JSON it was read from gives."""
-    documents = [record for facts in runs for record in _records_of_a_run(_run_document(facts), 3)]
-    order.shuffle(documents)
-    typing = RunTyping()
-    for document in documents * 2:
-        record = AcRecord.built(document, typing)
+    for document, record in _read_in_turn(runs, order):
         assert _policy._host_reasons(record) == host_reasons(document["host"]["provenance"])
 
 

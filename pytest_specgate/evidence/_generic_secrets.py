@@ -505,7 +505,7 @@ _STRONG_SUFFIX = re.compile(r"(?i:token|secret|pass(?:word|wd)?|key)$")
 _SHORT_STRONG = frozenset({"pass", "pwd", "login", "dsn"})
 """Strong words short enough to end another word (``bypass``, ``compass``): only where a name starts."""
 _NAME_PART = r"(?:[_.-][A-Za-z0-9]{1,12}|[A-Z][a-z0-9]{1,11})?"
-_ASSIGNMENT = r"[\"'\]]{0,2}[ \t]{0,4}(?:=>|:=|==?|:(?![:\\/]))[ \t]{0,4}"
+_ASSIGNMENT = r"[\"'\]]{0,2}[ \t]{0,4}(?:=>|:=|==?|:(?![:/]|\\(?![nrt])))[ \t]{0,4}"
 _QUOTED_PAIR_INSIDE = (
     rf"[^\"'`\n]{{0,256}}?[pPsStTaAcClLdDkKjJoO](?i:{_STRONG_WORDS}|{_WEAK_WORDS}){_NAME_PART}{_ASSIGNMENT}"
     r"[\"'`][^\"'`\n]{1,256}?"
@@ -522,8 +522,10 @@ KEYWORD_VALUE = (
 )
 """A credential-ish key in any case or separator (``password``, ``DB_PASSWORD``, ``Api-Key``,
 ``x-auth-token``, ``apiKey``), its closing quote, an assignment (``=``, ``:``, ``=>``, ``:=``; not the
-``::`` of a node id nor a ``://``), and the value (group ``kvv``): a quoted string whole (spaces
-too; through the next key's quoted value when a key and its assignment end it,
+``::`` of a node id nor a ``://``, nor a colon before a backslash but that of an escaped break or tab:
+``password:\\nVALUE`` is how a node id or an escaped log shows a value on the next line), and
+the value (group ``kvv``): a quoted string whole (spaces too; through the next key's quoted value
+when a key and its assignment end it,
 :data:`_QUOTED_PAIR_INSIDE`), or a bare word. Strong words take any value that is not code; weak
 ones (``key``, ``auth``, ``session``) only one with a digit or that reads random."""
 KEYWORD_VALUE_LINES = (

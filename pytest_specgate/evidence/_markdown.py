@@ -355,14 +355,12 @@ def shared_run_facts(blocks: Sequence[tuple[AcRecord, PolicyVerdict, str]]) -> d
     return shared
 
 
-def run_host_lines(records: Iterable[AcRecord]) -> dict[str, str]:
-    """Each run's host line, by run id, where all of ``records`` of it show the same one: what a
-    layout-2 block's ``- Host: that of run N`` points to, in the summary outside every block,
-    which the gate states itself since no line of a summary is compared."""
-    hosts: dict[str, set[str]] = {}
-    for record in records:
-        hosts.setdefault(record.run.id, set()).add(_host_line(record))
-    return {run_id: next(iter(lines)) for run_id, lines in sorted(hosts.items()) if len(lines) == 1}
+def run_host_lines(records: Iterable[AcRecord]) -> list[tuple[str, str]]:
+    """Each distinct ``(run id, host line)`` of ``records``, sorted: what a layout-2 block's
+    ``- Host: that of run N`` points to, in the summary outside every block, which the gate
+    states itself since no line of a summary is compared. A run id whose records show two host
+    lines (two bundles claiming one run) gives both, never neither."""
+    return sorted({(record.run.id, _host_line(record)) for record in records})
 
 
 def _run_lines(runs: Mapping[str, RunShared]) -> list[str]:
@@ -460,8 +458,20 @@ def verdict_line(verdict: PolicyVerdict) -> str:
 
 
 def criterion_heading(record: AcRecord) -> str:
-    """The AC's spec and title as its ``- Criterion:`` line joins them (empty where neither)."""
+    """The AC's spec and title as layout 1's ``- Criterion:`` line joins them (empty where
+    neither): what the clean check of the judge commands' output reads for a bundle in it."""
     return " ".join(part for part in (record.ac.spec, record.ac.title) if part)
+
+
+def criterion_line(record: AcRecord) -> str:
+    """Layout 2's ``- Criterion:`` line: the title, then the spec after a word of its own
+    (``canary (spec SPEC-028)``), never the spec joined to the title (``db_password:`` and
+    ``Hunter2`` are each clean, ``db_password: Hunter2`` is a credential to every line rule).
+    The judge's clean check reads it as shown, as it reads :func:`criterion_heading`."""
+    spec, title = record.ac.spec, record.ac.title
+    if spec and title:
+        return f"{title} (spec {spec})"
+    return title or (f"spec {spec}" if spec else "")
 
 
 def waiver_text(waiver: Waiver) -> str:
@@ -489,7 +499,7 @@ def render_ac_block(
     and counts instead of repeating. The gate compares a pasted block line by line with this
     rendering.
     """
-    heading = criterion_heading(record)
+    heading = criterion_heading(record) if layout == LAYOUT_PER_BLOCK else criterion_line(record)
     lines = [f"## {record.ac.id} evidence", "", verdict_line(verdict), ""]
     if heading:
         lines.append(f"- Criterion: {_cell(heading)}")

@@ -4,7 +4,7 @@ Every node id of a run is a new string, and the journal, the records, the receip
 and the census all write it: :class:`NodeIdRedactor` redacts each once per run and keeps the
 answer. Redacting one whole took the redactor's full pass, 60 to 100 µs: a test name of 16
 identifier characters or more (``test_trivial_1001``) is a run the generic-token rule must judge,
-so the redactor's one-regex prefilter never lets it through, and every rule then searches it.
+so every rule searches it.
 
 The file part (up to the ``::`` after ``.py`` when a Python name follows) is redacted on its own
 and memoised, since a hundred tests share it: no rule matches across that split (a keyword before

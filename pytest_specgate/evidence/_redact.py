@@ -30,6 +30,7 @@ import socket
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
+from itertools import chain
 from pathlib import Path
 from typing import TypeAlias
 
@@ -129,12 +130,12 @@ not-qualifying reason naming every foreign module) recurs in every AC record of 
 _GATED_CHARS = 65_536
 """The longest text a rule's gate reads (``RedactionRule.gate``): a longer one costs as much to
 read once per literal as the compile the gate would save, once per process."""
-_PREFILTER_AFTER = 1_000
-"""Texts a redactor passes over before it builds its one-search prefilter: its compile costs
-about what the passes of this many texts lose without it, so no run pays more than twice the
-better of the two (ski rental)."""
-_BACKREFERENCE = re.compile(r"\\[1-9]|\(\?P=")
-_LEADING_FLAGS = re.compile(r"\(\?([aiLmsux]+)\)")
+_SHORT_TEXT = 4_096
+"""A text this short is asked ``search`` by each rule before the rule's claims are built (one
+call instead of three generators, where most rules find nothing). That made the one-search
+prefilter of all rules, which compiled in 20-25 ms at a process's first text, slower than no
+prefilter on every kind of short text measured (it tried every branch at every character), so
+there is none."""
 _MAX_ROUNDS = 16
 """Rounds of passes and escape decoding; text still changing after them is withheld whole."""
 
@@ -965,8 +966,6 @@ class Redactor:
         what a pass over the whole text finds (:class:`_Neighbourhood` says why)."""
         current = text
         for _ in range(_MAX_ROUNDS):
-            if changed is None and self._nothing_to_find(current):
-                return current
             updated, changed = _replaced_with_spans(current, self._claims(current, changed))
             if updated == current:
                 return current
@@ -983,9 +982,20 @@ class Redactor:
             lowered = folded(text)
             lines_found: dict[re.Pattern[str], list[tuple[int, int]]] = {}
             gated = partial(_within_gate_reach, lowered)
+            short = len(text) <= _SHORT_TEXT
             for rule in rules:
-                if rule.may_match(text, gated):
-                    claims = _claim(text, claims, rule, rule.claims_in_text(text, lowered, lines_found))[0]
+                if (rule.needs or rule.gate) and not rule.may_match(text, gated):
+                    continue
+                # Most rules find nothing in most texts. In a short one, a rule that scans no
+                # lines first is asked once whether it matches at all (its claims come from its
+                # matches in the text); only a rule that finds something merges its claims (the
+                # search reads the text alone, not the claims).
+                if short and rule.lines_with is None and rule.pattern.search(text) is None:
+                    continue
+                claimed = rule.claims_in_text(text, lowered, lines_found)
+                first = next(claimed, None)
+                if first is not None:
+                    claims = _claim(text, claims, rule, chain((first,), claimed))[0]
             return claims
         near = _Neighbourhood(text, changed)
         # The placeholders a search may meet: those in the windows searched; all of them once a
@@ -1029,39 +1039,6 @@ class Redactor:
             if clean != plain
         ]
         return _replaced_with_spans(text, changes) if changes else (text, [])
-
-    def _nothing_to_find(self, text: str) -> bool:
-        """Whether one search of every rule at once (:attr:`_any_rule`) finds nothing in
-        ``text``: then no pass is needed. Compiling that search costs as much as some thousand
-        texts' passes (tens of milliseconds: every rule's pattern), so a redactor builds it only
-        after :data:`_PREFILTER_AFTER` texts, and a short run never pays for it."""
-        met = self._texts_met
-        if met[0] < _PREFILTER_AFTER:
-            met[0] += 1
-            return False
-        known = self._known.rule
-        return (
-            self._any_rule is not None
-            and self._any_rule.search(text) is None
-            and (known is None or known.pattern.search(text) is None)
-        )
-
-    @cached_property
-    def _texts_met(self) -> list[int]:
-        """Texts given a first pass, up to :data:`_PREFILTER_AFTER` (one mutable cell)."""
-        return [0]
-
-    @cached_property
-    def _any_rule(self) -> re.Pattern[str] | None:
-        """All rules as one alternation, each in its own flags: text it does not match needs no
-        rule at all. None when a rule's pattern cannot be put in one (a backreference would be
-        renumbered; flags set other than at its start)."""
-        if any(_BACKREFERENCE.search(rule.source) for rule in self.rules):
-            return None
-        try:
-            return re.compile("|".join(_scoped(rule.source) for rule in self.rules)) if self.rules else None
-        except re.error:
-            return None
 
     def value(self, value: object) -> JsonValue:
         """Plain-JSON copy of ``value`` with every string, key or not, redacted."""
@@ -1482,14 +1459,6 @@ class _Neighbourhood:
                 windows.append((start, end))
         self._joined = windows
         return windows
-
-
-def _scoped(source: str) -> str:
-    """``source`` as a group of an alternation, the flags it sets at its start kept to it."""
-    flags = _LEADING_FLAGS.match(source)
-    if flags is None:
-        return f"(?:{source})"
-    return f"(?{flags.group(1)}:{source[flags.end():]})"
 
 
 def _within_gate_reach(lowered: str | None) -> str | None:

@@ -11,7 +11,7 @@ or stay linear in Python's backtracking ``re`` (lazy ``[\\s\\S-]{64,}?`` for pri
 each format is copied here with its source (gitleaks rule id or detect-secrets plugin, or the
 vendor's document for formats neither scanner has), rewritten where needed so that every
 pattern starts only where its literal prefix starts and scans each character a bounded
-number of times; :mod:`._redact` compiles them into its rule list and its one-pass prefilter.
+number of times; :mod:`._redact` compiles them into its rule list.
 The independent check is tests/evidence/data/secret_corpus.json, built from the scanners'
 own test fixtures, never from these patterns.
 

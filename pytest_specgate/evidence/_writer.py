@@ -36,6 +36,7 @@ from pytest_specgate.evidence._record_split import (
     run_facts_document,
     split_records,
 )
+from pytest_specgate.evidence._records import redacted_as_shown
 from pytest_specgate.evidence._redact import Redactor, write_redacted
 from pytest_specgate.evidence._schema import schema_error_paths, schema_vocabulary
 
@@ -114,15 +115,38 @@ def redacted_record(where: str, redactor: Redactor, record: Mapping[str, JsonVal
     redaction can never turn a valid record into one the gate refuses (validated once more after
     that repair); a record still invalid raises :class:`RecordError`.
     """
-    redacted = redactor.value(record)
+    redacted = _as_shown(redactor, redactor.value(record))
     if redacted == record and isinstance(redacted, dict):
         return redacted
     try:
         typed = AcRecord.from_json(redacted, where)
     except RecordError:
         repaired = redactor.valid_value(record, schema_error_paths, schema_vocabulary())
-        typed = AcRecord.from_json(repaired, where)
+        typed = AcRecord.from_json(_as_shown(redactor, repaired), where)
     return dict(typed.document)
+
+
+def _as_shown(redactor: Redactor, record: JsonValue) -> JsonValue:
+    """``record`` with each test's message and each measurement's name and unit redacted as
+    evidence.md shows them, on one line (:func:`~._records.redacted_as_shown`): a bundle written
+    before its collector did so may hold ``db password:`` and a value on two lines. Rows are
+    copied where a string changes (:meth:`Redactor.values` shares containers)."""
+    if not isinstance(record, Mapping):
+        return record
+    shown: dict[str, JsonValue] = dict(record)
+    for field, names in (("tests", ("message",)), ("measurements", ("name", "unit"))):
+        rows = record.get(field)
+        if isinstance(rows, list):
+            shown[field] = [_row_as_shown(redactor, row, names) for row in rows]
+    return shown
+
+
+def _row_as_shown(redactor: Redactor, row: JsonValue, names: tuple[str, ...]) -> JsonValue:
+    if not isinstance(row, Mapping):
+        return row
+    changed = {name: redacted_as_shown(redactor, text) for name in names
+               if isinstance(text := row.get(name), str) and "\n" in text}
+    return {**row, **changed} if changed else row
 
 
 def record_line_bytes(own: Mapping[str, JsonValue]) -> bytes:

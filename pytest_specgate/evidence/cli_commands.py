@@ -54,6 +54,7 @@ from pytest_specgate.evidence._jsonio import pretty_json, sha256_hex, utc_timest
 from pytest_specgate.evidence._markdown import (
     NOT_SIGNED,
     criterion_heading,
+    criterion_line,
     digest_line,
     markdown_layout,
     render_markdown,
@@ -179,7 +180,7 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord], others: 
 
     Each string is also read as the markdown lays it out on one line: a rule that reads one line
     (``password: …``) must see what a reader will. So a string with line breaks is read flattened
-    as a table cell shows it, an AC's spec and title joined as its Criterion line joins them, and
+    as a table cell shows it, an AC's spec and title joined as each layout's Criterion line joins them, and
     a waiver's gate and reason as its Waiver line does (``PR-TOKEN: value`` is a key and value).
     A string with a character that is not printable is also read as the gate's lines and the
     ``--json`` output show it (:func:`shown_on_one_line`'s ``\\x1b`` and JSON's ``\\u001b`` for
@@ -187,7 +188,8 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord], others: 
     is one run again, which the line pass hides.
     """
     records = list(records)
-    strings: set[str] = {*others, *(criterion_heading(record) for record in records)}
+    strings: set[str] = {*others, *(criterion_heading(record) for record in records),
+                         *(criterion_line(record) for record in records)}
     strings.update(waiver_text(test.waiver) for record in records for test in record.tests if test.waiver)
     strings |= strings_within([record.document for record in records])
     strings.update([string.replace("\n", " ") for string in strings if "\n" in string])
@@ -741,7 +743,7 @@ def run_gate(args: argparse.Namespace) -> int:
     trusted_line = f"specgate gate: trusted config {verdict.trusted}; signatures {verdict.signatures}"
     print(f"specgate gate: {AUTHORITATIVE}", file=sys.stderr)
     records = [judgement.record for judgement in verdict.judgements if judgement.record is not None]
-    for run_id, host in run_host_lines(records).items():
+    for run_id, host in run_host_lines(records):
         print(shown_on_one_line(f"specgate gate: run {run_id} ran on {host} (each block's host line)"),
               file=sys.stderr)
     print(trusted_line, file=sys.stderr)

@@ -15,12 +15,24 @@ keeps its line breaks.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from evidence_testkit import AC10, AC11, TEST_ENV, GitRepo, SyntheticRun
+import pytest
+from evidence_testkit import (
+    AC10,
+    AC11,
+    TEST_ENV,
+    GitRepo,
+    SyntheticRun,
+    cli,
+    qualifying_bundle,
+    reseal_bundle,
+)
 
 from pytest_specgate.contracts.census import Census
 from pytest_specgate.evidence import WrittenBundle
 from pytest_specgate.evidence._redact import build_redactor
+from pytest_specgate.evidence.cli_commands import configure_merge_parser, run_merge
 
 PLANTED = "Hunter2Hunter2"
 MULTI_LINE = f"AssertionError: login refused\ndb password:\n{PLANTED}"
@@ -55,3 +67,26 @@ def test_a_message_of_several_lines_holding_no_secret_keeps_its_line_breaks(git_
     assert records.count('assert 1 == 2\\n +  where 1 = len([0])') == 4, records
     assert 'assert 1 == 2\\n +  where 1 = len([0])' in (written.path / "run.json").read_text()
     assert "assert 1 == 2  +  where 1 = len([0])" in (written.path / "evidence.md").read_text()
+
+
+def test_merge_redacts_a_record_of_an_older_bundle_as_evidence_md_shows_it(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A bundle written before this redaction (resealed here: its record holds the two-line
+    message as such a writer stored it) merged into a new one: merge redacts every string of it
+    again, and must redact each the way the merged evidence.md shows it."""
+    written = qualifying_bundle(git_repo.path, TEST_ENV)
+
+    def plant(record: dict[str, Any]) -> None:
+        record["tests"][0]["outcome"] = "failed"
+        record["tests"][0]["message"] = MULTI_LINE
+        record["measurements"][0]["unit"] = MULTI_LINE
+
+    reseal_bundle(written.path, {"AC-10": plant})
+    assert PLANTED.encode() in (written.path / "records.jsonl").read_bytes()
+    merged = tmp_path / "merged"
+    code, _, err = cli(capsys, configure_merge_parser, run_merge, str(written.path), "--out", str(merged))
+    assert (code, err) == (0, "")
+    for path in merged.rglob("*"):
+        assert path.is_dir() or PLANTED.encode() not in path.read_bytes(), path
+    assert "db password: <SECRET>" in (merged / "evidence.md").read_text()

@@ -79,11 +79,10 @@ def test_engine_taken_from_the_pool_outside_fixtures_is_recorded(
     bundle, record = run_passing(pytester)
     [entry] = record["tests"][0]["engines"]
     assert (entry["backend"], entry["simulated"], entry["loopback"]) == ("mock", True, True)
-    why = ("ran on the built-in mock engine (specgate-mock-target), a simulation: only a real engine's "
-           "evidence qualifies")
-    assert f"test_spec.py::test_canary: {why}" in record["not_qualifying_reasons"]
-    # The gate names the test after its reason, never as the key before it.
-    assert f"{why} (test test_spec.py::test_canary)" in gate_rejection(bundle, commit, capsys)
+    reason = ("ran on the built-in mock engine (specgate-mock-target), "
+              "a simulation: only a real engine's evidence qualifies")
+    assert f"test_spec.py::test_canary: {reason}" in record["not_qualifying_reasons"]
+    assert f"{reason} (test test_spec.py::test_canary)" in gate_rejection(bundle, commit, capsys)
 
 
 def test_endpoint_at_the_mock_is_recognised_as_the_mock(
@@ -101,10 +100,10 @@ def test_endpoint_at_the_mock_is_recognised_as_the_mock(
     assert identity["models"] == [{"id": running_mock.model_id, "owned_by": "specgate-mock"}]
     assert (identity["engine"], identity["url"]) == ("specgate-mock", running_mock.base_url)
     assert identity["server"] == "uvicorn"
-    why = (f"ran on the built-in mock engine ({running_mock.model_id}), a simulation: only a real engine's "
-           "evidence qualifies")
-    assert f"test_spec.py::test_canary: {why}" in record["not_qualifying_reasons"]
-    assert f"{why} (test test_spec.py::test_canary)" in gate_rejection(bundle, commit, capsys)
+    reason = (f"ran on the built-in mock engine ({running_mock.model_id}), "
+              "a simulation: only a real engine's evidence qualifies")
+    assert f"test_spec.py::test_canary: {reason}" in record["not_qualifying_reasons"]
+    assert f"{reason} (test test_spec.py::test_canary)" in gate_rejection(bundle, commit, capsys)
 
 
 class _RealLookingEngine:

@@ -217,7 +217,7 @@ def test_what_looks_random(value: str, random: bool) -> None:
 
 
 def test_every_token_format_starts_with_a_literal_and_compiles() -> None:
-    """The prefilter skips ahead to each format's first character; a look-behind on it keeps a
+    """The regex engine skips ahead to each format's first character; a look-behind on it keeps a
     match from starting inside a word, so each position starts at most one attempt."""
     assert all(token.prefix[0].isalnum() for token in TOKEN_FORMATS)
     names = [rule.name for rule in catalogue_rules()]

@@ -1,16 +1,19 @@
-"""A rule is compiled only once a text may hold its match, and that changes no output.
+"""A rule is compiled only once a text may hold its match, and a short text asks each rule
+whether it matches before building its claims; neither changes any output.
 
-A process used to compile every rule, and one alternation of them all, at its first text: some
-50 ms of a short pytest run. Now a rule's pattern is compiled the first time a text holds one of
-its gate's literals (``RedactionRule.gate``, in the text's folded small letters) or one it
-``needs``, and the one-search prefilter only after a redactor met ``_PREFILTER_AFTER`` texts.
+A process used to compile every rule, and one alternation of them all (a prefilter), at its
+first text: some 50 ms of a short pytest run. Now a rule's pattern is compiled the first time a
+text holds one of its gate's literals (``RedactionRule.gate``, in the text's folded small
+letters) or one it ``needs``; there is no prefilter, and a text of ``_SHORT_TEXT`` characters
+or fewer skips each rule whose pattern ``search`` finds nothing in it.
 
-That is exact when every match of a rule holds one of those literals. These tests prove it from
-each rule's parsed pattern (a walk that reads only literals next to each other in every way the
-pattern can match, through groups and every branch), check it on every match the rules find in
-the corpora, the benchmark texts and random text, and compare the whole redactor, gates and
-prefilter used as soon as possible, with a reference that has neither: the same output, byte
-for byte. A gate that misses a match and a prefix read past an optional character are caught.
+The gates are exact when every match of a rule holds one of their literals. These tests prove it
+from each rule's parsed pattern (a walk that reads only literals next to each other in every
+way the pattern can match, through groups and every branch), check it on every match the rules
+find in the corpora, the benchmark texts and random text, and compare the whole redactor with a
+reference that has no gate and no short-text check: the same output, byte for byte. A gate
+that misses a match, a prefix read past an optional character and a short-text check that
+skips a rule that matches are caught.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from __future__ import annotations
 import re
 import re._constants as sre
 import re._parser as sre_parse
+from collections.abc import Iterable
 from dataclasses import replace
 from pathlib import Path
 
@@ -41,10 +45,13 @@ def _redactor() -> Redactor:
 
 
 class Ungated(Redactor):
-    """The reference: every rule searched at every text, no prefilter, as before the gates."""
+    """The reference: every rule searched at every text through its claims, as before the gates
+    and the short-text check."""
 
-    def _nothing_to_find(self, text: str) -> bool:
-        return False
+    def _claims(self, text: str, changed: Iterable[tuple[int, int]] | None = None) -> list[redact.Claim]:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(redact, "_SHORT_TEXT", -1)
+            return super()._claims(text, changed)
 
 
 def _reference() -> Redactor:
@@ -233,31 +240,26 @@ def _pieces(text: str, size: int) -> list[str]:
 
 
 def _agree(texts: list[str]) -> list[str]:
-    """Texts a fresh gated redactor, with its prefilter from the first text, redacts otherwise
-    than the reference."""
+    """Texts a fresh gated redactor redacts otherwise than the reference."""
     differ = []
     for text in texts:
-        gated = _redactor()
-        gated._texts_met[0] = redact._PREFILTER_AFTER
-        if gated.text(text) != _reference().text(text):
+        if _redactor().text(text) != _reference().text(text):
             differ.append(text[:60])
     return differ
 
 
 def test_the_gated_redactor_and_the_reference_agree_on_the_corpora_and_benchmark_texts() -> None:
     cut = [piece for text in BENCHMARK_TEXTS for piece in _pieces(text, 60_000)]
-    assert _agree([*CORPUS, JOINED, *BENCHMARK_TEXTS, *cut]) == []
+    lines = [line for text in BENCHMARK_TEXTS for line in text.splitlines()[::25]]
+    assert _agree([*CORPUS, JOINED, *BENCHMARK_TEXTS, *cut, *lines]) == []
 
 
 def test_one_redactor_meeting_the_corpus_one_text_after_another_agrees() -> None:
     """Rules compiled by one text are searched, not gated, at the next: the order of texts a
-    process meets changes nothing either, before and after the prefilter is built."""
+    process meets changes nothing either."""
     gated, reference = _redactor(), _reference()
     texts = [*CORPUS, *CORPUS[::-1]]
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(redact, "_PREFILTER_AFTER", len(CORPUS) // 2)
-        assert [text[:60] for text in texts if gated.text(text) != reference.text(text)] == []
-    assert gated._any_rule is not None
+    assert [text[:60] for text in texts if gated.text(text) != reference.text(text)] == []
 
 
 GATE_PIECES = [
@@ -289,13 +291,23 @@ def test_a_plain_text_compiles_only_the_rules_it_may_need() -> None:
     assert "github-pat, github-oauth, github-app-token, github-refresh-token" in _compiled(redactor)
 
 
-def test_the_prefilter_is_built_only_after_enough_texts() -> None:
+def test_a_short_text_check_that_skips_a_rule_that_matches_is_caught() -> None:
+    """Planted bug: the short-text check asks a rule whether its pattern matches the text's
+    first half only; a token in the second half goes out, and the comparison says so."""
+    text = "a line of a log, then the token ghp_Zq8Wx2Ec4Rv6Tb8Yn0Um2Ik4Ol6Pa8Sd0Fg1Hj"
+
+    class HalfSearched(RedactionRule):
+        @property
+        def pattern(self) -> re.Pattern[str]:
+            compiled = re.compile(self.source)
+            return type("Half", (), {"search": lambda _, t: compiled.search(t, 0, len(t) // 2),
+                                     "finditer": compiled.finditer, "match": compiled.match})()  # type: ignore[return-value]
+
     redactor = _redactor()
-    for number in range(redact._PREFILTER_AFTER):
-        redactor.text(f"line {number} of a run")
-    assert "_any_rule" not in redactor.__dict__
-    assert redactor.text("one more line") == "one more line"
-    assert redactor._any_rule is not None
+    planted = Redactor(tuple(HalfSearched(**{f: getattr(rule, f) for f in rule.__dataclass_fields__})
+                             for rule in redactor.rules), redactor.secret_literals)
+    assert planted.text(text) != _reference().text(text)
+    assert _agree([text]) == []
 
 
 def test_a_node_id_redactor_compiles_no_rule_before_its_first_id() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
+from pytest_specgate.contracts.host import HostProvenance
 from pytest_specgate.contracts.jsonvalue import JsonValue
 from pytest_specgate.contracts.thresholds import DEFAULT_CONFIDENCE_LEVEL, is_inconclusive_failure
 from pytest_specgate.evidence._acrecord import (
@@ -23,6 +24,7 @@ from pytest_specgate.evidence._acrecord import (
     TestEntry,
     Waiver,
 )
+from pytest_specgate.evidence._identity_memo import LatestByIdentity
 
 POLICY_VERSION = "specgate.policy/1"
 SIMULATED_BACKENDS = frozenset({"mock"})
@@ -202,8 +204,21 @@ def _run_reasons(record: AcRecord, mode: str) -> list[str]:
 
 
 def _host_reasons(record: AcRecord) -> list[str]:
+    """:func:`host_reasons` of the record's provenance: read from its typed view where that was
+    read (once per run for a bundle's records, ``_acrecord.RunTyping``), else from the JSON."""
+    typed = record.host.provenance
+    if typed is not None:
+        return list(_TYPED_PROVENANCE_REASONS(typed))
     host = record.document.get("host")
     return host_reasons(host.get("provenance") if isinstance(host, Mapping) else None)
+
+
+def _typed_provenance_reasons(provenance: HostProvenance) -> tuple[str, ...]:
+    return provenance.reasons()
+
+
+_TYPED_PROVENANCE_REASONS = LatestByIdentity(_typed_provenance_reasons)
+"""A run's typed host provenance judged once: it is immutable, and a bundle's records share it."""
 
 
 def host_reasons(provenance: JsonValue) -> list[str]:

@@ -30,6 +30,13 @@ def _bundle(repo: Path) -> Path:
     return run.finish().path
 
 
+def _bundle_and_copy(repo: Path, tmp_path: Path) -> tuple[Path, Path]:
+    bundle = _bundle(repo)
+    copy = tmp_path / "copy"
+    shutil.copytree(bundle, copy)
+    return bundle, copy
+
+
 def _counted(monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> list[object]:
     """Every call of ``module.name`` from here on, by its first argument."""
     calls: list[object] = []
@@ -60,9 +67,7 @@ def test_a_bundle_and_its_copy_are_read_and_judged_once_and_compare_as_before(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
     as_json: bool,
 ) -> None:
-    bundle = _bundle(git_repo.path)
-    copy = tmp_path / "copy"
-    shutil.copytree(bundle, copy)
+    bundle, copy = _bundle_and_copy(git_repo.path, tmp_path)
     arguments = [str(bundle), str(copy), *(["--json"] if as_json else [])]
     judged = _counted(monkeypatch, _compare, "judge")
     code, out, err, reads = _compared(capsys, monkeypatch, *arguments)
@@ -76,9 +81,7 @@ def test_a_bundle_and_its_copy_are_read_and_judged_once_and_compare_as_before(
 def test_a_copy_changed_after_sealing_is_refused_not_taken_for_the_bundle_it_was(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    bundle = _bundle(git_repo.path)
-    copy = tmp_path / "copy"
-    shutil.copytree(bundle, copy)
+    bundle, copy = _bundle_and_copy(git_repo.path, tmp_path)
     lines = (copy / RECORDS_NAME).read_bytes()
     (copy / RECORDS_NAME).write_bytes(lines.replace(b"1.52", b"1.02", 1))
     for arguments in ([str(bundle), str(copy)], [str(copy), str(bundle)]):
@@ -90,9 +93,7 @@ def test_a_copy_resealed_with_a_change_is_read_on_its_own(
     git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Same run id, same path names, another digest: both are read, and the change is shown."""
-    bundle = _bundle(git_repo.path)
-    copy = tmp_path / "copy"
-    shutil.copytree(bundle, copy)
+    bundle, copy = _bundle_and_copy(git_repo.path, tmp_path)
 
     def slower(record: dict[str, Any]) -> None:
         record["measurements"][0]["value"] = 1.02

@@ -1,5 +1,5 @@
 """Run-wide facts typed once per run (``_identity_memo``, ``_acrecord.RunTyping``) give what
-typing each record whole gives.
+typing each record whole gives, and the judge's host reasons what the record's JSON gives.
 
 The slow path types a deep copy of the record's document without a ``RunTyping``: nothing is
 remembered for it. Records of several runs read in turn (a merged bundle's) must each get their
@@ -16,9 +16,10 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_specgate.evidence import _policy
 from pytest_specgate.evidence._acrecord import AcRecord, RunTyping
 from pytest_specgate.evidence._identity_memo import RECENT_RUNS, LatestByIdentity
-from pytest_specgate.evidence._policy import judge
+from pytest_specgate.evidence._policy import host_reasons, judge
 
 LEGACY_AC10 = Path(__file__).parent / "legacy_bundles" / "evidence-v2" / "AC-10.json"
 _BASE: dict[str, Any] = json.loads(LEGACY_AC10.read_text())
@@ -73,20 +74,37 @@ def _records_of_a_run(document: dict[str, Any], count: int) -> list[dict[str, An
     return [{**document, "ac": {**document["ac"], "id": f"AC-{10 + index}"}} for index in range(count)]
 
 
+def _read_in_turn(runs: list[dict[str, Any]], order: Any) -> list[tuple[dict[str, Any], AcRecord]]:
+    """Three records of each run, shuffled, each typed twice with one ``RunTyping``, as a bundle
+    of several runs is read: every document with its typed view."""
+    documents = [record for facts in runs for record in _records_of_a_run(_run_document(facts), 3)]
+    order.shuffle(documents)
+    typing = RunTyping()
+    return [(document, AcRecord.built(document, typing)) for document in documents * 2]
+
+
 @settings(max_examples=60, deadline=None)
 @given(runs=st.lists(_RUN_FACTS, min_size=1, max_size=RECENT_RUNS + 3),
        order=st.randoms(use_true_random=False))
 def test_records_of_runs_typed_in_turn_are_what_each_typed_whole_gives(
     runs: list[dict[str, Any]], order: Any
 ) -> None:
-    documents = [record for facts in runs for record in _records_of_a_run(_run_document(facts), 3)]
-    order.shuffle(documents)
-    typing = RunTyping()
-    for document in documents * 2:
-        remembered = AcRecord.built(document, typing)
+    for document, remembered in _read_in_turn(runs, order):
         whole = AcRecord.built(copy.deepcopy(document))
         assert remembered == whole
         assert judge(remembered) == judge(whole)
+
+
+@settings(max_examples=40, deadline=None)
+@given(runs=st.lists(_RUN_FACTS, min_size=1, max_size=RECENT_RUNS + 3),
+       order=st.randoms(use_true_random=False))
+def test_the_judge_reads_a_shared_typed_provenance_as_its_json_says(
+    runs: list[dict[str, Any]], order: Any
+) -> None:
+    """The judge takes a record's host reasons from its typed provenance (shared by a run's
+    records, judged once) where there is one; they are what the JSON it was read from gives."""
+    for document, record in _read_in_turn(runs, order):
+        assert _policy._host_reasons(record) == host_reasons(document["host"]["provenance"])
 
 
 def test_the_answer_is_the_mapping_met_not_one_equal_to_it_or_at_its_address() -> None:

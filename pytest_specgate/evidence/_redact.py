@@ -131,11 +131,11 @@ _GATED_CHARS = 65_536
 """The longest text a rule's gate reads (``RedactionRule.gate``): a longer one costs as much to
 read once per literal as the compile the gate would save, once per process."""
 _SHORT_TEXT = 4_096
-"""A text this short is asked ``search`` by each rule before the rule's claims are built (one
-call instead of three generators, where most rules find nothing). That made the one-search
-prefilter of all rules, which compiled in 20-25 ms at a process's first text, slower than no
-prefilter on every kind of short text measured (it tried every branch at every character), so
-there is none."""
+"""A text this short is asked ``search`` by each rule (its line scan, or its pattern) before the
+rule's claims are built (one call instead of three generators, where most rules find nothing).
+That made the one-search prefilter of all rules, which compiled in 20-25 ms at a process's
+first text, slower than no prefilter on every kind of short text measured (it tried every
+branch at every character), so there is none."""
 _MAX_ROUNDS = 16
 """Rounds of passes and escape decoding; text still changing after them is withheld whole."""
 
@@ -986,12 +986,16 @@ class Redactor:
             for rule in rules:
                 if (rule.needs or rule.gate) and not rule.may_match(text, gated):
                     continue
-                # Most rules find nothing in most texts. In a short one, a rule that scans no
-                # lines first is asked once whether it matches at all (its claims come from its
-                # matches in the text); only a rule that finds something merges its claims (the
-                # search reads the text alone, not the claims).
-                if short and rule.lines_with is None and rule.pattern.search(text) is None:
-                    continue
+                # Most rules find nothing in most texts. In a short one, a rule is first asked
+                # once whether it can claim anything: its line scan finds a line, or else its
+                # pattern a match (its claims come from those); only a rule that finds something
+                # merges its claims (the search reads the text alone, not the claims).
+                if short:
+                    if rule.lines_with is not None and lowered is not None:
+                        if rule.lines_with.search(lowered) is None:
+                            continue
+                    elif rule.pattern.search(text) is None:
+                        continue
                 claimed = rule.claims_in_text(text, lowered, lines_found)
                 first = next(claimed, None)
                 if first is not None:

@@ -224,3 +224,22 @@ def test_plain_lines_read_fast_are_read_as_the_full_classification_reads_them(
     with pytest.MonkeyPatch.context() as full:
         full.setattr(_markdown, "plain_line", lambda raw: False)
         assert _markdown._visible_lines(text) == fast
+
+
+@given(st.text(alphabet=st.sampled_from(" \t#>*_`~-:AVCdeiknorstv0123456789\u00a0"), max_size=24)
+       | st.sampled_from(MARKDOWN_PIECES))
+@example("   # AC-3 evidence")
+@example("**Verdict: PASSED**")
+@example(DIGEST)
+def test_the_parsers_literal_prefilters_skip_only_lines_their_patterns_cannot_match(text: str) -> None:
+    """A line is matched against a heading only where a ``#`` is among its first four characters,
+    against the digest patterns only where it holds ``specgate-evidence``, against the verdict
+    only where it holds ``Verdict:``: each pattern matches no line its prefilter skips."""
+    from pytest_specgate.evidence import _markdown
+
+    if _markdown._HEADING.match(text):
+        assert "#" in text[:4]
+    if _markdown._DIGEST.search(text) or _markdown._DIGEST_ATTEMPT.search(text):
+        assert _markdown.DIGEST_KEYWORD in text
+    if _markdown._VERDICT.match(text.strip()):
+        assert "Verdict:" in text

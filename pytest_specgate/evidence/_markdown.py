@@ -210,10 +210,19 @@ def _engine_version(engine: EngineFact) -> str:
     return "unknown" if declared is None else f"{declared[1]} ({declared[0]})"
 
 
-def _server_says(engine: EngineFact) -> str:
-    """The server's own identity: its name and version, its ``server`` header, the models it lists."""
+def _server_says(engine: EngineFact, layout: int) -> str:
+    """The server's own identity: its name and version, its ``server`` header, the models it lists.
+
+    Layout 2 gives the version a word of its own (``specgate-mock (version 0.1.0)``): the name
+    and version are both the server's strings, and a name ``api_key:`` before a version reads as
+    a key and its value.
+    """
     identity = engine.identity or {}
-    name = " ".join(part for part in (_text(identity.get("engine")), _text(identity.get("version"))) if part)
+    server_name, version = _text(identity.get("engine")), _text(identity.get("version"))
+    if layout == LAYOUT_PER_BLOCK or server_name is None or version is None:
+        name = " ".join(part for part in (server_name, version) if part)
+    else:
+        name = f"{server_name} (version {version})"
     header = _text(identity.get("server"))
     listed = identity.get("models")
     models = sorted(
@@ -225,31 +234,39 @@ def _server_says(engine: EngineFact) -> str:
     return ", ".join(parts)
 
 
-def _engine_text(engine: EngineFact) -> str:
-    simulated = " (simulated)" if engine.backend in SIMULATED_BACKENDS or engine.simulated else ""
+def _simulated(engine: EngineFact) -> str:
+    return " (simulated)" if engine.backend in SIMULATED_BACKENDS or engine.simulated else ""
+
+
+def _engine_text(engine: EngineFact, layout: int) -> str:
     return (
-        f"{engine.backend}{simulated}, model {engine.model or 'unknown'}, version {_engine_version(engine)}; "
-        f"the server says: {_server_says(engine)}"
+        f"{engine.backend}{_simulated(engine)}, model {engine.model or 'unknown'}, "
+        f"version {_engine_version(engine)}; the server says: {_server_says(engine, layout)}"
     )
 
 
-def _engines(record: AcRecord) -> list[tuple[str, int]]:
+def _engines(record: AcRecord, layout: int) -> list[tuple[str, int]]:
     """Each distinct engine the tests were handed (the port aside) and how many tests it served."""
     counted: dict[str, int] = {}
     for test in record.tests:
-        for text in dict.fromkeys(_engine_text(engine) for engine in test.engines or ()):
+        for text in dict.fromkeys(_engine_text(engine, layout) for engine in test.engines or ()):
             counted[text] = counted.get(text, 0) + 1
     return list(counted.items())
 
 
-def _engines_short(record: AcRecord) -> str:
-    names = dict.fromkeys(
-        f"{engine.backend} {engine.model or ''}".strip()
-        + (" (simulated)" if engine.backend in SIMULATED_BACKENDS or engine.simulated else "")
-        for test in record.tests
-        for engine in test.engines or ()
-    )
-    return ", ".join(names) or "none recorded"
+def _engine_short(engine: EngineFact, layout: int) -> str:
+    """The summary's name of an engine: layout 1 joined backend and model (``mock tiny:target``);
+    layout 2 names the model after a word of its own (``mock (simulated), model tiny:target``),
+    as two strings of the record a backend ``api_key:`` and a model would read as a key and value."""
+    if layout == LAYOUT_PER_BLOCK:
+        return f"{engine.backend} {engine.model or ''}".strip() + _simulated(engine)
+    return f"{engine.backend}{_simulated(engine)}" + (f", model {engine.model}" if engine.model else "")
+
+
+def _engines_short(record: AcRecord, layout: int) -> str:
+    names = dict.fromkeys(_engine_short(engine, layout)
+                          for test in record.tests for engine in test.engines or ())
+    return ("; " if layout != LAYOUT_PER_BLOCK else ", ").join(names) or "none recorded"
 
 
 def _tests_phrase(nodeids: Sequence[str]) -> str:
@@ -507,7 +524,7 @@ def render_ac_block(
         lines.append(f"- Host: that of {run.named}, in the summary")
     else:
         lines.append(f"- Host: {_cell(_host_line(record))}")
-    engines = _engines(record)
+    engines = _engines(record, layout)
     if not engines:
         lines.append("- Engines: none recorded")
     for text, count in engines:
@@ -539,11 +556,12 @@ def _summary_row(
     record: AcRecord, verdict: PolicyVerdict, signer: str | None, run: RunShared | None
 ) -> str:
     """One AC's row; ``signer`` None where the summary states it once above the table (layout 2)."""
+    layout = LAYOUT_PER_BLOCK if signer is not None else LAYOUT_RUN_ONCE
     figure = deciding_figure(record)
     shown = "—" if figure is None else f"{_cell(figure.name)} {_figure(figure)} {_threshold(figure)}"
     host = f"run {run.number}" if run is not None and run.host is not None else _cell(_host_line(record))
     signed = "" if signer is None else f" {_cell(signer)} |"
-    engines = _cell(_engines_short(record))
+    engines = _cell(_engines_short(record, layout))
     return f"| {record.ac.id} | {verdict.label} | {shown} | {host} | {engines} |{signed}"
 
 

@@ -114,8 +114,11 @@ def test_each_block_names_its_engines_with_version_and_the_servers_own_identity(
     block = _block(_document(3))
     assert (
         "- Engine (3 tests): mock (simulated), model tiny:target, version 0.1.0; the server says: "
-        "specgate-mock 0.1.0, header uvicorn, serving tiny:target"
+        "specgate-mock (version 0.1.0), header uvicorn, serving tiny:target"
     ) in block.splitlines()
+    record = AcRecord.built(_document(3))
+    assert "the server says: specgate-mock 0.1.0, header uvicorn" in render_ac_block(
+        record, judge(record), SHA, SHA, LAYOUT_PER_BLOCK)
     document = _document(1)
     document["tests"][0]["engines"] = []
     assert "- Engines: none recorded" in _block(document)
@@ -166,7 +169,8 @@ def test_the_summary_comes_first_outside_the_blocks_and_names_the_deciding_figur
         "| AC | verdict | deciding figure (bound) | host | engine |",
         "|---|---|---|---|---|",
         "| AC-10 | PASSED · QUALIFYING | median_speedup 1.52 x ≥ 1.4 | run 1 | none recorded |",
-        "| AC-11 | FAILED · NOT QUALIFYING | drafted_1 3 tokens ≤ 0 | run 1 | mock tiny:target (simulated) |",
+        "| AC-11 | FAILED · NOT QUALIFYING | drafted_1 3 tokens ≤ 0 | run 1 | "
+        "mock (simulated), model tiny:target |",
     ]
     assert lines[13] == "## AC-10 evidence"
     assert [block.ac_id for block in parse_pr_body(markdown, "evidence.md")] == ["AC-10", "AC-11"]

@@ -32,6 +32,12 @@ def _read_as_assignments(text: str) -> list[str]:
     return [line for line in text.splitlines() if OUTPUT_PASS(line) != line]
 
 
+def _hiding_the_planted_value(text: str) -> list[str]:
+    """The lines of ``text`` showing the planted value that the output's line pass would hide: the
+    value read as what a key-like string before it assigns."""
+    return [line for line in text.splitlines() if PLANTED in line and PLANTED not in OUTPUT_PASS(line)]
+
+
 def _planted_bundle(repo: Path) -> WrittenBundle:
     """AC-10: ``test_password`` measured ``Hunter2Hunter2`` below its bound and attached a file of
     that name, ``test_token`` failed saying it; AC-11 (``test_secret``) waived to ``PR-TOKEN``
@@ -125,3 +131,32 @@ def test_the_step_summary_shows_a_tests_reason_whole_with_the_test_after_it(
     assert code == 1
     assert f"{PLANTED} = 1.1 x is below at_least=1.4 (test acceptance/test_ac10.py::test_password)" in row
     assert f"failed: {PLANTED} (test acceptance/test_ac10.py::test_token)" in row
+
+
+def test_an_engines_strings_are_never_joined_into_a_key_and_its_value(
+    git_repo: GitRepo, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A backend and a server name ``api_key:`` before a model and a version ``Hunter2Hunter2``
+    (each a string of the record, clean alone): layout 1 joined them with a space in the summary
+    (``api_key: Hunter2…``) and the engine line (``the server says: api_key: Hunter2…``). A string
+    like ``api_key:`` makes whatever word follows it a value to the line pass (the policy's
+    ``api_key: engine …: the record does not say…`` too), so what is checked is that the planted
+    value never is."""
+    monkeypatch.chdir(tmp_path)
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
+    recorder.note_engine({"backend": "api_key:", "model": PLANTED,
+                          "identity": {"engine": "api_key:", "version": PLANTED}})
+    run.run_test("acceptance/test_ac10.py::test_speedup", AC10, recorder=recorder)
+    run.run_test("acceptance/test_ac11.py::test_small_air", AC11)
+    written = run.finish()
+    assert REDACTOR.text("api_key:") == "api_key:"
+    markdown = (written.path / "evidence.md").read_text()
+    assert f"| api_key:, model {PLANTED} |" in markdown
+    assert f"the server says: api_key: (version {PLANTED})" in markdown
+    assert _hiding_the_planted_value(markdown) == []
+    arguments = _commands(written, git_repo, tmp_path)["render"]
+    code, unredacted = _printed_each_way(capsys, monkeypatch, arguments)[0]
+    assert code == 0 and _hiding_the_planted_value(unredacted) == [] and PLANTED in unredacted
+    hidden = _hiding_the_planted_value(rendered_in_layout(written.path, LAYOUT_PER_BLOCK))
+    assert [line for line in hidden if f"| api_key: {PLANTED} |" in line], hidden

@@ -963,10 +963,13 @@ class Redactor:
         """Passes until one changes nothing. The first pass reads the whole text, or, given the
         spans of ``text`` that ``changed`` (the escape decoding's), their neighbourhood; each
         later pass reads only the neighbourhood of what the pass before it replaced, which finds
-        what a pass over the whole text finds (:class:`_Neighbourhood` says why)."""
+        what a pass over the whole text finds (:class:`_Neighbourhood` says why). A text of
+        :data:`_SHORT_TEXT` characters or fewer is read whole in every pass: finding its
+        neighbourhood costs more than the short-text check of every rule over all of it."""
         current = text
         for _ in range(_MAX_ROUNDS):
-            updated, changed = _replaced_with_spans(current, self._claims(current, changed))
+            near = None if len(current) <= _SHORT_TEXT else changed
+            updated, changed = _replaced_with_spans(current, self._claims(current, near))
             if updated == current:
                 return current
             current = updated

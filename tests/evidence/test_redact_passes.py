@@ -9,9 +9,14 @@ same output, on the benchmark's adversarial and ordinary text, the corpora and r
 check the two facts the argument rests on for every rule (a ``line`` rule's pattern never matches
 a line break; a ``joined`` rule's match holds one only after a line that may join the next); and
 they show the comparison fails when the neighbourhood leaves out what it must hold.
+
+The redactor reads a short text (``_SHORT_TEXT``) whole in every pass, which is the reference
+itself; here every text is read as a long one is, so short random texts try the neighbourhood.
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import given
@@ -32,6 +37,32 @@ class WholePasses(Redactor):
 
 def _whole(redactor: Redactor) -> Redactor:
     return WholePasses(redactor.rules, redactor.secret_literals)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _every_text_read_as_a_long_one() -> Iterator[None]:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(redact, "_SHORT_TEXT", -1)
+        yield
+
+
+def test_a_short_text_is_read_whole_in_every_pass_as_a_long_one_is_near_its_changes() -> None:
+    """With the module's setting undone: a short text's passes read all of it, which gives what
+    the passes near the changes give (the rest of this module compares those with whole passes)."""
+    text = "FAILED /srv/checkouts/specgate/tests/test_a.py - password=Hunter2Hunter2 \u0041PI_KEY=x"
+    calls: list[object] = []
+
+    class Counted(Redactor):
+        def _claims(self, text: str, changed: object = None) -> list[redact.Claim]:
+            calls.append(changed)
+            return super()._claims(text, changed)  # type: ignore[arg-type]
+
+    base = _redactor()
+    near = base._text(text)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(redact, "_SHORT_TEXT", 4_096)
+        assert Counted(base.rules, base.secret_literals)._text(text) == near
+    assert len(calls) > 1 and set(calls) == {None}
 
 
 def _second_passes_agree(redactor: Redactor, text: str) -> bool:

@@ -491,6 +491,22 @@ def criterion_line(record: AcRecord) -> str:
     return title or (f"spec {spec}" if spec else "")
 
 
+def engine_joins(record: AcRecord) -> set[str]:
+    """The record's engine strings as layout 1 joins them with a space: the server's name and
+    version, the summary's backend and model (``api_key: Hunter2``). The judge's clean check reads
+    them, as it reads :func:`criterion_heading`: a bundle written in layout 1 renders them so.
+    Layout 2 puts a word of its own between them (``(version V)``, ``, model M``)."""
+    joins: set[str] = set()
+    for test in record.tests:
+        for engine in test.engines or ():
+            identity = engine.identity or {}
+            server_name, version = _text(identity.get("engine")), _text(identity.get("version"))
+            if server_name is not None and version is not None:
+                joins.add(f"{server_name} {version}")
+            joins.add(_engine_short(engine, LAYOUT_PER_BLOCK))
+    return joins
+
+
 def waiver_text(waiver: Waiver) -> str:
     """A waiver as its ``- Waiver:`` line joins its gate and reason (``PR-C: no M4``): what the
     clean check of the judge commands' output reads, as it reads :func:`criterion_heading`."""

@@ -56,6 +56,7 @@ from pytest_specgate.evidence._markdown import (
     criterion_heading,
     criterion_line,
     digest_line,
+    engine_joins,
     markdown_layout,
     render_markdown,
     run_host_lines,
@@ -180,7 +181,8 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord], others: 
 
     Each string is also read as the markdown lays it out on one line: a rule that reads one line
     (``password: …``) must see what a reader will. So a string with line breaks is read flattened
-    as a table cell shows it, an AC's spec and title joined as each layout's Criterion line joins them, and
+    as a table cell shows it, an AC's spec and title joined as each layout's Criterion line joins them,
+    an engine's server name and version, and backend and model, as layout 1 joins them, and
     a waiver's gate and reason as its Waiver line does (``PR-TOKEN: value`` is a key and value).
     A string with a character that is not printable is also read as the gate's lines and the
     ``--json`` output show it (:func:`shown_on_one_line`'s ``\\x1b`` and JSON's ``\\u001b`` for
@@ -190,6 +192,7 @@ def records_read_clean(redactor: Redactor, records: Iterable[AcRecord], others: 
     records = list(records)
     strings: set[str] = {*others, *(criterion_heading(record) for record in records),
                          *(criterion_line(record) for record in records)}
+    strings.update(text for record in records for text in engine_joins(record))
     strings.update(waiver_text(test.waiver) for record in records for test in record.tests if test.waiver)
     strings |= strings_within([record.document for record in records])
     strings.update([string.replace("\n", " ") for string in strings if "\n" in string])

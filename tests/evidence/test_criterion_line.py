@@ -77,3 +77,25 @@ def test_the_judges_clean_check_reads_the_criterion_line_as_layout_2_shows_it(gi
     line = "- Criterion: --token (spec Hunter2Hunter2x)"
     assert LINE_PASS(line) != line
     assert not records_read_clean(REDACTOR, records.values())
+
+
+def test_render_of_a_layout_1_bundle_hides_a_value_its_engine_line_joins(
+    git_repo: GitRepo, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Layout 1 joins an engine's backend and model, and the server's name and version, with a
+    space (``api_key: Hunter2…``): each string is clean alone, so the judge's clean check must read
+    those joins too, or render prints a layout-1 bundle's lines past the line pass as they are."""
+    run = SyntheticRun(git_repo.path, TEST_ENV)
+    recorder = run.recorder("acceptance/test_ac10.py::test_speedup")
+    recorder.note_engine({"backend": "mock", "model": "tiny:target",
+                          "identity": {"engine": "api_key:", "version": VALUE}})
+    run.run_test("acceptance/test_ac10.py::test_speedup", AC10, recorder=recorder)
+    bundle = run.finish().path
+    layout_1 = rendered_in_layout(bundle, LAYOUT_PER_BLOCK)
+    assert f"api_key: {VALUE}" in layout_1
+    (bundle / MARKDOWN_NAME).write_text(layout_1)
+    manifest = json.loads((bundle / MANIFEST_NAME).read_text())
+    manifest["files"][MARKDOWN_NAME] = file_entry(layout_1.encode()).to_dict()
+    (bundle / MANIFEST_NAME).write_text(pretty_json(manifest))
+    code, shown, _ = cli(capsys, configure_render_parser, run_render, str(bundle))
+    assert code == 0 and f"api_key: {VALUE}" not in shown and "api_key: <" in shown

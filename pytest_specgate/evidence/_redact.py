@@ -540,8 +540,14 @@ continuation; so does one whose ``_``, ``=`` or ``:`` is escaped (``api\\u005fke
 which the decoding step reads as that key."""
 
 
+_ESCAPED_SPLIT = r"(?:\\r)?\\n[ \t]{0,8}"
+"""A line break written as ``\\n`` (``\\r\\n``): a token JSON-escaped or in a repr, cut where a
+real break would have cut it, with a rest too short for the escaped-break rules (under 8)."""
+
+
 def _token_pattern(token: TokenFormat) -> str:
-    """``prefix`` then the body, whole or cut by one line break. A first line too short for a
+    """``prefix`` then the body, whole or cut by one line break (or one written escaped, as JSON
+    and a repr write it: :data:`_ESCAPED_SPLIT`). A first line too short for a
     whole token must go on; one long enough to be whole goes on only into a word that reads
     as a random tail (:data:`RANDOM_TAIL`); a whole token at a line end stays one (the
     possessive counts cannot reach the break). A first part too short, cut by one space,
@@ -554,7 +560,8 @@ def _token_pattern(token: TokenFormat) -> str:
         raise ValueError(f"{token.rule_id}: a token prefix starts with a letter or digit, not {first!r}")
     guard = f"(?<!{token.boundary}{re.escape(first)})" if token.boundary else ""
     body, shortest, longest = token.body, token.shortest, token.longest
-    tail = f"{TOKEN_SPLIT}{_NOT_A_KEY}{body}++"
+    split = f"(?:{TOKEN_SPLIT}|{_ESCAPED_SPLIT})"
+    tail = f"{split}{_NOT_A_KEY}{body}++"
     cuts = [f"{body}{{1,{shortest - 1}}}+{tail}"] if shortest > 1 else []
     if shortest > 1:
         reach = shortest - 1
@@ -563,7 +570,7 @@ def _token_pattern(token: TokenFormat) -> str:
         )
         cuts.append(f"{head_random}{body}{{1,{reach}}}+ {RANDOM_TAIL}{_NOT_A_KEY}{body}++")
     if longest > shortest:
-        cuts.append(f"{body}{{{shortest},{longest - 1}}}+{TOKEN_SPLIT}{RANDOM_TAIL}{_NOT_A_KEY}{body}++")
+        cuts.append(f"{body}{{{shortest},{longest - 1}}}+{split}{RANDOM_TAIL}{_NOT_A_KEY}{body}++")
     return f"{re.escape(first)}{guard}{rest}(?:{'|'.join([*cuts, f'{body}{{{shortest},}}+'])})"
 
 

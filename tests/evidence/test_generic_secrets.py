@@ -315,6 +315,17 @@ def test_a_catalogue_token_whose_short_first_part_a_space_split_off_is_found(hea
     assert head not in redacted and rest not in redacted, redacted
 
 
+@pytest.mark.parametrize("rest", [6, 7, 12])
+@pytest.mark.parametrize("written", [json.dumps, repr])
+def test_a_catalogue_token_cut_by_an_escaped_break_leaves_no_short_rest(rest: int, written: object) -> None:
+    """A token JSON-escaped or in a repr, cut where a line break cut it: its rest, written after
+    ``\\n``, is taken with it however short (the escaped-break rules need 8 characters)."""
+    token = "ghp_Zq8Wx2Ec4Rv6Tb8Yn0Um2Ik4Ol6Pa8Sd0Fg1H"
+    text = written(f" {token[:-rest]}\n{token[-rest:]} ")  # type: ignore[operator]
+    redacted = REDACTOR.text(text)
+    assert token[-rest:] not in redacted and token[:12] not in redacted, redacted
+
+
 @pytest.mark.parametrize(
     ("text", "kept"),
     [

@@ -403,9 +403,9 @@ def _shared_qualifying_lines(record: AcRecord, verdict: PolicyVerdict, run: RunS
     total = len(run.reasons) + len(own)
     count = len(run.reasons)
     # The host line names the run by its id already where the run shares its host.
-    run_named = f"run {run.number}'s" if run.host is not None else f"those of {run.named}"
+    shared_ones = f"run {run.number}'s {count}" if run.host is not None else f"the {count} of {run.named}"
     head = (f"- Qualifying: no ({verdict.policy}), {total} reason{'s' if total != 1 else ''}: "
-            f"{run_named} {count}, in the summary (the gate prints them)")
+            f"{shared_ones}, in the summary (the gate prints them)")
     if not own:
         return [head]
     return [f"{head}, and {len(own)} of its own:",

@@ -194,3 +194,27 @@ def test_render_names_the_key_ids_a_signed_bundle_claims_and_the_file_says_not_s
     sign_bundle(bundle, key, build_redactor(None))
     code, out, _ = cli(capsys, configure_render_parser, run_render, str(bundle))
     assert code == 0 and out == written.replace(NOT_SIGNED, f"{key.keyid} (claimed; the gate verifies)")
+
+
+def test_a_run_whose_acs_show_different_hosts_shares_only_its_reasons_and_each_block_names_it() -> None:
+    """Two ACs of one diagnostic run whose host lines differ (a test's hardware verdict may word
+    it): the summary lists the run's reason once and says the hosts differ; each block states its
+    own host and names the run, by its id, for the reason."""
+    documents = []
+    for ac_id, host in (("AC-10", "Apple M4, 16 GB, macOS 15.1"), ("AC-11", "Apple M4, 16 GB, macOS 15.2")):
+        document = _whole(json.loads(LEGACY_AC10.read_text()))
+        document["ac"]["id"] = ac_id
+        document["run"]["diagnostic"] = True
+        document["host"]["summary"] = host
+        documents.append(AcRecord.built(document))
+    judged = [(record, judge(record), SHA) for record in documents]
+    markdown = render_markdown(judged, SHA)
+    run = documents[0].run.id
+    differ = "hosts differ (each block states its own); 1 reason not to qualify:"
+    assert f"- Run 1 (`{run}`, 2 ACs): {differ}" in markdown
+    blocks = markdown.split("\n## ")[1:]
+    for block, host in zip(blocks, ("macOS 15.1", "macOS 15.2"), strict=True):
+        assert f"- Host: Apple M4, 16 GB, {host}\n" in block
+        assert (f"- Qualifying: no (specgate.policy/1), 1 reason: the 1 of run 1 (`{run}`), in the summary "
+                "(the gate prints them)\n") in block
+    assert markdown.count("diagnostic run: evidence from --specgate-diagnostic never qualifies") == 1

@@ -213,11 +213,7 @@ def _host_reasons(record: AcRecord) -> list[str]:
     return host_reasons(host.get("provenance") if isinstance(host, Mapping) else None)
 
 
-def _typed_provenance_reasons(provenance: HostProvenance) -> tuple[str, ...]:
-    return provenance.reasons()
-
-
-_TYPED_PROVENANCE_REASONS = LatestByIdentity(_typed_provenance_reasons)
+_TYPED_PROVENANCE_REASONS = LatestByIdentity(HostProvenance.reasons)
 """A run's typed host provenance judged once: it is immutable, and a bundle's records share it."""
 
 

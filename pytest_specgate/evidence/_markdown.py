@@ -569,14 +569,13 @@ def deciding_figure(record: AcRecord) -> Measurement | None:
 
 
 def _summary_row(
-    record: AcRecord, verdict: PolicyVerdict, signer: str | None, run: RunShared | None
+    record: AcRecord, verdict: PolicyVerdict, layout: int, signer: str, run: RunShared | None
 ) -> str:
-    """One AC's row; ``signer`` None where the summary states it once above the table (layout 2)."""
-    layout = LAYOUT_PER_BLOCK if signer is not None else LAYOUT_RUN_ONCE
+    """One AC's row; layout 1 ends it with the signer, layout 2 states the signer once above the table."""
     figure = deciding_figure(record)
     shown = "—" if figure is None else f"{_cell(figure.name)} {_figure(figure)} {_threshold(figure)}"
     host = f"run {run.number}" if run is not None and run.host is not None else _cell(_host_line(record))
-    signed = "" if signer is None else f" {_cell(signer)} |"
+    signed = f" {_cell(signer)} |" if layout == LAYOUT_PER_BLOCK else ""
     engines = _cell(_engines_short(record, layout))
     return f"| {record.ac.id} | {verdict.label} | {shown} | {host} | {engines} |{signed}"
 
@@ -594,7 +593,9 @@ def render_summary(
             "| AC | verdict | deciding figure (bound) | host | engine | signer |",
             "|---|---|---|---|---|---|",
         ]
-        lines += [_summary_row(record, verdict, signer, None) for record, verdict, _ in blocks]
+        lines += [
+            _summary_row(record, verdict, LAYOUT_PER_BLOCK, signer, None) for record, verdict, _ in blocks
+        ]
         return "\n".join(lines) + "\n"
     lines = [
         SUMMARY_HEADING,
@@ -605,7 +606,10 @@ def render_summary(
         "| AC | verdict | deciding figure (bound) | host | engine |",
         "|---|---|---|---|---|",
     ]
-    lines += [_summary_row(record, verdict, None, runs.get(record.run.id)) for record, verdict, _ in blocks]
+    lines += [
+        _summary_row(record, verdict, LAYOUT_RUN_ONCE, signer, runs.get(record.run.id))
+        for record, verdict, _ in blocks
+    ]
     return "\n".join(lines) + "\n"
 
 
